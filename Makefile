@@ -1,0 +1,28 @@
+GO    ?= go
+BIN   := bin/pplaunch
+# Packages to test; override to test one: make test PKGS=./schedules/...
+PKGS  ?= ./...
+
+.PHONY: build train test lint bench clean
+
+build:
+	$(GO) build -o $(BIN) ./cmd/pplaunch
+
+# The main job: 4 ranks train the default GPT on the embedded corpus.
+train: build
+	./$(BIN) --nproc 4 train
+
+# gofmt check, vet, and every test with the race detector.
+test: lint
+	$(GO) test -race -timeout 40m $(PKGS)
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+bench: build
+	$(GO) test -run '^$$' -bench . -benchtime 1x ./...
+
+clean:
+	rm -rf bin

@@ -1,0 +1,7 @@
+module github.com/pplaunch/pplaunch
+
+go 1.26.0
+
+require github.com/alexflint/go-arg v1.6.1
+
+require github.com/alexflint/go-scalar v1.2.0 // indirect
