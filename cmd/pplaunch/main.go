@@ -23,6 +23,7 @@ type cli struct {
 
 // benchCmd groups the benchmarks.
 type benchCmd struct {
+	Step *benchStepCmd `arg:"subcommand:step" help:"time one training step (forward, backward, AdamW) in one process"`
 }
 
 func main() {
@@ -53,6 +54,8 @@ func run(argv []string, stdout, stderr io.Writer) int {
 	switch {
 	case c.Plan != nil:
 		err = c.Plan.run(ctx, stdout, stderr)
+	case c.Bench != nil && c.Bench.Step != nil:
+		err = c.Bench.Step.run(ctx, stdout, stderr)
 	default:
 		p.WriteHelp(stdout)
 		return 2
