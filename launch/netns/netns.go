@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -153,9 +154,79 @@ func (h *Host) SetLink(up bool) error {
 	return ip("link", "set", h.Veth, state)
 }
 
-// Close stops the network: veths, namespaces, bridge, /etc/hosts lines, locks.
-// Processes still running in a namespace keep it alive but cut off; end them
-// first. Close is safe to call twice.
+// Pids lists the live processes in h's network namespace (zombies excluded).
+func (h *Host) Pids() ([]int, error) {
+	var want syscall.Stat_t
+	if err := syscall.Stat(h.NetNS, &want); err != nil {
+		if os.IsNotExist(err) {
+			return nil, nil // not created yet, or gone: nothing can run in it
+		}
+		return nil, fmt.Errorf("host %s: %w", h.Name, err)
+	}
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	var pids []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		var st syscall.Stat_t
+		if syscall.Stat(fmt.Sprintf("/proc/%d/ns/net", pid), &st) != nil || st.Ino != want.Ino || st.Dev != want.Dev {
+			continue
+		}
+		if live(pid) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids, nil
+}
+
+// live reports whether pid exists and is not a zombie. PID 1 here may be slow to
+// reap orphans, so kill -0 is not enough.
+func live(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// The state follows the command name, which is in parentheses and may hold spaces.
+	i := bytes.LastIndexByte(stat, ')')
+	return i >= 0 && i+2 < len(stat) && stat[i+2] != 'Z' && stat[i+2] != 'X'
+}
+
+// KillAll sends SIGKILL to every process left in the hosts' namespaces (daemons'
+// detached children, say) and waits until they are gone or timeout passes.
+func (n *Net) KillAll(timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		var left []string
+		for _, h := range n.Hosts {
+			pids, err := h.Pids()
+			if err != nil {
+				return err
+			}
+			for _, pid := range pids {
+				syscall.Kill(pid, syscall.SIGKILL)
+				left = append(left, fmt.Sprintf("%s:%d", h.Name, pid))
+			}
+		}
+		if len(left) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("netns: processes still alive %v after SIGKILL: %s", timeout, strings.Join(left, " "))
+		}
+		<-tick.C
+	}
+}
+
+// Close ends every process left in the hosts (SIGKILL), then removes the network:
+// veths, namespaces, bridge, /etc/hosts lines, locks. Stop your processes
+// gracefully before, if that matters. Close is safe to call twice.
 func (n *Net) Close() error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -164,6 +235,7 @@ func (n *Net) Close() error {
 	}
 	n.closed = true
 	var errs []error
+	errs = append(errs, n.KillAll(10*time.Second))
 	if n.slotLock != nil {
 		errs = append(errs, purgeSlot(n.Slot))
 		errs = append(errs, n.slotLock.Close())

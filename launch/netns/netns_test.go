@@ -235,3 +235,38 @@ func TestStaleSlotIsCleaned(t *testing.T) {
 		t.Logf("slot %d was taken by another network; the stale one was %d", n.Slot, dead.Slot)
 	}
 }
+
+func TestPidsAndKillAll(t *testing.T) {
+	n := New(t, "nstest-d")
+	h := n.Hosts[0]
+	// It prints once it runs inside the namespace, then becomes sleep (same pid).
+	cmd := h.Command(context.Background(), "sh", "-c", "echo ready; exec sleep 600")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if line, err := bufio.NewReader(out).ReadString('\n'); line != "ready\n" {
+		t.Fatalf("sh on %s: %q, %v", h.Name, line, err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	pids, err := h.Pids()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pids) != 1 || pids[0] != cmd.Process.Pid {
+		t.Errorf("Pids = %v, want [%d]", pids, cmd.Process.Pid)
+	}
+	if err := n.KillAll(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err == nil || !strings.Contains(err.Error(), "killed") {
+		t.Errorf("sleep ended with %v, want killed", err)
+	}
+	if pids, err := h.Pids(); err != nil || len(pids) != 0 {
+		t.Errorf("after KillAll: Pids = %v, %v", pids, err)
+	}
+}
