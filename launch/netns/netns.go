@@ -388,8 +388,9 @@ func (n *Net) build(names []string) error {
 
 func slotDir(s int) string { return filepath.Join(StateDir, fmt.Sprintf("slot-%d", s)) }
 
-// purgeSlot removes everything slot s may have: UTS mounts, veths, namespaces,
-// the bridge and /etc/hosts lines. Missing pieces are not errors.
+// purgeSlot removes everything slot s may have: processes left in its
+// namespaces, UTS mounts, veths, namespaces, the bridge and /etc/hosts lines.
+// Missing pieces are not errors.
 func purgeSlot(s int) error {
 	var errs []error
 	dir := slotDir(s)
@@ -414,6 +415,9 @@ func purgeSlot(s int) error {
 	if ents, err := os.ReadDir("/run/netns"); err == nil {
 		for _, e := range ents {
 			if strings.HasPrefix(e.Name(), fmt.Sprintf("pp%d-", s)) {
+				// A dead test's daemons may still run in it, cut off; end them.
+				stale := &Net{Hosts: []*Host{{Name: e.Name(), NetNS: "/run/netns/" + e.Name()}}}
+				errs = append(errs, stale.KillAll(10*time.Second))
 				errs = append(errs, ipIgnoreMissing("netns", "del", e.Name()))
 			}
 		}

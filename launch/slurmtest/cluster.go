@@ -302,6 +302,11 @@ func (c *Cluster) start(name string, cmd *exec.Cmd, log string) error {
 		return err
 	}
 	cmd.Stdout, cmd.Stderr = f, f
+	// Should the test binary be killed before its cleanups run, the daemons go too.
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
 	if cmd.Env == nil {
 		cmd.Env = c.env()
 	}
