@@ -70,10 +70,8 @@ func Start(t testing.TB, opts Options) *Cluster {
 	if opts.CPUs == 0 {
 		opts.CPUs = 8
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
 	start := time.Now()
-	installed, err := ensureInstalled(ctx)
+	installed, err := ensureInstalled(5 * time.Minute)
 	if err != nil {
 		t.Fatalf("slurmtest: %v", err)
 	}
@@ -91,6 +89,10 @@ func Start(t testing.TB, opts Options) *Cluster {
 		t.Fatal(err)
 	}
 	c := &Cluster{Dir: dir, Conf: filepath.Join(dir, "slurm.conf"), Partition: "test", t: t}
+	// From here on, every wait polls a state and a minute is ample (it takes
+	// under a second here).
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	c.Net = netns.New(t, opts.Nodes...)
 	c.Nodes = c.Net.Hosts
 	t.Cleanup(func() {
@@ -139,9 +141,9 @@ func (c *Cluster) nodeAddrs() string {
 	return strings.Join(s, " ")
 }
 
-// ensureInstalled installs Packages with apt-get when a program is missing, and
-// reports whether it did.
-func ensureInstalled(ctx context.Context) (bool, error) {
+// ensureInstalled installs Packages with apt-get, within limit, when a program
+// is missing, and reports whether it did.
+func ensureInstalled(limit time.Duration) (bool, error) {
 	var missing []string
 	for _, p := range programs {
 		if _, err := exec.LookPath(p); err != nil {
@@ -154,6 +156,8 @@ func ensureInstalled(ctx context.Context) (bool, error) {
 	if _, err := exec.LookPath("apt-get"); err != nil {
 		return false, fmt.Errorf("%s missing and no apt-get to install %s", strings.Join(missing, ", "), strings.Join(Packages, " "))
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
 	env := append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
 	for _, args := range [][]string{
 		{"update", "-qq"},
@@ -357,11 +361,9 @@ func (c *Cluster) dead() error {
 	return nil
 }
 
-// poll calls check every 100 ms until it says done, ctx ends (or 60 s pass) or
-// a daemon dies. check returns what it saw, for the error message.
+// poll calls check every 100 ms until it says done, ctx ends or a daemon dies.
+// check returns what it saw, for the error message.
 func (c *Cluster) poll(ctx context.Context, what string, check func() (bool, string, error)) error {
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -439,7 +441,8 @@ type Result struct {
 
 // Run submits j, waits for it to end, and returns how it ended. It is an error
 // if the job did not complete with exit code 0; the error holds its output.
-// When ctx ends first, the job is cancelled.
+// ctx bounds the wait: when it ends first, the job is cancelled. Jobs get a
+// two-minute time limit unless j.Sbatch gives --time.
 func (c *Cluster) Run(ctx context.Context, j Job) (Result, error) {
 	out := filepath.Join(c.Dir, "job-%j.out")
 	args := append([]string{"--parsable", "--time=2", "--output=" + out, "--chdir=" + c.Dir}, j.Sbatch...)
