@@ -1,0 +1,217 @@
+package collective
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+)
+
+// mailbox matches the messages from one peer to the receives posted for them.
+// A message goes to the oldest posted receive with the same group and tag; a
+// message that finds none waits in arrival order (unexpected) until one is
+// posted. Receives posted before their message arrives get the payload
+// written straight into their buffer.
+type mailbox struct {
+	mu         sync.Mutex
+	posted     []*op
+	unexpected []*inMsg
+	err        error // set when the link from this peer is gone; new receives fail with it
+	pool       *stagingPool
+}
+
+// inMsg is a message that arrived before its receive was posted. Its payload
+// is staged in data; received counts the bytes staged so far (the TCP reader
+// fills it in pieces).
+type inMsg struct {
+	hdr      header
+	data     []byte
+	received int
+	complete bool
+	bound    *op  // receive posted while the payload was still arriving
+	drop     bool // the bound receive failed (shape mismatch): discard the payload
+}
+
+func sameKey(o *op, h *header) bool { return o.group == h.group && o.tag == h.tag }
+
+// mismatch is the error a receive gets when the message's dtype or shape is not
+// what it expects. It names both ranks and both shapes.
+func mismatch(o *op, self int, h *header) error {
+	return fmt.Errorf("rank %d expected %s%v but rank %d sent %s%v",
+		self, o.buf.DType, o.buf.Shape, o.peer, h.dtype, h.shape())
+}
+
+// post files receive o. If a matching message already arrived, it is delivered
+// (or bound to o, when its payload is still arriving).
+func (m *mailbox) post(o *op, self int) {
+	m.mu.Lock()
+	for i, msg := range m.unexpected {
+		if msg.bound != nil || msg.drop || !sameKey(o, &msg.hdr) {
+			continue
+		}
+		if !msg.hdr.matches(o.buf) {
+			if msg.complete {
+				m.unexpected = slices.Delete(m.unexpected, i, i+1)
+				m.pool.put(msg.data)
+			} else {
+				msg.drop = true
+			}
+			m.mu.Unlock()
+			o.finish(mismatch(o, self, &msg.hdr))
+			return
+		}
+		if !msg.complete {
+			msg.bound = o
+			m.mu.Unlock()
+			return
+		}
+		m.unexpected = slices.Delete(m.unexpected, i, i+1)
+		m.mu.Unlock()
+		copy(o.buf.bytes(), msg.data)
+		m.pool.put(msg.data)
+		o.finish(nil)
+		return
+	}
+	if m.err != nil {
+		err := m.err
+		m.mu.Unlock()
+		o.finish(err)
+		return
+	}
+	m.posted = append(m.posted, o)
+	m.mu.Unlock()
+}
+
+// arrive is called when header h comes in. It returns the posted receive that
+// takes the message (removed from the posted list), or nil after filing the
+// message as unexpected with a staging buffer for its payload.
+func (m *mailbox) arrive(h *header) (*op, *inMsg) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for i, o := range m.posted {
+		if sameKey(o, h) {
+			m.posted = slices.Delete(m.posted, i, i+1)
+			return o, nil
+		}
+	}
+	msg := &inMsg{hdr: *h, data: m.pool.get(h.nbytes)}
+	m.unexpected = append(m.unexpected, msg)
+	return nil, msg
+}
+
+// withdraw removes receive o if it is still waiting for its message and reports
+// whether it did. A receive that a message has already taken is not withdrawn.
+func (m *mailbox) withdraw(o *op) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if i := slices.Index(m.posted, o); i >= 0 {
+		m.posted = slices.Delete(m.posted, i, i+1)
+		return true
+	}
+	return false
+}
+
+// fail marks the link from this peer as gone: every posted receive fails with
+// err, and so does every later receive that no staged message satisfies.
+// Receives bound to messages that were still arriving fail too.
+func (m *mailbox) fail(err error) {
+	m.mu.Lock()
+	if m.err == nil {
+		m.err = err
+	}
+	posted := m.posted
+	m.posted = nil
+	var bound []*op
+	kept := m.unexpected[:0]
+	for _, msg := range m.unexpected {
+		if msg.complete && !msg.drop {
+			kept = append(kept, msg)
+			continue
+		}
+		if msg.bound != nil {
+			bound = append(bound, msg.bound)
+		}
+	}
+	m.unexpected = kept
+	m.mu.Unlock()
+	for _, o := range posted {
+		o.finish(err)
+	}
+	for _, o := range bound {
+		o.finish(err)
+	}
+}
+
+// stagingPool recycles the buffers of unexpected messages so that a steady
+// stream of them does not allocate.
+type stagingPool struct {
+	mu   sync.Mutex
+	free [][]byte
+}
+
+func (p *stagingPool) get(n int) []byte {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	best := -1
+	for i, b := range p.free {
+		if cap(b) >= n && (best < 0 || cap(b) < cap(p.free[best])) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return make([]byte, n)
+	}
+	b := p.free[best]
+	p.free = slices.Delete(p.free, best, best+1)
+	return b[:n]
+}
+
+// put returns b to the pool; the pool keeps a handful of the largest buffers.
+func (p *stagingPool) put(b []byte) {
+	if cap(b) == 0 {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.free = append(p.free, b)
+	if len(p.free) > 8 {
+		small := 0
+		for i, f := range p.free {
+			if cap(f) < cap(p.free[small]) {
+				small = i
+			}
+		}
+		p.free = slices.Delete(p.free, small, small+1)
+	}
+}
+
+// deliverLocal hands send s (from rank from) to the mailbox box of the
+// receiving rank self, within one process: straight into a posted receive's
+// buffer, or into a staged copy. The send is complete once it returns.
+func deliverLocal(box *mailbox, s *op, self int) {
+	h := &s.hdr
+	r, msg := box.arrive(h)
+	switch {
+	case r == nil:
+		copy(msg.data, s.buf.bytes())
+		box.mu.Lock()
+		msg.complete, msg.received = true, h.nbytes
+		bound, drop := msg.bound, msg.drop
+		if bound != nil || drop {
+			box.unexpected = slices.DeleteFunc(box.unexpected, func(m *inMsg) bool { return m == msg })
+		}
+		box.mu.Unlock()
+		if bound != nil {
+			copy(bound.buf.bytes(), msg.data)
+			bound.finish(nil)
+		}
+		if bound != nil || drop {
+			box.pool.put(msg.data)
+		}
+	case !h.matches(r.buf):
+		r.finish(mismatch(r, self, h))
+	default:
+		copy(r.buf.bytes(), s.buf.bytes())
+		r.finish(nil)
+	}
+	s.finish(nil)
+}
