@@ -158,3 +158,8 @@ func mustLen(op, what string, t *Tensor, n int) {
 		panic(fmt.Sprintf("%s: %s has %d elements %v, want %d", op, what, t.Len(), t.Shape, n))
 	}
 }
+
+// ParallelRange runs f over fixed blocks [lo,hi) of [0,n) of size grain on up to
+// GOMAXPROCS goroutines. The blocks depend only on n and grain, so an f that
+// writes only its own block gives the same result at any thread count.
+func ParallelRange(n, grain int, f func(lo, hi int)) { parallelRange(n, grain, f) }
