@@ -2,6 +2,9 @@ module github.com/pplaunch/pplaunch
 
 go 1.26.0
 
-require github.com/alexflint/go-arg v1.6.1
+require (
+	github.com/alexflint/go-arg v1.6.1
+	gonum.org/v1/gonum v0.17.0
+)
 
 require github.com/alexflint/go-scalar v1.2.0 // indirect

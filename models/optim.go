@@ -1,0 +1,246 @@
+package models
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+
+	"github.com/pplaunch/pplaunch/models/tensor"
+)
+
+// Optimizer updates a stage's parameters from their accumulated gradients.
+type Optimizer interface {
+	// Step applies one update with learning rate lr to gradients multiplied by
+	// gradScale (the clipping factor from ClipScale; 1 for none).
+	Step(params []*Param, lr, gradScale float64) error
+	// State exports a copy of the optimizer's state for a checkpoint; SetState
+	// restores one (copying it).
+	State() OptimizerState
+	SetState(OptimizerState) error
+}
+
+// OptimizerState is an optimizer's state as named tensors: "<param>.exp_avg" and
+// "<param>.exp_avg_sq" for AdamW, "<param>.momentum" for SGD, with the number of
+// steps taken.
+type OptimizerState struct {
+	Kind    string
+	Steps   int
+	Tensors map[string][]float32
+}
+
+// optGrain is the block of elements one task updates.
+const optGrain = 1 << 14
+
+// AdamW is Adam with decoupled weight decay, as torch.optim.AdamW: decay
+// multiplies a parameter by (1 - lr·WeightDecay) before the Adam update, and
+// applies only to parameters with Decay set (matrices and embeddings).
+type AdamW struct {
+	Beta1, Beta2, Eps, WeightDecay float64
+	steps                          int
+	m, v                           map[string][]float32
+}
+
+// NewAdamW returns AdamW with GPT-2 training's usual settings (β 0.9, 0.95,
+// eps 1e-8) and the given weight decay.
+func NewAdamW(weightDecay float64) *AdamW {
+	return &AdamW{Beta1: 0.9, Beta2: 0.95, Eps: 1e-8, WeightDecay: weightDecay,
+		m: map[string][]float32{}, v: map[string][]float32{}}
+}
+
+// Step updates every parameter in params (each element independently).
+func (o *AdamW) Step(params []*Param, lr, gradScale float64) error {
+	o.steps++
+	bc1 := 1 - math.Pow(o.Beta1, float64(o.steps))
+	bc2 := math.Sqrt(1 - math.Pow(o.Beta2, float64(o.steps)))
+	for _, p := range params {
+		m, v := o.m[p.Name], o.v[p.Name]
+		if m == nil {
+			m, v = make([]float32, p.Numel()), make([]float32, p.Numel())
+			o.m[p.Name], o.v[p.Name] = m, v
+		}
+		decay := 1.0
+		if p.Decay {
+			decay = 1 - lr*o.WeightDecay
+		}
+		w, g := p.Value.Data, p.Grad.Data
+		tensor.ParallelRange(len(w), optGrain, func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				gi := float64(g[i]) * gradScale
+				mi := o.Beta1*float64(m[i]) + (1-o.Beta1)*gi
+				vi := o.Beta2*float64(v[i]) + (1-o.Beta2)*gi*gi
+				m[i], v[i] = float32(mi), float32(vi)
+				w[i] = float32(float64(w[i])*decay - lr/bc1*mi/(math.Sqrt(vi)/bc2+o.Eps))
+			}
+		})
+	}
+	return nil
+}
+
+// State exports the moments.
+func (o *AdamW) State() OptimizerState {
+	st := OptimizerState{Kind: "adamw", Steps: o.steps, Tensors: map[string][]float32{}}
+	for name, m := range o.m {
+		st.Tensors[name+".exp_avg"] = slices.Clone(m)
+		st.Tensors[name+".exp_avg_sq"] = slices.Clone(o.v[name])
+	}
+	return st
+}
+
+// SetState restores the moments.
+func (o *AdamW) SetState(st OptimizerState) error {
+	if st.Kind != "adamw" {
+		return fmt.Errorf("optimizer state is %q, want adamw", st.Kind)
+	}
+	o.steps, o.m, o.v = st.Steps, map[string][]float32{}, map[string][]float32{}
+	for key, t := range st.Tensors {
+		switch {
+		case hasSuffix(key, ".exp_avg"):
+			o.m[key[:len(key)-len(".exp_avg")]] = slices.Clone(t)
+		case hasSuffix(key, ".exp_avg_sq"):
+			o.v[key[:len(key)-len(".exp_avg_sq")]] = slices.Clone(t)
+		default:
+			return fmt.Errorf("adamw state: unexpected tensor %q", key)
+		}
+	}
+	for name, m := range o.m {
+		if v := o.v[name]; len(v) != len(m) {
+			return fmt.Errorf("adamw state: %s has exp_avg of %d values and exp_avg_sq of %d", name, len(m), len(v))
+		}
+	}
+	return nil
+}
+
+// SGD is stochastic gradient descent with momentum, as torch.optim.SGD
+// (no dampening; weight decay added to the gradient for Decay parameters).
+type SGD struct {
+	Momentum, WeightDecay float64
+	steps                 int
+	buf                   map[string][]float32
+}
+
+// NewSGD returns SGD with the given momentum and weight decay.
+func NewSGD(momentum, weightDecay float64) *SGD {
+	return &SGD{Momentum: momentum, WeightDecay: weightDecay, buf: map[string][]float32{}}
+}
+
+// Step updates every parameter in params.
+func (o *SGD) Step(params []*Param, lr, gradScale float64) error {
+	o.steps++
+	for _, p := range params {
+		b, fresh := o.buf[p.Name], false
+		if b == nil {
+			b, fresh = make([]float32, p.Numel()), true
+			o.buf[p.Name] = b
+		}
+		wd := 0.0
+		if p.Decay {
+			wd = o.WeightDecay
+		}
+		w, g := p.Value.Data, p.Grad.Data
+		tensor.ParallelRange(len(w), optGrain, func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				gi := float64(g[i])*gradScale + wd*float64(w[i])
+				if !fresh {
+					gi += o.Momentum * float64(b[i])
+				}
+				b[i] = float32(gi)
+				w[i] = float32(float64(w[i]) - lr*gi)
+			}
+		})
+	}
+	return nil
+}
+
+// State exports the momentum buffers.
+func (o *SGD) State() OptimizerState {
+	st := OptimizerState{Kind: "sgd", Steps: o.steps, Tensors: map[string][]float32{}}
+	for name, b := range o.buf {
+		st.Tensors[name+".momentum"] = slices.Clone(b)
+	}
+	return st
+}
+
+// SetState restores the momentum buffers.
+func (o *SGD) SetState(st OptimizerState) error {
+	if st.Kind != "sgd" {
+		return fmt.Errorf("optimizer state is %q, want sgd", st.Kind)
+	}
+	o.steps, o.buf = st.Steps, map[string][]float32{}
+	for key, t := range st.Tensors {
+		if !hasSuffix(key, ".momentum") {
+			return fmt.Errorf("sgd state: unexpected tensor %q", key)
+		}
+		o.buf[key[:len(key)-len(".momentum")]] = slices.Clone(t)
+	}
+	return nil
+}
+
+func hasSuffix(s, suf string) bool { return len(s) >= len(suf) && s[len(s)-len(suf):] == suf }
+
+// NewOptimizer returns "adamw" or "sgd" (momentum 0.9) with the given weight decay.
+func NewOptimizer(name string, weightDecay float64) (Optimizer, error) {
+	switch name {
+	case "adamw":
+		return NewAdamW(weightDecay), nil
+	case "sgd":
+		return NewSGD(0.9, weightDecay), nil
+	}
+	return nil, fmt.Errorf("optimizer %q: want adamw or sgd", name)
+}
+
+// LRSchedule is linear warmup to Peak over Warmup steps, then cosine decay to
+// Min at step Total, then Min.
+type LRSchedule struct {
+	Peak, Min     float64
+	Warmup, Total int
+}
+
+// At is the learning rate for step (counting from 0).
+func (s LRSchedule) At(step int) float64 {
+	if step < s.Warmup {
+		return s.Peak * float64(step+1) / float64(s.Warmup)
+	}
+	if step >= s.Total || s.Total <= s.Warmup {
+		return s.Min
+	}
+	frac := float64(step-s.Warmup) / float64(s.Total-s.Warmup)
+	return s.Min + 0.5*(s.Peak-s.Min)*(1+math.Cos(math.Pi*frac))
+}
+
+// GradSumSquares gives each parameter's Σ grad² by name, leaving out tied
+// copies (their gradient is the same sum as the parameter they copy).
+func GradSumSquares(params []*Param) map[string]float64 {
+	m := map[string]float64{}
+	for _, p := range params {
+		if p.TiedTo == "" {
+			m[p.Name] = p.GradSumSquares()
+		}
+	}
+	return m
+}
+
+// GlobalNorm combines per-parameter sums of squares from all stages and
+// replicas in the canonical order (sorted by name), so every rank computes the
+// same bits.
+func GlobalNorm(sums map[string]float64) float64 {
+	names := make([]string, 0, len(sums))
+	for n := range sums {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var s float64
+	for _, n := range names {
+		s += sums[n]
+	}
+	return math.Sqrt(s)
+}
+
+// ClipScale is the factor that brings a gradient of global norm down to
+// maxNorm (1 when it is already within it, or when maxNorm ≤ 0 disables clipping).
+func ClipScale(norm, maxNorm float64) float64 {
+	if maxNorm <= 0 || norm <= maxNorm {
+		return 1
+	}
+	return maxNorm / (norm + 1e-6)
+}

@@ -1,0 +1,165 @@
+package tensor
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"github.com/pplaunch/pplaunch/cbits"
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/gonum"
+)
+
+// BLASEnv names the environment variable that picks the CPU matrix-product
+// library: "openblas" (fail if it cannot be loaded), "gonum" (pure Go), or
+// "auto"/unset (OpenBLAS when loadable, else gonum).
+const BLASEnv = "PPLAUNCH_BLAS"
+
+// CPU is the reference backend. It parallelises over GOMAXPROCS but splits work
+// only into chunks whose boundaries depend on the shapes alone, and never splits
+// a sum, so its results are bit-identical whatever the thread count.
+type CPU struct {
+	name   string
+	sgemm  func(ta, tb bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int)
+	chunky bool // split large products into fixed row blocks and run them in parallel
+}
+
+// NewCPU returns the CPU backend using the given BLAS: "openblas", "gonum", or
+// "auto" / "" (OpenBLAS if libopenblas.so.0 loads, else gonum).
+func NewCPU(blasName string) (*CPU, error) {
+	switch blasName {
+	case "gonum":
+		return gonumCPU(), nil
+	case "openblas", "auto", "":
+		o, err := cbits.LoadOpenBLAS()
+		if err != nil {
+			if blasName == "openblas" {
+				return nil, fmt.Errorf("cpu backend: %w", err)
+			}
+			return gonumCPU(), nil
+		}
+		return &CPU{name: "cpu/openblas", sgemm: o.Sgemm, chunky: true}, nil
+	}
+	return nil, fmt.Errorf("cpu backend: unknown BLAS %q (want openblas, gonum or auto)", blasName)
+}
+
+// NewCPUFromEnv is NewCPU with the choice taken from $PPLAUNCH_BLAS.
+func NewCPUFromEnv() (*CPU, error) { return NewCPU(os.Getenv(BLASEnv)) }
+
+func gonumCPU() *CPU {
+	impl := gonum.Implementation{}
+	return &CPU{name: "cpu/gonum", sgemm: func(ta, tb bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+		impl.Sgemm(trans(ta), trans(tb), m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	}}
+}
+
+func trans(t bool) blas.Transpose {
+	if t {
+		return blas.Trans
+	}
+	return blas.NoTrans
+}
+
+// Name says which library runs the matrix products.
+func (c *CPU) Name() string { return c.name }
+
+// gemmBlock is the fixed row (or column) block of C that one task computes.
+const gemmBlock = 128
+
+// gemm computes C = alpha·op(A)·op(B) + beta·C. With OpenBLAS (held single-threaded)
+// a large product is cut into fixed blocks of C rows, or of columns when C has few
+// rows, which run in parallel; the cut depends only on the shape.
+func (c *CPU) gemm(ta, tb bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, cc []float32, ldc int) {
+	if m == 0 || n == 0 {
+		return
+	}
+	if !c.chunky || int64(m)*int64(n)*int64(k) < 1<<20 {
+		c.sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, cc, ldc)
+		return
+	}
+	if m >= 2*gemmBlock {
+		parallel((m+gemmBlock-1)/gemmBlock, func(i int) {
+			r0 := i * gemmBlock
+			r1 := min(m, r0+gemmBlock)
+			ao := r0 * lda
+			if ta {
+				ao = r0
+			}
+			c.sgemm(ta, tb, r1-r0, n, k, alpha, a[ao:], lda, b, ldb, beta, cc[r0*ldc:], ldc)
+		})
+		return
+	}
+	if n >= 2*gemmBlock {
+		parallel((n+gemmBlock-1)/gemmBlock, func(i int) {
+			c0 := i * gemmBlock
+			c1 := min(n, c0+gemmBlock)
+			bo := c0
+			if tb {
+				bo = c0 * ldb
+			}
+			c.sgemm(ta, tb, m, c1-c0, k, alpha, a, lda, b[bo:], ldb, beta, cc[c0:], ldc)
+		})
+		return
+	}
+	c.sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, cc, ldc)
+}
+
+// parallel runs f(0..n-1) on up to GOMAXPROCS goroutines. Callers make every f(i)
+// write disjoint outputs, so the result does not depend on scheduling.
+func parallel(n int, f func(i int)) {
+	workers := min(runtime.GOMAXPROCS(0), n)
+	if workers <= 1 {
+		for i := range n {
+			f(i)
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				f(i)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// parallelRange cuts [0,n) into fixed blocks of size grain and runs f(lo,hi) on each.
+func parallelRange(n, grain int, f func(lo, hi int)) {
+	parallel((n+grain-1)/grain, func(i int) {
+		lo := i * grain
+		f(lo, min(n, lo+grain))
+	})
+}
+
+func mustShape(op string, t *Tensor, shape ...int) {
+	if len(t.Shape) != len(shape) {
+		panic(fmt.Sprintf("%s: shape %v, want %v", op, t.Shape, shape))
+	}
+	for i := range shape {
+		if t.Shape[i] != shape[i] {
+			panic(fmt.Sprintf("%s: shape %v, want %v", op, t.Shape, shape))
+		}
+	}
+}
+
+func mustLen(op, what string, t *Tensor, n int) {
+	if t.Len() != n {
+		panic(fmt.Sprintf("%s: %s has %d elements %v, want %d", op, what, t.Len(), t.Shape, n))
+	}
+}
+
+// ParallelRange runs f over fixed blocks [lo,hi) of [0,n) of size grain on up to
+// GOMAXPROCS goroutines. The blocks depend only on n and grain, so an f that
+// writes only its own block gives the same result at any thread count.
+func ParallelRange(n, grain int, f func(lo, hi int)) { parallelRange(n, grain, f) }

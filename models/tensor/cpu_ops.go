@@ -1,0 +1,434 @@
+package tensor
+
+import (
+	"fmt"
+	"math"
+)
+
+// rowGrain is the fixed number of rows one task handles in row-wise operations.
+const rowGrain = 64
+
+// colGrain is the fixed number of columns one task sums over all rows in
+// column reductions (bias and LayerNorm weight gradients): each column is summed
+// in row order by exactly one task.
+const colGrain = 32
+
+// MatMul computes c = alpha·op(a)·op(b) + beta·c.
+func (c *CPU) MatMul(cc, a *Tensor, ta bool, b *Tensor, tb bool, alpha, beta float32) {
+	ar, ac := a.Rows()
+	br, bc := b.Rows()
+	m, k := ar, ac
+	if ta {
+		m, k = ac, ar
+	}
+	k2, n := br, bc
+	if tb {
+		k2, n = bc, br
+	}
+	cr, ccols := cc.Rows()
+	if k != k2 || cr != m || ccols != n {
+		panic(fmt.Sprintf("matmul: op(a) %dx%d, op(b) %dx%d, c %v", m, k, k2, n, cc.Shape))
+	}
+	c.gemm(ta, tb, m, n, k, alpha, a.Data, ac, b.Data, bc, beta, cc.Data, n)
+}
+
+// Linear computes y = x·wᵀ + bias (+ residual).
+func (c *CPU) Linear(y, x, w, bias, residual *Tensor) {
+	n, in := x.Rows()
+	out := w.Shape[0]
+	mustShape("linear weight", w, out, in)
+	mustLen("linear", "y", y, n*out)
+	beta := float32(0)
+	if bias != nil || residual != nil {
+		mustLen("linear", "bias", bias, out)
+		if residual != nil {
+			mustLen("linear", "residual", residual, n*out)
+		}
+		parallelRange(n, rowGrain, func(lo, hi int) {
+			for r := lo; r < hi; r++ {
+				yr := y.Data[r*out : (r+1)*out]
+				if residual == nil {
+					copy(yr, bias.Data)
+					continue
+				}
+				rr := residual.Data[r*out : (r+1)*out]
+				for j, b := range bias.Data {
+					yr[j] = rr[j] + b
+				}
+			}
+		})
+		beta = 1
+	}
+	c.gemm(false, true, n, out, in, 1, x.Data, in, w.Data, in, beta, y.Data, out)
+}
+
+// LinearBackwardInput computes dx = dy·w.
+func (c *CPU) LinearBackwardInput(dx, dy, w *Tensor) {
+	out, in := w.Shape[0], w.Shape[1]
+	n := dy.Len() / out
+	mustLen("linear backward input", "dy", dy, n*out)
+	mustLen("linear backward input", "dx", dx, n*in)
+	c.gemm(false, false, n, in, out, 1, dy.Data, out, w.Data, in, 0, dx.Data, in)
+}
+
+// LinearBackwardWeight computes dw = dyᵀ·x and dbias = Σ_rows dy.
+func (c *CPU) LinearBackwardWeight(dw, dbias, dy, x *Tensor) {
+	out, in := dw.Shape[0], dw.Shape[1]
+	n := x.Len() / in
+	mustLen("linear backward weight", "dy", dy, n*out)
+	mustLen("linear backward weight", "x", x, n*in)
+	c.gemm(true, false, out, in, n, 1, dy.Data, out, x.Data, in, 0, dw.Data, in)
+	if dbias != nil {
+		mustLen("linear backward weight", "dbias", dbias, out)
+		colSums(dbias.Data, dy.Data, n, out)
+	}
+}
+
+// colSums sets s[j] = Σ_r m[r,j], each column summed in row order.
+func colSums(s, m []float32, rows, cols int) {
+	parallelRange(cols, colGrain, func(lo, hi int) {
+		acc := s[lo:hi]
+		clear(acc)
+		for r := range rows {
+			row := m[r*cols+lo : r*cols+hi]
+			for j, v := range row {
+				acc[j] += v
+			}
+		}
+	})
+}
+
+// LayerNorm normalises each row of x.
+func (c *CPU) LayerNorm(y, mean, rstd, x, gamma, beta *Tensor, eps float32) {
+	n, d := x.Rows()
+	mustLen("layernorm", "y", y, n*d)
+	mustLen("layernorm", "mean", mean, n)
+	mustLen("layernorm", "rstd", rstd, n)
+	mustLen("layernorm", "gamma", gamma, d)
+	mustLen("layernorm", "beta", beta, d)
+	parallelRange(n, rowGrain, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			xr := x.Data[r*d : (r+1)*d]
+			var s float64
+			for _, v := range xr {
+				s += float64(v)
+			}
+			mu := s / float64(d)
+			var ss float64
+			for _, v := range xr {
+				dv := float64(v) - mu
+				ss += dv * dv
+			}
+			rs := float32(1 / math.Sqrt(ss/float64(d)+float64(eps)))
+			m := float32(mu)
+			mean.Data[r], rstd.Data[r] = m, rs
+			yr := y.Data[r*d : (r+1)*d]
+			for j, v := range xr {
+				yr[j] = (v-m)*rs*gamma.Data[j] + beta.Data[j]
+			}
+		}
+	})
+}
+
+// LayerNormBackwardInput computes dx = rstd·(g·dy - mean(g·dy) - x̂·mean(g·dy·x̂)).
+func (c *CPU) LayerNormBackwardInput(dx, dy, x, mean, rstd, gamma *Tensor) {
+	n, d := x.Rows()
+	mustLen("layernorm backward", "dy", dy, n*d)
+	mustLen("layernorm backward", "dx", dx, n*d)
+	parallelRange(n, rowGrain, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			xr, dyr := x.Data[r*d:(r+1)*d], dy.Data[r*d:(r+1)*d]
+			m, rs := mean.Data[r], rstd.Data[r]
+			var s1, s2 float64
+			for j, v := range dyr {
+				g := v * gamma.Data[j]
+				s1 += float64(g)
+				s2 += float64(g * (xr[j] - m) * rs)
+			}
+			a, b := float32(s1/float64(d)), float32(s2/float64(d))
+			dxr := dx.Data[r*d : (r+1)*d]
+			for j, v := range dyr {
+				xh := (xr[j] - m) * rs
+				dxr[j] = rs * (v*gamma.Data[j] - a - xh*b)
+			}
+		}
+	})
+}
+
+// LayerNormBackwardWeight computes dgamma = Σ_rows dy·x̂ and dbeta = Σ_rows dy.
+func (c *CPU) LayerNormBackwardWeight(dgamma, dbeta, dy, x, mean, rstd *Tensor) {
+	n, d := x.Rows()
+	mustLen("layernorm backward weight", "dy", dy, n*d)
+	parallelRange(d, colGrain, func(lo, hi int) {
+		dg, db := dgamma.Data[lo:hi], dbeta.Data[lo:hi]
+		clear(dg)
+		clear(db)
+		for r := range n {
+			m, rs := mean.Data[r], rstd.Data[r]
+			xr, dyr := x.Data[r*d+lo:r*d+hi], dy.Data[r*d+lo:r*d+hi]
+			for j, v := range dyr {
+				dg[j] += v * (xr[j] - m) * rs
+				db[j] += v
+			}
+		}
+	})
+}
+
+const (
+	geluC = 0.7978845608028654 // √(2/π)
+	geluA = 0.044715
+)
+
+// Gelu is GELU with the tanh approximation.
+func (c *CPU) Gelu(y, th, x *Tensor) {
+	mustLen("gelu", "y", y, x.Len())
+	mustLen("gelu", "th", th, x.Len())
+	parallelRange(x.Len(), rowGrain*256, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			v := x.Data[i]
+			t := tanh32(geluC * (v + geluA*v*v*v))
+			th.Data[i] = t
+			y.Data[i] = 0.5 * v * (1 + t)
+		}
+	})
+}
+
+// GeluBackward computes dx = dy·gelu'(x).
+func (c *CPU) GeluBackward(dx, dy, x, th *Tensor) {
+	mustLen("gelu backward", "dx", dx, x.Len())
+	mustLen("gelu backward", "dy", dy, x.Len())
+	parallelRange(x.Len(), rowGrain*256, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			v, t := x.Data[i], th.Data[i]
+			g := 0.5*(1+t) + 0.5*v*(1-t*t)*geluC*(1+3*geluA*v*v)
+			dx.Data[i] = dy.Data[i] * g
+		}
+	})
+}
+
+// attnDims checks the attention shapes and returns B, T, D and the head width.
+func attnDims(op string, qkv, out, probs *Tensor, heads int) (b, t, d, hd int) {
+	if len(qkv.Shape) != 3 || qkv.Shape[2]%3 != 0 {
+		panic(fmt.Sprintf("%s: qkv shape %v, want [B,T,3D]", op, qkv.Shape))
+	}
+	b, t, d = qkv.Shape[0], qkv.Shape[1], qkv.Shape[2]/3
+	if heads <= 0 || d%heads != 0 {
+		panic(fmt.Sprintf("%s: width %d not divisible by %d heads", op, d, heads))
+	}
+	mustLen(op, "out", out, b*t*d)
+	mustShape(op, probs, b, heads, t, t)
+	return b, t, d, d / heads
+}
+
+// Attention is causal multi-head self-attention; each (batch, head) pair is an
+// independent task.
+func (c *CPU) Attention(out, probs, qkv *Tensor, heads int) {
+	B, T, D, hd := attnDims("attention", qkv, out, probs, heads)
+	scale := float32(1 / math.Sqrt(float64(hd)))
+	ld := 3 * D
+	parallel(B*heads, func(i int) {
+		b, h := i/heads, i%heads
+		base := b * T * ld
+		q := qkv.Data[base+h*hd:]
+		k := qkv.Data[base+D+h*hd:]
+		v := qkv.Data[base+2*D+h*hd:]
+		p := probs.Data[i*T*T : (i+1)*T*T]
+		c.sgemm(false, true, T, T, hd, scale, q, ld, k, ld, 0, p, T)
+		for r := range T {
+			row := p[r*T : (r+1)*T]
+			mx := row[0]
+			for _, s := range row[1 : r+1] {
+				mx = max(mx, s)
+			}
+			var sum float32
+			for j := 0; j <= r; j++ {
+				e := exp32(row[j] - mx)
+				row[j] = e
+				sum += e
+			}
+			inv := 1 / sum
+			for j := 0; j <= r; j++ {
+				row[j] *= inv
+			}
+			clear(row[r+1:])
+		}
+		c.sgemm(false, false, T, hd, T, 1, p, T, v, ld, 0, out.Data[b*T*D+h*hd:], D)
+	})
+}
+
+// AttentionBackward computes dqkv from dout through the saved probabilities.
+func (c *CPU) AttentionBackward(dqkv, dout, qkv, probs *Tensor, heads int) {
+	B, T, D, hd := attnDims("attention backward", qkv, dout, probs, heads)
+	mustLen("attention backward", "dqkv", dqkv, qkv.Len())
+	scale := float32(1 / math.Sqrt(float64(hd)))
+	ld := 3 * D
+	parallel(B*heads, func(i int) {
+		b, h := i/heads, i%heads
+		base := b * T * ld
+		q := qkv.Data[base+h*hd:]
+		k := qkv.Data[base+D+h*hd:]
+		v := qkv.Data[base+2*D+h*hd:]
+		dq := dqkv.Data[base+h*hd:]
+		dk := dqkv.Data[base+D+h*hd:]
+		dv := dqkv.Data[base+2*D+h*hd:]
+		do := dout.Data[b*T*D+h*hd:]
+		p := probs.Data[i*T*T : (i+1)*T*T]
+		dp := make([]float32, T*T)
+		// dV = Pᵀ·dO; dP = dO·Vᵀ.
+		c.sgemm(true, false, T, hd, T, 1, p, T, do, D, 0, dv, ld)
+		c.sgemm(false, true, T, T, hd, 1, do, D, v, ld, 0, dp, T)
+		// dS = P ⊙ (dP - Σ_j dP·P), times the 1/√hd scale.
+		for r := range T {
+			pr, dr := p[r*T:(r+1)*T], dp[r*T:(r+1)*T]
+			var s float32
+			for j := 0; j <= r; j++ {
+				s += pr[j] * dr[j]
+			}
+			for j := 0; j <= r; j++ {
+				dr[j] = pr[j] * (dr[j] - s) * scale
+			}
+			clear(dr[r+1:])
+		}
+		// dQ = dS·K; dK = dSᵀ·Q.
+		c.sgemm(false, false, T, hd, T, 1, dp, T, k, ld, 0, dq, ld)
+		c.sgemm(true, false, T, hd, T, 1, dp, T, q, ld, 0, dk, ld)
+	})
+}
+
+// Embed computes y[b,t] = wte[token] + wpe[t].
+func (c *CPU) Embed(y, wte, wpe *Tensor, tokens []int32) {
+	V, D := wte.Shape[0], wte.Shape[1]
+	n := len(tokens)
+	mustLen("embed", "y", y, n*D)
+	T := n
+	if len(y.Shape) == 3 {
+		T = y.Shape[1]
+	}
+	if wpe != nil && wpe.Shape[0] < T {
+		panic(fmt.Sprintf("embed: sequence %d longer than %d positions", T, wpe.Shape[0]))
+	}
+	parallelRange(n, rowGrain, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			tok := int(tokens[r])
+			if tok < 0 || tok >= V {
+				panic(fmt.Sprintf("embed: token %d outside vocabulary of %d", tok, V))
+			}
+			yr := y.Data[r*D : (r+1)*D]
+			copy(yr, wte.Data[tok*D:(tok+1)*D])
+			if wpe != nil {
+				pos := wpe.Data[(r%T)*D : (r%T+1)*D]
+				for j, v := range pos {
+					yr[j] += v
+				}
+			}
+		}
+	})
+}
+
+// EmbedBackward scatter-adds dy into dwte and sums it per position into dwpe.
+// Tasks own column blocks, and rows are added in order within each.
+func (c *CPU) EmbedBackward(dwte, dwpe, dy *Tensor, tokens []int32) {
+	D := dwte.Shape[1]
+	n := len(tokens)
+	mustLen("embed backward", "dy", dy, n*D)
+	T := n
+	if len(dy.Shape) == 3 {
+		T = dy.Shape[1]
+	}
+	clear(dwte.Data)
+	if dwpe != nil {
+		clear(dwpe.Data)
+	}
+	parallelRange(D, colGrain, func(lo, hi int) {
+		for r, tok := range tokens {
+			g := dy.Data[r*D+lo : r*D+hi]
+			dst := dwte.Data[int(tok)*D+lo : int(tok)*D+hi]
+			for j, v := range g {
+				dst[j] += v
+			}
+			if dwpe != nil {
+				pos := dwpe.Data[(r%T)*D+lo : (r%T)*D+hi]
+				for j, v := range g {
+					pos[j] += v
+				}
+			}
+		}
+	})
+}
+
+// CrossEntropy computes the softmax of each row and the mean negative log-likelihood.
+func (c *CPU) CrossEntropy(probs, logits *Tensor, targets []int32) float64 {
+	n, V := logits.Rows()
+	if len(targets) != n {
+		panic(fmt.Sprintf("cross entropy: %d targets for %d rows", len(targets), n))
+	}
+	mustLen("cross entropy", "probs", probs, n*V)
+	losses := make([]float64, n)
+	parallelRange(n, rowGrain, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			lr, pr := logits.Data[r*V:(r+1)*V], probs.Data[r*V:(r+1)*V]
+			tg := int(targets[r])
+			if tg < 0 || tg >= V {
+				panic(fmt.Sprintf("cross entropy: target %d outside vocabulary of %d", tg, V))
+			}
+			mx := lr[0]
+			for _, v := range lr {
+				mx = max(mx, v)
+			}
+			zt := lr[tg] - mx
+			var sum float32
+			for j, v := range lr {
+				e := exp32(v - mx)
+				pr[j] = e
+				sum += e
+			}
+			inv := 1 / sum
+			for j := range pr {
+				pr[j] *= inv
+			}
+			losses[r] = math.Log(float64(sum)) - float64(zt)
+		}
+	})
+	var total float64
+	for _, l := range losses {
+		total += l
+	}
+	return total / float64(n)
+}
+
+// CrossEntropyBackward computes dlogits = scale·(p - onehot)/N.
+func (c *CPU) CrossEntropyBackward(dlogits, probs *Tensor, targets []int32, scale float32) {
+	n, V := probs.Rows()
+	mustLen("cross entropy backward", "dlogits", dlogits, n*V)
+	s := scale / float32(n)
+	parallelRange(n, rowGrain, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			pr, dr := probs.Data[r*V:(r+1)*V], dlogits.Data[r*V:(r+1)*V]
+			for j, p := range pr {
+				dr[j] = p * s
+			}
+			dr[targets[r]] -= s
+		}
+	})
+}
+
+// Add computes y = a + b.
+func (c *CPU) Add(y, a, b *Tensor) {
+	mustLen("add", "a", a, y.Len())
+	mustLen("add", "b", b, y.Len())
+	parallelRange(y.Len(), 1<<14, func(lo, hi int) {
+		ys, as, bs := y.Data[lo:hi], a.Data[lo:hi], b.Data[lo:hi]
+		for i := range ys {
+			ys[i] = as[i] + bs[i]
+		}
+	})
+}
+
+// SumSquares returns Σ x² in float64, in index order.
+func (c *CPU) SumSquares(x *Tensor) float64 {
+	var s float64
+	for _, v := range x.Data {
+		s += float64(v) * float64(v)
+	}
+	return s
+}

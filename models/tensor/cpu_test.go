@@ -1,0 +1,248 @@
+package tensor
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"testing"
+)
+
+func randTensor(r *rand.Rand, shape ...int) *Tensor {
+	t := New(shape...)
+	for i := range t.Data {
+		t.Data[i] = float32(r.NormFloat64())
+	}
+	return t
+}
+
+// backends returns every CPU backend this machine can run: gonum always, OpenBLAS
+// where libopenblas.so.0 loads.
+func backends(t *testing.T) []*CPU {
+	t.Helper()
+	bs := []*CPU{gonumCPU()}
+	if o, err := NewCPU("openblas"); err == nil {
+		bs = append(bs, o)
+	} else {
+		t.Logf("OpenBLAS path not tested: %v", err)
+	}
+	return bs
+}
+
+// naiveGemm is the float64 reference for C = alpha·op(A)·op(B) + beta·C.
+func naiveGemm(ta, tb bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	for i := range m {
+		for j := range n {
+			var s float64
+			for p := range k {
+				ai, bi := i*lda+p, p*ldb+j
+				if ta {
+					ai = p*lda + i
+				}
+				if tb {
+					bi = j*ldb + p
+				}
+				av, bv := a[ai], b[bi]
+				s += float64(av) * float64(bv)
+			}
+			c[i*ldc+j] = float32(float64(alpha)*s + float64(beta)*float64(c[i*ldc+j]))
+		}
+	}
+}
+
+func closeTo(t *testing.T, what string, got, want []float32, tol float64) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d values, want %d", what, len(got), len(want))
+	}
+	for i := range got {
+		g, w := float64(got[i]), float64(want[i])
+		if math.IsNaN(g) || math.Abs(g-w) > tol*(1+math.Abs(w)) {
+			t.Fatalf("%s[%d] = %v, want %v (tol %g)", what, i, g, w, tol)
+		}
+	}
+}
+
+func TestMatMulAgainstReference(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, be := range backends(t) {
+		// The larger shapes take the blocked parallel path (rows, then columns).
+		for _, sh := range [][3]int{{3, 5, 7}, {300, 70, 60}, {40, 300, 90}} {
+			for _, ta := range []bool{false, true} {
+				for _, tb := range []bool{false, true} {
+					m, n, k := sh[0], sh[1], sh[2]
+					a := randTensor(r, m, k)
+					if ta {
+						a = randTensor(r, k, m)
+					}
+					b := randTensor(r, k, n)
+					if tb {
+						b = randTensor(r, n, k)
+					}
+					c := randTensor(r, m, n)
+					want := c.Clone()
+					naiveGemm(ta, tb, m, n, k, 0.5, a.Data, a.Shape[1], b.Data, b.Shape[1], 2, want.Data, n)
+					be.MatMul(c, a, ta, b, tb, 0.5, 2)
+					closeTo(t, fmt.Sprintf("%s %v ta=%v tb=%v", be.Name(), sh, ta, tb), c.Data, want.Data, 1e-4)
+				}
+			}
+		}
+	}
+}
+
+func TestLinearAndBackward(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, be := range backends(t) {
+		n, in, out := 9, 6, 5
+		x, w, bias, res := randTensor(r, n, in), randTensor(r, out, in), randTensor(r, out), randTensor(r, n, out)
+		y := New(n, out)
+		be.Linear(y, x, w, bias, res)
+		want := res.Clone()
+		for i := range n {
+			for j := range out {
+				want.Data[i*out+j] += bias.Data[j]
+			}
+		}
+		naiveGemm(false, true, n, out, in, 1, x.Data, in, w.Data, in, 1, want.Data, out)
+		closeTo(t, be.Name()+" linear", y.Data, want.Data, 1e-5)
+
+		dy := randTensor(r, n, out)
+		dx, dw, db := New(n, in), New(out, in), New(out)
+		be.LinearBackwardInput(dx, dy, w)
+		be.LinearBackwardWeight(dw, db, dy, x)
+		wdx, wdw, wdb := New(n, in), New(out, in), New(out)
+		naiveGemm(false, false, n, in, out, 1, dy.Data, out, w.Data, in, 0, wdx.Data, in)
+		naiveGemm(true, false, out, in, n, 1, dy.Data, out, x.Data, in, 0, wdw.Data, in)
+		for i := range n {
+			for j := range out {
+				wdb.Data[j] += dy.Data[i*out+j]
+			}
+		}
+		closeTo(t, be.Name()+" dx", dx.Data, wdx.Data, 1e-5)
+		closeTo(t, be.Name()+" dw", dw.Data, wdw.Data, 1e-5)
+		closeTo(t, be.Name()+" db", db.Data, wdb.Data, 1e-5)
+	}
+}
+
+func TestAttentionAgainstReference(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	B, T, H, hd := 2, 5, 3, 4
+	D := H * hd
+	qkv := randTensor(r, B, T, 3*D)
+	for _, be := range backends(t) {
+		out, probs := New(B, T, D), New(B, H, T, T)
+		be.Attention(out, probs, qkv, H)
+		want := make([]float32, B*T*D)
+		for b := range B {
+			for h := range H {
+				for i := range T {
+					s := make([]float64, i+1)
+					mx := math.Inf(-1)
+					for j := 0; j <= i; j++ {
+						for c := range hd {
+							s[j] += float64(qkv.Data[(b*T+i)*3*D+h*hd+c]) * float64(qkv.Data[(b*T+j)*3*D+D+h*hd+c])
+						}
+						s[j] /= math.Sqrt(float64(hd))
+						mx = math.Max(mx, s[j])
+					}
+					var z float64
+					for j := range s {
+						s[j] = math.Exp(s[j] - mx)
+						z += s[j]
+					}
+					for c := range hd {
+						var o float64
+						for j := range s {
+							o += s[j] / z * float64(qkv.Data[(b*T+j)*3*D+2*D+h*hd+c])
+						}
+						want[(b*T+i)*D+h*hd+c] = float32(o)
+					}
+				}
+			}
+		}
+		closeTo(t, be.Name()+" attention", out.Data, want, 1e-5)
+	}
+}
+
+func TestCrossEntropyAndEmbed(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	be := gonumCPU()
+	logits := randTensor(r, 4, 6)
+	targets := []int32{0, 5, 2, 2}
+	var want float64
+	for i, tg := range targets {
+		var z float64
+		for _, v := range logits.Data[i*6 : (i+1)*6] {
+			z += math.Exp(float64(v))
+		}
+		want += math.Log(z) - float64(logits.Data[i*6+int(tg)])
+	}
+	want /= 4
+	probs := New(4, 6)
+	if got := be.CrossEntropy(probs, logits, targets); math.Abs(got-want) > 1e-5 {
+		t.Fatalf("cross entropy %v, want %v", got, want)
+	}
+
+	wte, wpe := randTensor(r, 6, 3), randTensor(r, 2, 3)
+	tokens := []int32{1, 4, 4, 0}
+	y := New(2, 2, 3)
+	be.Embed(y, wte, wpe, tokens)
+	for i, tok := range tokens {
+		for j := range 3 {
+			if w := wte.Data[int(tok)*3+j] + wpe.Data[(i%2)*3+j]; y.Data[i*3+j] != w {
+				t.Fatalf("embed[%d,%d] = %v, want %v", i, j, y.Data[i*3+j], w)
+			}
+		}
+	}
+	dy := randTensor(r, 2, 2, 3)
+	dwte, dwpe := New(6, 3), New(2, 3)
+	be.EmbedBackward(dwte, dwpe, dy, tokens)
+	// Token 4 appears twice: its gradient is the sum of rows 1 and 2.
+	closeTo(t, "dwte[4]", dwte.Data[12:15], []float32{dy.Data[3] + dy.Data[6], dy.Data[4] + dy.Data[7], dy.Data[5] + dy.Data[8]}, 1e-6)
+	closeTo(t, "dwpe[0]", dwpe.Data[0:3], []float32{dy.Data[0] + dy.Data[6], dy.Data[1] + dy.Data[7], dy.Data[2] + dy.Data[8]}, 1e-6)
+	if slices.ContainsFunc(dwte.Data[6:9], func(v float32) bool { return v != 0 }) {
+		t.Fatalf("dwte for unused token 2 is %v, want zeros", dwte.Data[6:9])
+	}
+}
+
+// TestThreadCountInvariance runs the same large operations at GOMAXPROCS 1 and 2:
+// the results must be identical bit for bit.
+func TestThreadCountInvariance(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	x, w, bias := randTensor(r, 520, 96), randTensor(r, 300, 96), randTensor(r, 300)
+	qkv := randTensor(r, 3, 40, 3*32)
+	for _, be := range backends(t) {
+		run := func() [][]float32 {
+			y := New(520, 300)
+			be.Linear(y, x, w, bias, nil)
+			dw, db := New(300, 96), New(300)
+			be.LinearBackwardWeight(dw, db, y, x)
+			out, probs := New(3, 40, 32), New(3, 4, 40, 40)
+			be.Attention(out, probs, qkv, 4)
+			dqkv := New(3, 40, 96)
+			be.AttentionBackward(dqkv, out, qkv, probs, 4)
+			return [][]float32{y.Data, dw.Data, db.Data, out.Data, dqkv.Data}
+		}
+		old := runtime.GOMAXPROCS(1)
+		one := run()
+		runtime.GOMAXPROCS(2)
+		two := run()
+		runtime.GOMAXPROCS(old)
+		for i := range one {
+			if !slices.Equal(one[i], two[i]) {
+				t.Fatalf("%s: output %d differs between GOMAXPROCS 1 and 2", be.Name(), i)
+			}
+		}
+	}
+}
+
+func TestNewCPUChoice(t *testing.T) {
+	if _, err := NewCPU("mkl"); err == nil {
+		t.Fatal("NewCPU(mkl) accepted an unknown BLAS")
+	}
+	g, err := NewCPU("gonum")
+	if err != nil || g.Name() != "cpu/gonum" {
+		t.Fatalf("NewCPU(gonum) = %v, %v", g, err)
+	}
+}
