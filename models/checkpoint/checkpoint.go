@@ -93,27 +93,51 @@ func StepDir(root string, step int) string {
 	return filepath.Join(root, fmt.Sprintf("step-%06d", step))
 }
 
-// WriteShard saves one stage's shard into dir (created if needed), atomically. It
-// first removes any manifest in dir, so the directory counts as incomplete until
-// Commit writes a new one.
-func WriteShard(dir string, stage, stages int, sh Shard) error {
+// WriteShard saves one stage's shard into dir (created if needed), atomically, and
+// returns its entry for the manifest. It first removes any manifest in dir, so the
+// directory counts as incomplete until Commit writes a new one.
+func WriteShard(dir string, stage, stages int, sh Shard) (StageInfo, error) {
 	if stage < 0 || stage >= stages {
-		return fmt.Errorf("checkpoint %s: stage %d out of range for %d stages", dir, stage, stages)
+		return StageInfo{}, fmt.Errorf("checkpoint %s: stage %d out of range for %d stages", dir, stage, stages)
 	}
 	ts, err := sh.tensors()
 	if err != nil {
-		return fmt.Errorf("checkpoint %s: stage %d: %w", dir, stage, err)
+		return StageInfo{}, fmt.Errorf("checkpoint %s: stage %d: %w", dir, stage, err)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("checkpoint: %w", err)
+		return StageInfo{}, fmt.Errorf("checkpoint: %w", err)
 	}
 	if err := os.Remove(filepath.Join(dir, ManifestName)); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("checkpoint: %w", err)
+		return StageInfo{}, fmt.Errorf("checkpoint: %w", err)
 	}
 	meta := map[string]string{"format": "pt", "pplaunch_stage": strconv.Itoa(stage), "pplaunch_stages": strconv.Itoa(stages)}
-	return writeAtomic(dir, ShardFile(stage, stages), func(w io.Writer) error {
+	size, sum, err := writeAtomic(dir, ShardFile(stage, stages), func(w io.Writer) error {
 		return safetensors.Encode(w, ts, meta)
 	})
+	if err != nil {
+		return StageInfo{}, err
+	}
+	var names []string
+	for _, t := range ts {
+		names = append(names, t.Name)
+	}
+	return stageInfo(stage, stages, names, size, sum), nil
+}
+
+// stageInfo describes a shard from its tensors' full names.
+func stageInfo(stage, stages int, names []string, size int64, sum []byte) StageInfo {
+	info := StageInfo{Stage: stage, File: ShardFile(stage, stages), Size: size, SHA256: hex.EncodeToString(sum), Params: []string{}, State: []string{}}
+	for _, n := range names {
+		slot, pname, _ := strings.Cut(n, "/")
+		if slot == ParamSlot {
+			info.Params = append(info.Params, pname)
+		} else if !slices.Contains(info.State, slot) {
+			info.State = append(info.State, slot)
+		}
+	}
+	sort.Strings(info.Params)
+	sort.Strings(info.State)
+	return info
 }
 
 // tensors validates a shard and names its tensors for the file.
@@ -175,10 +199,11 @@ func (t Tensor) check() error {
 	return nil
 }
 
-// Commit completes the checkpoint in dir: it reads the m.NumStages shards (all
-// written by WriteShard), records their sizes, checksums and contents in the
-// manifest, and writes the manifest atomically. It refuses a missing shard or a
-// parameter held by two stages.
+// Commit completes the checkpoint in dir by writing its manifest, atomically. The
+// stage entries are m.Stages when it holds one per stage (the StageInfo each rank's
+// WriteShard returned, gathered by the committing rank); when m.Stages is empty,
+// Commit reads the m.NumStages shards from dir (all written by WriteShard) and
+// describes them itself. It refuses a missing shard or a parameter held by two stages.
 func Commit(dir string, m Manifest) error {
 	if m.NumStages < 1 {
 		return fmt.Errorf("checkpoint %s: manifest needs num_stages >= 1, got %d", dir, m.NumStages)
@@ -187,67 +212,61 @@ func Commit(dir string, m Manifest) error {
 		return fmt.Errorf("checkpoint %s: model config is not valid JSON", dir)
 	}
 	m.Format = FormatVersion
-	m.Stages = nil
-	owner := map[string]int{}
-	for s := 0; s < m.NumStages; s++ {
-		name := ShardFile(s, m.NumStages)
-		b, err := os.ReadFile(filepath.Join(dir, name))
-		if err != nil {
-			return fmt.Errorf("checkpoint %s: stage %d: %w", dir, s, err)
-		}
-		f, err := safetensors.Decode(b)
-		if err != nil {
-			return fmt.Errorf("checkpoint %s: %w", filepath.Join(dir, name), err)
-		}
-		sum := sha256.Sum256(b)
-		info := StageInfo{Stage: s, File: name, Size: int64(len(b)), SHA256: hex.EncodeToString(sum[:]), Params: []string{}, State: []string{}}
-		slots := map[string]bool{}
-		for _, t := range f.Tensors {
-			slot, pname, _ := strings.Cut(t.Name, "/")
-			if slot != ParamSlot {
-				slots[slot] = true
-				continue
+	if len(m.Stages) == 0 {
+		for s := 0; s < m.NumStages; s++ {
+			path := filepath.Join(dir, ShardFile(s, m.NumStages))
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return fmt.Errorf("checkpoint %s: stage %d: %w", dir, s, err)
 			}
-			if o, dup := owner[pname]; dup {
-				return fmt.Errorf("checkpoint %s: parameter %q is in both stage %d and stage %d", dir, pname, o, s)
+			f, err := safetensors.Decode(b)
+			if err != nil {
+				return fmt.Errorf("checkpoint %s: %w", path, err)
 			}
-			owner[pname] = s
-			info.Params = append(info.Params, pname)
+			var names []string
+			for _, t := range f.Tensors {
+				names = append(names, t.Name)
+			}
+			sum := sha256.Sum256(b)
+			m.Stages = append(m.Stages, stageInfo(s, m.NumStages, names, int64(len(b)), sum[:]))
 		}
-		for slot := range slots {
-			info.State = append(info.State, slot)
-		}
-		sort.Strings(info.State)
-		m.Stages = append(m.Stages, info)
+	}
+	if err := m.check(); err != nil {
+		return fmt.Errorf("checkpoint %s: %w", dir, err)
 	}
 	b, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return fmt.Errorf("checkpoint %s: manifest: %w", dir, err)
 	}
-	return writeAtomic(dir, ManifestName, func(w io.Writer) error {
+	_, _, err = writeAtomic(dir, ManifestName, func(w io.Writer) error {
 		_, err := w.Write(append(b, '\n'))
 		return err
 	})
+	return err
 }
 
 // Save writes a whole checkpoint from one process: every stage's shard, then the
-// manifest. m.NumStages is set to len(shards).
+// manifest. m.NumStages and m.Stages are set from shards.
 func Save(dir string, m Manifest, shards []Shard) error {
 	m.NumStages = len(shards)
+	m.Stages = nil
 	for s, sh := range shards {
-		if err := WriteShard(dir, s, len(shards), sh); err != nil {
+		info, err := WriteShard(dir, s, len(shards), sh)
+		if err != nil {
 			return err
 		}
+		m.Stages = append(m.Stages, info)
 	}
 	return Commit(dir, m)
 }
 
 // writeAtomic writes dir/name through a temporary file in dir: write, fsync, rename,
-// fsync dir. A crash leaves either the old file or the new one, never a torn one.
-func writeAtomic(dir, name string, write func(io.Writer) error) (err error) {
+// fsync dir. A crash leaves either the old file or the new one, never a torn one. It
+// returns the file's size and SHA-256.
+func writeAtomic(dir, name string, write func(io.Writer) error) (size int64, sum []byte, err error) {
 	f, err := os.CreateTemp(dir, "."+name+".tmp-*")
 	if err != nil {
-		return fmt.Errorf("checkpoint: %w", err)
+		return 0, nil, fmt.Errorf("checkpoint: %w", err)
 	}
 	defer func() {
 		if err != nil {
@@ -256,27 +275,43 @@ func writeAtomic(dir, name string, write func(io.Writer) error) (err error) {
 			err = fmt.Errorf("checkpoint: writing %s: %w", filepath.Join(dir, name), err)
 		}
 	}()
-	if err := write(f); err != nil {
-		return err
+	h := sha256.New()
+	cw := &countWriter{w: io.MultiWriter(f, h)}
+	if err := write(cw); err != nil {
+		return 0, nil, err
 	}
 	if err := f.Chmod(0o644); err != nil {
-		return err
+		return 0, nil, err
 	}
 	if err := f.Sync(); err != nil {
-		return err
+		return 0, nil, err
 	}
 	if err := f.Close(); err != nil {
-		return err
+		return 0, nil, err
 	}
 	if err := os.Rename(f.Name(), filepath.Join(dir, name)); err != nil {
-		return err
+		return 0, nil, err
 	}
 	d, err := os.Open(dir)
 	if err != nil {
-		return err
+		return 0, nil, err
 	}
 	defer d.Close()
-	return d.Sync()
+	if err := d.Sync(); err != nil {
+		return 0, nil, err
+	}
+	return cw.n, h.Sum(nil), nil
+}
+
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // ReadManifest reads and checks dir's manifest.
@@ -289,13 +324,27 @@ func ReadManifest(dir string) (*Manifest, error) {
 		}
 		return nil, fmt.Errorf("checkpoint: %w", err)
 	}
-	var m Manifest
-	dec := json.NewDecoder(bytes.NewReader(b))
-	if err := dec.Decode(&m); err != nil {
+	m, err := parseManifest(b)
+	if err != nil {
 		return nil, fmt.Errorf("checkpoint %s: %w", path, err)
 	}
+	return m, nil
+}
+
+// parseManifest decodes and checks a manifest. Unknown fields are refused: they
+// would come from a newer format this build cannot honour.
+func parseManifest(b []byte) (*Manifest, error) {
+	var m Manifest
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&m); err != nil {
+		return nil, err
+	}
+	if dec.More() {
+		return nil, errors.New("data after the manifest's JSON object")
+	}
 	if err := m.check(); err != nil {
-		return nil, fmt.Errorf("checkpoint %s: %w", path, err)
+		return nil, err
 	}
 	return &m, nil
 }

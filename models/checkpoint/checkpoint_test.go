@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -164,7 +165,7 @@ func TestLatestIgnoresIncomplete(t *testing.T) {
 	// step 15: shards written, never committed (the job died before the manifest).
 	shards := split(ps, 2, 4)
 	for s, sh := range shards {
-		if err := WriteShard(StepDir(root, 15), s, 2, sh); err != nil {
+		if _, err := WriteShard(StepDir(root, 15), s, 2, sh); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -181,7 +182,7 @@ func TestLatestIgnoresIncomplete(t *testing.T) {
 		t.Fatalf("after commit Latest = %s", dir)
 	}
 	// Rewriting a shard of a complete checkpoint makes it incomplete again.
-	if err := WriteShard(StepDir(root, 15), 0, 2, shards[0]); err != nil {
+	if _, err := WriteShard(StepDir(root, 15), 0, 2, shards[0]); err != nil {
 		t.Fatal(err)
 	}
 	if dir, _, _ := Latest(root); dir != StepDir(root, 10) {
@@ -203,7 +204,7 @@ func TestLatestIgnoresIncomplete(t *testing.T) {
 
 func TestWriteAtomicFailureLeavesNothing(t *testing.T) {
 	dir := t.TempDir()
-	err := writeAtomic(dir, "x.safetensors", func(w io.Writer) error {
+	_, _, err := writeAtomic(dir, "x.safetensors", func(w io.Writer) error {
 		w.Write([]byte("partial"))
 		return errors.New("disk full")
 	})
@@ -307,13 +308,13 @@ func TestSaveRefuses(t *testing.T) {
 		}
 	}
 	dir := t.TempDir()
-	if err := WriteShard(dir, 0, 2, split(ps, 6)[0]); err != nil {
+	if _, err := WriteShard(dir, 0, 2, split(ps, 6)[0]); err != nil {
 		t.Fatal(err)
 	}
 	if err := Commit(dir, Manifest{NumStages: 2}); err == nil || !strings.Contains(err.Error(), "stage 1") {
 		t.Fatalf("commit with a missing shard: %v", err)
 	}
-	if err := WriteShard(dir, 2, 2, Shard{}); err == nil {
+	if _, err := WriteShard(dir, 2, 2, Shard{}); err == nil {
 		t.Fatal("stage 2 of 2 accepted")
 	}
 }
@@ -421,5 +422,76 @@ func TestCompareDirsAcrossLayouts(t *testing.T) {
 	}
 	if _, _, _, err := CompareDirs(one, filepath.Join(root, "none"), Tolerance{}); !errors.Is(err, ErrNoCheckpoint) {
 		t.Fatalf("missing checkpoint: %v", err)
+	}
+}
+
+// parseManifest never panics; what it accepts re-encodes to an equal manifest.
+func FuzzManifest(f *testing.F) {
+	dir := f.TempDir()
+	if err := Save(dir, manifest(3), split(params(), 2, 4)); err != nil {
+		f.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, ManifestName))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(b)
+	f.Add([]byte(`{"format":1,"num_stages":1,"stages":[{"stage":0,"file":"stage-000-of-001.safetensors","params":["a","a"]}]}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, err := parseManifest(b)
+		if err != nil {
+			return
+		}
+		again, err := json.Marshal(m)
+		if err != nil {
+			t.Fatalf("accepted manifest does not re-encode: %v", err)
+		}
+		m2, err := parseManifest(again)
+		if err != nil {
+			t.Fatalf("re-encoded manifest refused: %v\n%s", err, again)
+		}
+		if m2.Step != m.Step || m2.NumStages != m.NumStages || len(m2.Stages) != len(m.Stages) {
+			t.Fatalf("manifest changed in the round trip")
+		}
+	})
+}
+
+// The entries ranks compute while writing (gathered for Commit) equal what Commit
+// finds by reading the shards back.
+func TestCommitGatheredEqualsScanned(t *testing.T) {
+	dir := t.TempDir()
+	var infos []StageInfo
+	for s, sh := range split(params(), 4, 2) {
+		info, err := WriteShard(dir, s, 2, sh)
+		if err != nil {
+			t.Fatal(err)
+		}
+		infos = append(infos, info)
+	}
+	m := manifest(1)
+	m.NumStages = 2
+	m.Stages = infos
+	if err := Commit(dir, m); err != nil {
+		t.Fatal(err)
+	}
+	gathered, err := ReadManifest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Stages = nil
+	if err := Commit(dir, m); err != nil {
+		t.Fatal(err)
+	}
+	scanned, err := ReadManifest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(gathered.Stages, scanned.Stages) {
+		t.Fatalf("gathered %+v\nscanned %+v", gathered.Stages, scanned.Stages)
+	}
+	// Entries that contradict each other are refused.
+	m.Stages = []StageInfo{infos[1], infos[0]}
+	if err := Commit(dir, m); err == nil || !strings.Contains(err.Error(), "stage entry 0 is stage 1") {
+		t.Fatalf("swapped entries: %v", err)
 	}
 }
