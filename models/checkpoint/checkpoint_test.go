@@ -468,24 +468,22 @@ func TestCommitGatheredEqualsScanned(t *testing.T) {
 		}
 		infos = append(infos, info)
 	}
+	commit := func(m Manifest) *Manifest {
+		if err := Commit(dir, m); err != nil {
+			t.Fatal(err)
+		}
+		back, err := ReadManifest(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return back
+	}
 	m := manifest(1)
 	m.NumStages = 2
 	m.Stages = infos
-	if err := Commit(dir, m); err != nil {
-		t.Fatal(err)
-	}
-	gathered, err := ReadManifest(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	gathered := commit(m)
 	m.Stages = nil
-	if err := Commit(dir, m); err != nil {
-		t.Fatal(err)
-	}
-	scanned, err := ReadManifest(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	scanned := commit(m)
 	if !reflect.DeepEqual(gathered.Stages, scanned.Stages) {
 		t.Fatalf("gathered %+v\nscanned %+v", gathered.Stages, scanned.Stages)
 	}
