@@ -52,8 +52,9 @@ type DataPosition struct {
 	Step int    `json:"step"`
 }
 
-// Manifest describes a checkpoint. The caller fills everything but Format and
-// Stages; Commit fills those from the shards on disk.
+// Manifest describes a checkpoint. The caller fills everything but Format (set by
+// Commit) and Stages (the entries WriteShard returned, or left empty for Commit to
+// read the shards on disk).
 type Manifest struct {
 	Format int `json:"format"`
 	// Step is the number of optimizer steps completed.
