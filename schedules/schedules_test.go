@@ -88,35 +88,39 @@ func TestEveryGeneratedScheduleValidates(t *testing.T) {
 }
 
 func TestBubbleClosedForm(t *testing.T) {
-	for p := 1; p <= 8; p++ {
-		for m := 1; m <= 32; m++ {
-			for _, name := range []string{"gpipe", "1f1b"} {
-				s, err := Generate(name, p, m, 1)
-				if err != nil {
-					t.Fatal(err)
+	// The issue asks for tB = 2·tF; the other ratios back plan's showing the
+	// closed form for any equal-stage costs. All costs are integers, so the
+	// cross-multiplied comparisons are exact.
+	for _, c := range []StageCost{unit.Default, {F: 1, B: 1}, {F: 1, B: 3}, {F: 3, B: 1}} {
+		costs := Costs{Default: c}
+		for p := 1; p <= 8; p++ {
+			for m := 1; m <= 32; m++ {
+				for _, name := range []string{"gpipe", "1f1b"} {
+					s, err := Generate(name, p, m, 1)
+					if err != nil {
+						t.Fatal(err)
+					}
+					st := simulate(t, s, costs)
+					// bubble = idle/(P·makespan) = (P-1)/(M+P-1), cross-multiplied.
+					if sum(st.Idle)*float64(m+p-1) != float64(p-1)*float64(p)*st.Makespan {
+						t.Errorf("%s %+v P=%d M=%d: bubble %v, want (P-1)/(M+P-1) = %v", name, c, p, m, st.Bubble, float64(p-1)/float64(m+p-1))
+					}
+					if want := float64(m+p-1) * (c.F + c.B); st.Makespan != want {
+						t.Errorf("%s %+v P=%d M=%d: makespan %v, want (M+P-1)(tF+tB) = %v", name, c, p, m, st.Makespan, want)
+					}
 				}
-				st := simulate(t, s, unit)
-				// bubble = idle/(P·makespan) = (P-1)/(M+P-1), cross-multiplied.
-				idle := sum(st.Idle)
-				if idle*float64(m+p-1) != float64(p-1)*float64(p)*st.Makespan {
-					t.Errorf("%s P=%d M=%d: bubble %v, want (P-1)/(M+P-1) = %v", name, p, m, st.Bubble, float64(p-1)/float64(m+p-1))
+				if m%p != 0 {
+					continue
 				}
-				if st.Makespan != float64(3*(m+p-1)) {
-					t.Errorf("%s P=%d M=%d: makespan %v, want 3(M+P-1) = %d", name, p, m, st.Makespan, 3*(m+p-1))
-				}
-			}
-			if m%p != 0 {
-				continue
-			}
-			for v := 2; v <= 4; v++ {
-				s, err := Generate("interleaved", p, m, v)
-				if err != nil {
-					t.Fatal(err)
-				}
-				st := simulate(t, s, unit)
-				idle := sum(st.Idle)
-				if idle*float64(v*m+p-1) != float64(p-1)*float64(p)*st.Makespan {
-					t.Errorf("interleaved P=%d M=%d v=%d: bubble %v, want (P-1)/(vM+P-1) = %v", p, m, v, st.Bubble, float64(p-1)/float64(v*m+p-1))
+				for v := 2; v <= 4; v++ {
+					s, err := Generate("interleaved", p, m, v)
+					if err != nil {
+						t.Fatal(err)
+					}
+					st := simulate(t, s, costs)
+					if sum(st.Idle)*float64(v*m+p-1) != float64(p-1)*float64(p)*st.Makespan {
+						t.Errorf("interleaved %+v P=%d M=%d v=%d: bubble %v, want (P-1)/(vM+P-1) = %v", c, p, m, v, st.Bubble, float64(p-1)/float64(v*m+p-1))
+					}
 				}
 			}
 		}
