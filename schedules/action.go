@@ -2,6 +2,7 @@ package schedules
 
 import (
 	"fmt"
+	"strconv"
 )
 
 // Kind is what an action does.
@@ -53,7 +54,13 @@ type Action struct {
 
 // String returns the action in the text form, e.g. "0F3" or "2SEND_B1".
 func (a Action) String() string {
-	return fmt.Sprintf("%d%s%d", a.Stage, a.Kind, a.Micro)
+	return string(a.appendText(nil))
+}
+
+func (a Action) appendText(b []byte) []byte {
+	b = strconv.AppendInt(b, int64(a.Stage), 10)
+	b = append(b, a.Kind.String()...)
+	return strconv.AppendInt(b, int64(a.Micro), 10)
 }
 
 // Matching returns the transfer a peer performs to complete a: SendF(s,m)

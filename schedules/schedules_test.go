@@ -300,6 +300,8 @@ func TestValidatorRejects(t *testing.T) {
 			s.Ranks[1][1].Micro = 7
 			return s
 		}, want: []string{"micro-batch 7 out of range [0, 2)"}},
+		{name: "few actions, huge micro-batch number", text: "0F0, 0B0, 0F9000",
+			want: []string{"stage 0 micro-batch 1 has no forward 0F1"}},
 		{name: "no stage 0 forward", text: "0B0",
 			want: []string{"stage 0 micro-batch 0 has no forward 0F0"}},
 	} {
