@@ -17,15 +17,15 @@ import (
 // planCmd is `pplaunch plan`: generate (or read), validate and simulate a
 // pipeline schedule, and show its timeline.
 type planCmd struct {
-	Schedule     string  `arg:"--schedule" default:"1f1b" help:"gpipe, 1f1b, interleaved or zb-h1"`
-	Stages       int     `arg:"--stages" default:"4" help:"pipeline ranks P (one stage per rank, v with --virtual)"`
-	Microbatches int     `arg:"--microbatches" default:"8" help:"micro-batches per step M"`
-	Virtual      int     `arg:"--virtual" default:"2" help:"virtual stages per rank v (interleaved only)"`
-	TF           float64 `arg:"--tf" default:"1" help:"forward time of one micro-batch through one rank's layers, ms"`
-	TB           float64 `arg:"--tb" default:"2" help:"full backward time (input and weight gradients), ms"`
-	TW           float64 `arg:"--tw" default:"1" help:"weight-gradient part of the backward, ms; zero-bubble schedules run I = tb-tw and W = tw"`
-	TComm        float64 `arg:"--tcomm" default:"0" help:"time of one activation or gradient transfer, ms"`
-	ActBytes     int64   `arg:"--act-bytes" help:"activation bytes one micro-batch holds on one rank; adds peak bytes per rank"`
+	Schedule     string  `arg:"--schedule" default:"1f1b" placeholder:"NAME" help:"gpipe, 1f1b, interleaved or zb-h1"`
+	Stages       int     `arg:"--stages" default:"4" placeholder:"P" help:"pipeline ranks P (one stage per rank, v with --virtual)"`
+	Microbatches int     `arg:"--microbatches" default:"8" placeholder:"M" help:"micro-batches per step M"`
+	Virtual      int     `arg:"--virtual" default:"2" placeholder:"V" help:"virtual stages per rank v (interleaved only)"`
+	TF           float64 `arg:"--tf" default:"1" placeholder:"MS" help:"forward time of one micro-batch through one rank's layers, ms"`
+	TB           float64 `arg:"--tb" default:"2" placeholder:"MS" help:"full backward time (input and weight gradients), ms"`
+	TW           float64 `arg:"--tw" default:"1" placeholder:"MS" help:"weight-gradient part of the backward, ms; zero-bubble schedules run I = tb-tw and W = tw"`
+	TComm        float64 `arg:"--tcomm" default:"0" placeholder:"MS" help:"time of one activation or gradient transfer, ms"`
+	ActBytes     int64   `arg:"--act-bytes" placeholder:"BYTES" help:"activation bytes one micro-batch holds on one rank; adds peak bytes per rank"`
 	From         string  `arg:"--from" placeholder:"FILE" help:"validate and simulate the schedule in FILE (text form; transfers are inserted if it has none); P, v and M come from the file"`
 	SVG          string  `arg:"--svg" placeholder:"FILE" help:"write a Gantt picture (SVG) to FILE"`
 	Trace        string  `arg:"--trace" placeholder:"FILE" help:"write Chrome-trace JSON (opens in Perfetto) to FILE"`
