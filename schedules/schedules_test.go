@@ -526,7 +526,7 @@ func TestMeanCostsPredictsTheSameTimeline(t *testing.T) {
 	if !reflect.DeepEqual(got.Stages, c.Stages) {
 		t.Fatalf("MeanCosts stages = %v, want %v", got.Stages, c.Stages)
 	}
-	again, err := Simulate(s, got)
+	again, err := Predict(s, measured, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

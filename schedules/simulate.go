@@ -305,3 +305,16 @@ func MeanCosts(s *Schedule, tl *Timeline) (Costs, error) {
 	}
 	return c, nil
 }
+
+// Predict simulates s with the per-stage, per-kind mean durations of a
+// measured timeline (see MeanCosts) and transfer time comm, to compare a
+// measured step with what the same compute times would give without
+// transfer waits.
+func Predict(s *Schedule, measured *Timeline, comm float64) (*Timeline, error) {
+	c, err := MeanCosts(s, measured)
+	if err != nil {
+		return nil, err
+	}
+	c.Comm = comm
+	return Simulate(s, c)
+}
