@@ -583,3 +583,24 @@ func ExampleGenerate() {
 	// 0F0, 0SEND_F0, 0F1, 0SEND_F1, 0RECV_B0, 0B0, 0F2, 0SEND_F2, 0RECV_B1, 0B1, 0RECV_B2, 0B2
 	// 1RECV_F0, 1F0, 1RECV_F1, 1B0, 1SEND_B0, 1F1, 1B1, 1RECV_F2, 1SEND_B1, 1F2, 1B2, 1SEND_B2
 }
+
+func TestVShapedScheduleLowers(t *testing.T) {
+	// Two ranks, four stages in a V: rank 0 holds stages 0 and 3, rank 1
+	// holds 1 and 2, so 1F0 -> 2F0 and 2B0 -> 1B0 stay on rank 1.
+	c, err := Parse("0F0, 3F0, 3B0, 0B0\n1F0, 2F0, 2B0, 1B0\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(c.Placement, VPlacement(2)) || c.V != 2 {
+		t.Fatalf("placement %v V=%d, want %v V=2", c.Placement, c.V, VPlacement(2))
+	}
+	s, err := Lower(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "0F0, 0SEND_F0, 3RECV_F0, 3F0, 3B0, 3SEND_B0, 0RECV_B0, 0B0\n" +
+		"1RECV_F0, 1F0, 2F0, 2SEND_F0, 2RECV_B0, 2B0, 1B0, 1SEND_B0\n"
+	if got := Format(s); !strings.HasSuffix(got, want) {
+		t.Errorf("lowered V schedule:\n%s\nwant the lines\n%s", got, want)
+	}
+}
