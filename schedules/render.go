@@ -41,6 +41,9 @@ func WriteGantt(w io.Writer, tl *Timeline, v int, quantum float64) error {
 	if quantum <= 0 || span/quantum*float64(width) > ganttMaxCols {
 		quantum = span * float64(width) / ganttMaxCols
 	}
+	if quantum <= 0 {
+		quantum = 1 // no compute spans, or all of zero length
+	}
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, "each character is %.4g time units; '.' is idle\n", quantum/float64(width))
 	col := func(t float64) int { return int(math.Round((t - t0) / quantum * float64(width))) }

@@ -154,7 +154,8 @@ func TestPeakActivations(t *testing.T) {
 }
 
 func TestZBH1BeatsOneFOneB(t *testing.T) {
-	// tF = tI = tW = 1, so 1F1B's full backward is tB = 2.
+	// tF = tI = tW = 1, so 1F1B's full backward is tB = 2. P starts at 2:
+	// one rank has no bubble for W to fill, and both take 3M.
 	for p := 2; p <= 8; p++ {
 		for m := 1; m <= 32; m++ {
 			zb, _ := Generate("zb-h1", p, m, 0)
@@ -602,5 +603,20 @@ func TestVShapedScheduleLowers(t *testing.T) {
 		"1RECV_F0, 1F0, 2F0, 2SEND_F0, 2RECV_B0, 2B0, 1B0, 1SEND_B0\n"
 	if got := Format(s); !strings.HasSuffix(got, want) {
 		t.Errorf("lowered V schedule:\n%s\nwant the lines\n%s", got, want)
+	}
+}
+
+func TestRenderEmptyTimeline(t *testing.T) {
+	// A timeline an executor has not filled yet still renders.
+	tl := &Timeline{Ranks: make([][]Span, 2)}
+	var b bytes.Buffer
+	if err := WriteGantt(&b, tl, 1, 0); err != nil || !strings.Contains(b.String(), "rank 1") {
+		t.Errorf("gantt %q, %v", b.String(), err)
+	}
+	if err := WriteSVG(&b, tl, ""); err != nil {
+		t.Error(err)
+	}
+	if err := WriteTrace(&b, tl); err != nil {
+		t.Error(err)
 	}
 }
