@@ -35,8 +35,11 @@ func golden(t *testing.T, name, got string) {
 
 // vs returns the virtual stage counts a generator takes.
 func vs(name string) []int {
-	if name == "interleaved" {
+	switch name {
+	case "interleaved":
 		return []int{2, 3, 4}
+	case "zb-v":
+		return []int{2}
 	}
 	return []int{1}
 }
@@ -183,6 +186,30 @@ func maxOf(x []float64) float64 {
 	return m
 }
 
+func TestZBV(t *testing.T) {
+	// Each of the 2 stages per rank costs tF = tI = tW = 1; ZB-H1 and 1F1B
+	// run the same layers as one stage per rank at twice the cost.
+	half := Costs{Default: StageCost{F: 1, I: 1, W: 1}}
+	whole := Costs{Default: StageCost{F: 2, B: 4, I: 2, W: 2}}
+	for p := 1; p <= 8; p++ {
+		for m := 1; m <= 32; m++ {
+			zv, _ := Generate("zb-v", p, m, 2)
+			zh, _ := Generate("zb-h1", p, m, 1)
+			ob, _ := Generate("1f1b", p, m, 1)
+			v, h, o := simulate(t, zv, half), simulate(t, zh, whole), simulate(t, ob, whole)
+			if v.Makespan > h.Makespan {
+				t.Errorf("P=%d M=%d: zb-v makespan %v above zb-h1's %v", p, m, v.Makespan, h.Makespan)
+			}
+			if m >= 2*p-1 && v.Makespan != float64(6*m+p-1) {
+				t.Errorf("P=%d M=%d: zb-v makespan %v, want 6M+P-1 = %d", p, m, v.Makespan, 6*m+p-1)
+			}
+			if maxOf(v.PeakLive) > maxOf(o.PeakLive) {
+				t.Errorf("P=%d M=%d: zb-v peak %v above 1f1b's %v", p, m, v.PeakLive, o.PeakLive)
+			}
+		}
+	}
+}
+
 func TestGenerateRejectsBadArguments(t *testing.T) {
 	for _, c := range []struct {
 		name    string
@@ -193,6 +220,7 @@ func TestGenerateRejectsBadArguments(t *testing.T) {
 		{"1f1b", 4, 0, 1, "M=0 micro-batches"},
 		{"gpipe", 4, 4, 2, "v=2"},
 		{"interleaved", 4, 4, 1, "need at least 2"},
+		{"zb-v", 4, 4, 3, "always has 2 stages per rank"},
 		{"pipedream", 4, 4, 1, `unknown schedule "pipedream"`},
 	} {
 		_, err := Generate(c.name, c.p, c.m, c.v)

@@ -17,10 +17,10 @@ import (
 // planCmd is `pplaunch plan`: generate (or read), validate and simulate a
 // pipeline schedule, and show its timeline.
 type planCmd struct {
-	Schedule     string  `arg:"--schedule" default:"1f1b" placeholder:"NAME" help:"gpipe, 1f1b, interleaved or zb-h1"`
+	Schedule     string  `arg:"--schedule" default:"1f1b" placeholder:"NAME" help:"gpipe, 1f1b, interleaved, zb-h1 or zb-v"`
 	Stages       int     `arg:"--stages" default:"4" placeholder:"P" help:"pipeline ranks P (one stage per rank, v with --virtual)"`
 	Microbatches int     `arg:"--microbatches" default:"8" placeholder:"M" help:"micro-batches per step M"`
-	Virtual      int     `arg:"--virtual" default:"2" placeholder:"V" help:"virtual stages per rank v (interleaved only)"`
+	Virtual      int     `arg:"--virtual" default:"2" placeholder:"V" help:"virtual stages per rank v (interleaved only; zb-v always has 2)"`
 	TF           float64 `arg:"--tf" default:"1" placeholder:"MS" help:"forward time of one micro-batch through one rank's layers, ms"`
 	TB           float64 `arg:"--tb" default:"2" placeholder:"MS" help:"full backward time (input and weight gradients), ms"`
 	TW           float64 `arg:"--tw" default:"1" placeholder:"MS" help:"weight-gradient part of the backward, ms; zero-bubble schedules run I = tb-tw and W = tw"`
@@ -109,8 +109,11 @@ func (c *planCmd) check() error {
 
 // virtualFor is the v a built-in schedule takes.
 func (c *planCmd) virtualFor(name string) int {
-	if name == "interleaved" {
+	switch name {
+	case "interleaved":
 		return c.Virtual
+	case "zb-v":
+		return 2
 	}
 	return 1
 }
@@ -193,6 +196,8 @@ func (c *planCmd) closedForm(name string, p, m, v int) (string, *float64) {
 		return "(P-1)/(v·M+P-1)", frac(p-1, v*m+p-1)
 	case name == "zb-h1" && m >= p && c.TF == c.TB-c.TW && c.TF == c.TW:
 		return "(P-1)/(3M+P-1)", frac(p-1, 3*m+p-1)
+	case name == "zb-v" && m >= 2*p-1 && c.TF == c.TB-c.TW && c.TF == c.TW:
+		return "(P-1)/(6M+P-1)", frac(p-1, 6*m+p-1)
 	}
 	return "", nil
 }
