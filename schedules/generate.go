@@ -203,28 +203,28 @@ func zbV(p, m int) *Schedule {
 			add(F, 1, &nf)
 			add(F, 0, &nf)
 		}
+		backward := func(c int) {
+			add(I, c, &ni)
+			add(W, c, &nw)
+		}
 		for range p - r {
 			add(F, 1, &nf)
-			add(I, 1, &ni)
-			add(W, 1, &nw)
+			backward(1)
 		}
 		for nf[1] < nf[0] || nf[0] < n {
 			if nf[0] < n {
 				add(F, 0, &nf)
 			}
-			add(I, 0, &ni)
-			add(W, 0, &nw)
+			backward(0)
 			add(F, 1, &nf)
-			add(I, 1, &ni)
-			add(W, 1, &nw)
+			backward(1)
 		}
 		for range r {
 			add(I, 0, &ni)
 			add(I, 1, &ni)
 		}
 		for range p - r {
-			add(I, 0, &ni)
-			add(W, 0, &nw)
+			backward(0)
 		}
 		for nw[1] < ni[1] {
 			add(W, 1, &nw)
