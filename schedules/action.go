@@ -41,9 +41,6 @@ func (k Kind) IsCompute() bool { return k <= W }
 // IsTransfer reports whether k is one of the four transfer kinds.
 func (k Kind) IsTransfer() bool { return k >= SendF && k < numKinds }
 
-// IsSend reports whether k is SendF or SendB.
-func (k Kind) IsSend() bool { return k == SendF || k == SendB }
-
 // Action is one entry of a rank's list: a kind, a virtual stage index in
 // [0, P·V) and a micro-batch index in [0, M).
 type Action struct {
