@@ -13,7 +13,8 @@ import (
 	"github.com/pplaunch/pplaunch/ranks/store"
 )
 
-// sampleEvery is how often the agent reads its ranks' memory and CPU from /proc.
+// sampleEvery is how often the agent reads its ranks' memory and CPU from
+// /proc (procfs): the peak RSS in the summary is the largest VmHWM seen.
 const sampleEvery = 200 * time.Millisecond
 
 // failure is the first failure of an attempt, shared with the other nodes
@@ -305,6 +306,8 @@ func (a *agent) attempt(ctx context.Context, w World, restart int) (*failure, er
 			kill = time.After(a.c.GracePeriod)
 		}
 	}
+	// Sample soon after the start (short ranks), then every sampleEvery.
+	firstSample := time.After(10 * time.Millisecond)
 	ticker := time.NewTicker(sampleEvery)
 	defer ticker.Stop()
 	ctxDone := ctx.Done()
@@ -350,6 +353,8 @@ func (a *agent) attempt(ctx context.Context, w World, restart int) (*failure, er
 			}
 		case <-kill:
 			g.stop(syscall.SIGKILL)
+		case <-firstSample:
+			g.sample()
 		case <-ticker.C:
 			g.sample()
 		}

@@ -28,7 +28,7 @@ type Flags struct {
 	NodeRank         *int          `arg:"--node-rank,env:PPLAUNCH_NODE_RANK" placeholder:"R" help:"this node's rank, 0..nnodes-1; node 0 hosts the store [default: SLURM_NODEID, else 0]"`
 	RdzvEndpoint     string        `arg:"--rdzv-endpoint,env:PPLAUNCH_RDZV_ENDPOINT" placeholder:"HOST[:PORT]" help:"rendezvous store on node 0 [default: first host of SLURM_STEP_NODELIST]"`
 	MasterAddr       string        `arg:"--master-addr,env:MASTER_ADDR" placeholder:"HOST" help:"node 0's host, when --rdzv-endpoint is not given"`
-	MasterPort       *int          `arg:"--master-port,env:MASTER_PORT" placeholder:"PORT" help:"rendezvous port [default: 29500; under Slurm 20000 + job id mod 10000]"`
+	MasterPort       *int          `arg:"--master-port,env:MASTER_PORT" placeholder:"PORT" help:"rendezvous port [default: a free port on one node, else 29500; under Slurm 20000 + job id mod 10000]"`
 	RdzvID           string        `arg:"--rdzv-id,env:PPLAUNCH_RDZV_ID" placeholder:"ID" help:"run id, the same on every node; the store token derives from it unless PPLAUNCH_TOKEN is set [default: slurm-JOB.STEP]"`
 	Standalone       bool          `arg:"--standalone" help:"one node, store on a free loopback port"`
 	MaxRestarts      int           `arg:"--max-restarts,env:PPLAUNCH_MAX_RESTARTS" placeholder:"N" help:"restart the whole group up to N times after a failure"`
@@ -142,7 +142,11 @@ func Resolve(f Flags, getenv func(string) string) (Config, error) {
 			if c.NNodes > 1 {
 				return c, fmt.Errorf("--nnodes %d needs --rdzv-endpoint HOST:PORT or --master-addr (or run inside srun)", c.NNodes)
 			}
+			// One node and no endpoint: as --standalone, unless a port was asked for.
 			c.StoreHost = "127.0.0.1"
+			if f.MasterPort == nil {
+				c.StorePort = 0
+			}
 		}
 	}
 
