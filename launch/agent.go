@@ -254,14 +254,21 @@ func freePort(host string) (int, error) {
 // node succeeded, else the attempt's first failure.
 func (a *agent) attempt(ctx context.Context, w World, restart int) (*failure, error) {
 	start := time.Now()
+	failKey := fmt.Sprintf("attempt/%d/failed", restart)
 	g, err := startGroup(a.c, a.p, w, restart, a.out, a.err)
 	if err != nil {
+		if a.client != nil {
+			// The other nodes must not wait for ranks that will never start.
+			b, _ := json.Marshal(a.agentFailure(1, fmt.Sprintf("node %d could not start its ranks: %v", a.c.NodeRank, err), start))
+			pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			a.client.CompareAndSet(pctx, failKey, nil, b)
+			cancel()
+		}
 		return nil, err
 	}
 	// Other nodes' failures arrive through the store.
 	wctx, cancelWatch := context.WithCancel(ctx)
 	defer cancelWatch()
-	failKey := fmt.Sprintf("attempt/%d/failed", restart)
 	remote := make(chan *failure, 1)
 	if a.client != nil {
 		go func() {

@@ -397,3 +397,27 @@ func freeTestPort(t *testing.T) int {
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port
 }
+
+func TestTwoNodesOneCannotStart(t *testing.T) {
+	port := freeTestPort(t)
+	codes := make([]int, 2)
+	errs := []*watchBuf{newWatchBuf(), newWatchBuf()}
+	var wg sync.WaitGroup
+	for n := range 2 {
+		c := testConfig(1)
+		c.NNodes, c.NodeRank, c.StorePort = 2, n, port
+		p := shell("exec sleep 1000", newWatchBuf(), errs[n])
+		if n == 1 {
+			p.Path = "no-such-program-pplaunch-test"
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			codes[n] = Run(context.Background(), c, p, make(chan os.Signal))
+		}()
+	}
+	wg.Wait()
+	if codes[0] != 1 || codes[1] != 1 || !strings.Contains(errs[0].String(), "node 1 could not start its ranks") {
+		t.Fatalf("exit codes %v, want 1 on both; node 0 stderr:\n%s\nnode 1 stderr:\n%s", codes, errs[0], errs[1])
+	}
+}
