@@ -73,14 +73,28 @@ func (a *agent) logf(format string, args ...any) {
 }
 
 func (a *agent) run(ctx context.Context) (int, error) {
-	storeAddr, err := a.openStore(ctx)
+	var storeAddr string
+	sig, err := a.untilSignal(ctx, func(ctx context.Context) (err error) {
+		storeAddr, err = a.openStore(ctx)
+		return err
+	})
+	defer a.closeStore()
+	if sig != 0 {
+		return 128 + int(sig), fmt.Errorf("received %s while joining the rendezvous", signalName(sig))
+	}
 	if err != nil {
 		return 1, err
 	}
-	defer a.closeStore()
 	defer a.leave()
 	for restart := 0; ; restart++ {
-		w, err := a.rendezvous(ctx, restart, storeAddr)
+		var w World
+		sig, err := a.untilSignal(ctx, func(ctx context.Context) (err error) {
+			w, err = a.rendezvous(ctx, restart, storeAddr)
+			return err
+		})
+		if sig != 0 {
+			return 128 + int(sig), fmt.Errorf("received %s during the rendezvous", signalName(sig))
+		}
 		if err != nil {
 			return 1, err
 		}
@@ -95,6 +109,28 @@ func (a *agent) run(ctx context.Context) (int, error) {
 			return f.Code, nil
 		}
 		a.logf("restarting the group on every node (restart %d of %d)", restart+1, a.c.MaxRestarts)
+	}
+}
+
+// untilSignal runs f, cancelling it when a signal that stops the job arrives
+// (no ranks run yet, so there is nothing to forward). It returns that signal,
+// or 0 and f's error.
+func (a *agent) untilSignal(ctx context.Context, f func(ctx context.Context) error) (syscall.Signal, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- f(ctx) }()
+	for {
+		select {
+		case err := <-done:
+			return 0, err
+		case s := <-a.sigs:
+			if sig := s.(syscall.Signal); stopsJob(sig) {
+				cancel()
+				<-done
+				return sig, nil
+			}
+		}
 	}
 }
 

@@ -421,3 +421,17 @@ func TestTwoNodesOneCannotStart(t *testing.T) {
 		t.Fatalf("exit codes %v, want 1 on both; node 0 stderr:\n%s\nnode 1 stderr:\n%s", codes, errs[0], errs[1])
 	}
 }
+
+func TestSignalDuringRendezvous(t *testing.T) {
+	// Node 1 of 2 waits for a node 0 that never comes; SIGTERM ends the wait.
+	c := testConfig(1)
+	c.NNodes, c.NodeRank, c.StorePort = 2, 1, freeTestPort(t)
+	sigs := make(chan os.Signal, 1)
+	errb := newWatchBuf()
+	done := make(chan int, 1)
+	go func() { done <- Run(context.Background(), c, shell("true", newWatchBuf(), errb), sigs) }()
+	sigs <- syscall.SIGTERM
+	if code := wait(t, done, errb); code != 143 || !strings.Contains(errb.String(), "received SIGTERM while joining the rendezvous") {
+		t.Fatalf("exit %d, stderr:\n%s", code, errb)
+	}
+}
