@@ -32,7 +32,8 @@ type failure struct {
 	Stderr []string
 }
 
-// Signals the agent forwards to its ranks; the first three also stop the job.
+// Forwarded are the signals the agent forwards to its ranks; SIGINT, SIGTERM
+// and SIGHUP also stop the job.
 var Forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGUSR1, syscall.SIGUSR2}
 
 func stopsJob(s syscall.Signal) bool {

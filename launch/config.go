@@ -132,6 +132,9 @@ func Resolve(f Flags, getenv func(string) string) (Config, error) {
 		if c.NNodes != 1 {
 			return c, fmt.Errorf("--standalone is one node, but --nnodes is %d", c.NNodes)
 		}
+		if f.RdzvEndpoint != "" {
+			return c, fmt.Errorf("--standalone picks its own endpoint: drop --rdzv-endpoint %s", f.RdzvEndpoint)
+		}
 		c.StoreHost, c.StorePort = "127.0.0.1", 0
 	} else {
 		c.StoreHost, c.StorePort, err = endpoint(f, slurm)

@@ -98,6 +98,7 @@ func TestResolveErrors(t *testing.T) {
 		{"multi-node without endpoint", func(f *Flags) { f.NNodes = intp(2) }, nil, "needs --rdzv-endpoint"},
 		{"standalone multi-node", func(f *Flags) { f.NNodes, f.Standalone = intp(2), true }, nil, "--standalone"},
 		{"bad port", func(f *Flags) { f.RdzvEndpoint = "h:x" }, nil, `port "x"`},
+		{"standalone with an endpoint", func(f *Flags) { f.Standalone, f.RdzvEndpoint = true, "h:1" }, nil, "--standalone picks"},
 		{"tee without log dir", func(f *Flags) { f.Tee = true }, nil, "--tee needs --log-dir"},
 		{"tag and no-tag", func(f *Flags) { f.Tag, f.NoTag = true, true }, nil, "--no-tag"},
 		{"filter out of range", func(f *Flags) { f.NProc, f.LocalRanksFilter = "2", "0,2" }, nil, "--local-ranks-filter"},
