@@ -48,6 +48,7 @@ type agent struct {
 	server   *store.Server // node 0 only
 	client   *store.Client // multi-node: the agents' namespace
 	sigs     <-chan os.Signal
+	formed   bool // a world formed: the other nodes use the store until they leave
 }
 
 // Run is the agent: it forms the world with the other nodes' agents, runs this
@@ -99,6 +100,7 @@ func (a *agent) run(ctx context.Context) (int, error) {
 		if err != nil {
 			return 1, err
 		}
+		a.formed = true
 		f, err := a.attempt(ctx, w, restart)
 		if err != nil {
 			return 1, err
@@ -169,7 +171,7 @@ func (a *agent) openStore(ctx context.Context) (string, error) {
 // bounded while: a node may be gone) until every node has, so the store does
 // not vanish under a node still reading the outcome.
 func (a *agent) leave() {
-	if a.client == nil {
+	if a.client == nil || !a.formed {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), a.c.GracePeriod+10*time.Second)
