@@ -63,6 +63,10 @@ func TestHelp(t *testing.T) {
 			t.Errorf("--help lacks %q:\n%s", want, out.String())
 		}
 	}
+	// Every launcher flag names its environment fallback.
+	if n := strings.Count(out.String(), "env: "); n != 17 {
+		t.Errorf("--help names %d environment fallbacks, want 17:\n%s", n, out.String())
+	}
 }
 
 func TestArgumentErrors(t *testing.T) {
