@@ -20,16 +20,16 @@ const sampleEvery = 200 * time.Millisecond
 // failure is the first failure of an attempt, shared with the other nodes
 // through the store.
 type failure struct {
-	Node   int    `json:"node"`
-	Host   string `json:"host"`
-	Rank   int    `json:"rank"`  // -1: not a rank (the agent got a signal, lost the store)
-	Local  int    `json:"local"` // local rank
-	Code   int    `json:"code"`  // the code the agents exit with
-	How    string `json:"how"`   // "exited with code 3", "killed by SIGKILL"
-	Pid    int    `json:"pid"`
-	After  string `json:"after"` // time since the attempt started
-	Final  bool   `json:"final"` // no restart (the job was told to stop)
-	Stderr []string
+	Node   int      `json:"node"`
+	Host   string   `json:"host"`
+	Rank   int      `json:"rank"`  // -1: not a rank (the agent got a signal, lost the store)
+	Local  int      `json:"local"` // local rank
+	Code   int      `json:"code"`  // the code the agents exit with
+	How    string   `json:"how"`   // "exited with code 3", "killed by SIGKILL"
+	Pid    int      `json:"pid"`
+	After  string   `json:"after"`  // time since the attempt started
+	Final  bool     `json:"final"`  // no restart (the job was told to stop)
+	Stderr []string `json:"stderr"` // its last lines
 }
 
 // Forwarded are the signals the agent forwards to its ranks; SIGINT, SIGTERM
