@@ -145,9 +145,17 @@ func (g *group) start(c Config, p Program, path string, w World, restart int, r 
 		outW.Close()
 		return err
 	}
+	// Only rank 0 reads the agent's stdin (as under mpirun); the others read /dev/null.
+	stdin := os.Stdin
+	if r.global != 0 {
+		if stdin, err = os.Open(os.DevNull); err != nil {
+			return err
+		}
+		defer stdin.Close()
+	}
 	proc, err := os.StartProcess(path, append([]string{p.Path}, p.Args...), &os.ProcAttr{
 		Env:   rankEnv(p.Env, c, w, r.local, restart),
-		Files: []*os.File{os.Stdin, outW, errW},
+		Files: []*os.File{stdin, outW, errW},
 		Sys: &syscall.SysProcAttr{
 			Setpgid:   true,            // the agent alone decides which signals reach the ranks
 			Pdeathsig: syscall.SIGKILL, // no orphans if the agent itself is killed
