@@ -79,7 +79,6 @@ func (r *rank) how() string {
 // group is the local ranks of one attempt.
 type group struct {
 	ranks []*rank
-	procs []*os.Process
 	exits chan int // index of each rank as it ends
 	out   sync.WaitGroup
 	files []*os.File
@@ -170,7 +169,6 @@ func (g *group) start(c Config, p Program, path string, w World, restart int, r 
 	}
 	r.pid, r.start = proc.Pid, time.Now()
 	g.ranks = append(g.ranks, r)
-	g.procs = append(g.procs, proc)
 	var outCon, errCon *console
 	if show {
 		outCon, errCon = stdout, stderr
