@@ -22,8 +22,9 @@ import (
 // or `-- PROGRAM ARGS...`.
 type cli struct {
 	launch.Flags
-	Plan  *planCmd  `arg:"subcommand:plan" help:"generate, validate and simulate a pipeline schedule"`
-	Bench *benchCmd `arg:"subcommand:bench" help:"benchmarks"`
+	Plan       *planCmd       `arg:"subcommand:plan" help:"generate, validate and simulate a pipeline schedule"`
+	Bench      *benchCmd      `arg:"subcommand:bench" help:"benchmarks"`
+	Checkpoint *checkpointCmd `arg:"subcommand:checkpoint" help:"tools over saved checkpoints (compare)"`
 }
 
 // benchCmd groups the benchmarks.
@@ -94,6 +95,8 @@ func run(argv []string, stdout, stderr io.Writer) int {
 		return runInProcess(stderr, func(ctx context.Context) error { return c.Plan.run(ctx, stdout, stderr) })
 	case c.Bench != nil && c.Bench.Step != nil:
 		return runInProcess(stderr, func(ctx context.Context) error { return c.Bench.Step.run(ctx, stdout, stderr) })
+	case c.Checkpoint != nil:
+		return runInProcess(stderr, func(ctx context.Context) error { return c.Checkpoint.run(ctx, stdout, stderr) })
 	default:
 		p.WriteHelp(stdout)
 		return 2
