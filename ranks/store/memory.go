@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 )
 
@@ -141,4 +142,21 @@ func (m *Memory) Close() error {
 		m.notify()
 	}
 	return nil
+}
+
+// countPrefix counts the keys that start with prefix (the TCP server's
+// namespaces).
+func (m *Memory) countPrefix(prefix string) (int64, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return 0, ErrClosed
+	}
+	var n int64
+	for k := range m.data {
+		if strings.HasPrefix(k, prefix) {
+			n++
+		}
+	}
+	return n, nil
 }

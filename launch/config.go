@@ -1,0 +1,264 @@
+package launch
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pplaunch/pplaunch/ranks/store"
+)
+
+// DefaultPort is the rendezvous port when none is given (torchrun's).
+const DefaultPort = 29500
+
+// Flags are the launcher's command-line flags, with torchrun's names. The struct
+// tags are for github.com/alexflint/go-arg; each flag falls back to the
+// environment variable named in its tag, and Slurm's variables fill what is still
+// unset (flags win over the environment).
+type Flags struct {
+	NProc            string        `arg:"--nproc,env:PPLAUNCH_NPROC" default:"1" placeholder:"N|auto" help:"ranks on this node (alias --nproc-per-node); auto: one per GPU, else one per CPU"`
+	NNodes           *int          `arg:"--nnodes,env:PPLAUNCH_NNODES" placeholder:"N" help:"nodes in the job [default: Slurm's SLURM_STEP_NUM_NODES, else 1]"`
+	NodeRank         *int          `arg:"--node-rank,env:PPLAUNCH_NODE_RANK" placeholder:"R" help:"this node's rank, 0..nnodes-1; node 0 hosts the store [default: SLURM_NODEID, else 0]"`
+	RdzvEndpoint     string        `arg:"--rdzv-endpoint,env:PPLAUNCH_RDZV_ENDPOINT" placeholder:"HOST[:PORT]" help:"rendezvous store on node 0 [default: first host of SLURM_STEP_NODELIST]"`
+	MasterAddr       string        `arg:"--master-addr,env:MASTER_ADDR" placeholder:"HOST" help:"node 0's host, when --rdzv-endpoint is not given"`
+	MasterPort       *int          `arg:"--master-port,env:MASTER_PORT" placeholder:"PORT" help:"rendezvous port [default: a free port on one node, else 29500; under Slurm 20000 + job id mod 10000]"`
+	RdzvID           string        `arg:"--rdzv-id,env:PPLAUNCH_RDZV_ID" placeholder:"ID" help:"run id, the same on every node; the store token derives from it unless PPLAUNCH_TOKEN is set [default: slurm-JOB.STEP]"`
+	Standalone       bool          `arg:"--standalone" help:"one node, store on a free loopback port"`
+	MaxRestarts      int           `arg:"--max-restarts,env:PPLAUNCH_MAX_RESTARTS" placeholder:"N" help:"restart the whole group up to N times after a failure"`
+	RdzvTimeout      time.Duration `arg:"--rdzv-timeout,env:PPLAUNCH_RDZV_TIMEOUT" default:"15m" placeholder:"DUR" help:"how long agents wait for each other (and ranks for the store)"`
+	GracePeriod      time.Duration `arg:"--grace-period,env:PPLAUNCH_GRACE_PERIOD" default:"10s" placeholder:"DUR" help:"SIGTERM to SIGKILL when the group stops"`
+	LogDir           string        `arg:"--log-dir,env:PPLAUNCH_LOG_DIR" placeholder:"DIR" help:"write each rank's output to DIR/RUN-ID/rank.N/{stdout,stderr} instead of the console"`
+	Tee              bool          `arg:"--tee" help:"with --log-dir, also print to the console"`
+	LocalRanksFilter string        `arg:"--local-ranks-filter" placeholder:"0,1,..." help:"print only these local ranks' output on the console"`
+	Tag              bool          `arg:"--tag" help:"prefix each output line with [rank N] (the default)"`
+	NoTag            bool          `arg:"--no-tag" help:"print ranks' output lines as they are"`
+	Direct           bool          `arg:"--direct" help:"no agent: this process is one rank of an srun or mpirun job (RANK from SLURM_PROCID, OMPI_COMM_WORLD_RANK, PMI_RANK)"`
+}
+
+// Config is the agent's resolved configuration.
+type Config struct {
+	NProc       int
+	NNodes      int
+	NodeRank    int
+	StoreHost   string // host of the rendezvous store (node 0)
+	StorePort   int    // 0: any free port (single node)
+	RunID       string
+	Token       string
+	MaxRestarts int
+	RdzvTimeout time.Duration
+	GracePeriod time.Duration
+	LogDir      string
+	Tee         bool
+	Tag         bool
+	// ShowLocal reports whether local rank i's output goes to the console.
+	ShowLocal func(i int) bool
+	// Cores is how many CPUs the node's ranks share (for GOMAXPROCS).
+	Cores int
+	// From says where nnodes/node rank/endpoint came from, for the log.
+	From string
+}
+
+// Resolve turns flags and the environment (getenv) into the agent's Config.
+func Resolve(f Flags, getenv func(string) string) (Config, error) {
+	c := Config{
+		MaxRestarts: f.MaxRestarts,
+		RdzvTimeout: f.RdzvTimeout,
+		GracePeriod: f.GracePeriod,
+		LogDir:      f.LogDir,
+		Tee:         f.Tee,
+		Tag:         !f.NoTag,
+		Cores:       runtime.NumCPU(),
+		From:        "flags",
+	}
+	if f.Tag && f.NoTag {
+		return c, fmt.Errorf("--tag and --no-tag: give one")
+	}
+	if f.Tee && f.LogDir == "" {
+		return c, fmt.Errorf("--tee needs --log-dir")
+	}
+	if f.MaxRestarts < 0 {
+		return c, fmt.Errorf("--max-restarts %d: must be 0 or more", f.MaxRestarts)
+	}
+	if f.RdzvTimeout <= 0 || f.GracePeriod < 0 {
+		return c, fmt.Errorf("--rdzv-timeout %v, --grace-period %v: must be positive", f.RdzvTimeout, f.GracePeriod)
+	}
+	var err error
+	if c.NProc, err = parseNProc(f.NProc, getenv); err != nil {
+		return c, err
+	}
+	if c.ShowLocal, err = parseFilter(f.LocalRanksFilter, c.NProc); err != nil {
+		return c, err
+	}
+	slurm, err := slurmStep(getenv)
+	if err != nil {
+		return c, err
+	}
+	if slurm != nil {
+		if slurm.ntasks != slurm.nnodes {
+			return c, fmt.Errorf("slurm step %s has %d tasks on %d nodes: the agent runs once per node (srun --ntasks-per-node=1 pplaunch ...), or give --direct to make each task one rank",
+				slurm.id, slurm.ntasks, slurm.nnodes)
+		}
+		c.From = "slurm step " + slurm.id
+	}
+
+	c.NNodes = 1
+	switch {
+	case f.NNodes != nil:
+		c.NNodes = *f.NNodes
+	case slurm != nil && !f.Standalone:
+		c.NNodes = slurm.nnodes
+	}
+	if c.NNodes < 1 {
+		return c, fmt.Errorf("--nnodes %d: must be 1 or more", c.NNodes)
+	}
+	switch {
+	case f.NodeRank != nil:
+		c.NodeRank = *f.NodeRank
+	case slurm != nil && !f.Standalone:
+		c.NodeRank = slurm.nodeID
+	}
+	if c.NodeRank < 0 || c.NodeRank >= c.NNodes {
+		return c, fmt.Errorf("--node-rank %d: must be in 0..%d for --nnodes %d", c.NodeRank, c.NNodes-1, c.NNodes)
+	}
+
+	if f.Standalone {
+		if c.NNodes != 1 {
+			return c, fmt.Errorf("--standalone is one node, but --nnodes is %d", c.NNodes)
+		}
+		c.StoreHost, c.StorePort = "127.0.0.1", 0
+	} else {
+		c.StoreHost, c.StorePort, err = endpoint(f, slurm)
+		if err != nil {
+			return c, err
+		}
+		if c.StoreHost == "" {
+			if c.NNodes > 1 {
+				return c, fmt.Errorf("--nnodes %d needs --rdzv-endpoint HOST:PORT or --master-addr (or run inside srun)", c.NNodes)
+			}
+			// One node and no endpoint: as --standalone, unless a port was asked for.
+			c.StoreHost = "127.0.0.1"
+			if f.MasterPort == nil {
+				c.StorePort = 0
+			}
+		}
+	}
+
+	c.RunID = f.RdzvID
+	if c.RunID == "" && slurm != nil {
+		c.RunID = "slurm-" + slurm.id
+	}
+	c.Token = getenv(store.EnvToken)
+	if c.RunID == "" && c.NNodes == 1 {
+		c.RunID = "local-" + randomHex(6)
+		if c.Token == "" {
+			c.Token = randomHex(16)
+		}
+	}
+	if c.RunID == "" {
+		c.RunID = "rdzv-" + net.JoinHostPort(c.StoreHost, strconv.Itoa(c.StorePort))
+	}
+	if strings.ContainsAny(c.RunID, "/\\ \t\n") || c.RunID == "." || c.RunID == ".." {
+		return c, fmt.Errorf("--rdzv-id %q: must not contain '/', '\\' or white space (it names the log folder)", c.RunID)
+	}
+	if c.Token == "" {
+		c.Token = DeriveToken(c.RunID)
+	}
+	if c.LogDir != "" {
+		c.LogDir = filepath.Clean(c.LogDir)
+	}
+	return c, nil
+}
+
+// DeriveToken is the store token every node computes alike from the run id, when
+// PPLAUNCH_TOKEN does not give one. It keeps jobs from joining each other's
+// store by mistake; for a secret, export PPLAUNCH_TOKEN on every node.
+func DeriveToken(runID string) string {
+	sum := sha256.Sum256([]byte("pplaunch store token\x00" + runID))
+	return hex.EncodeToString(sum[:16])
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b) // never fails (crypto/rand)
+	return hex.EncodeToString(b)
+}
+
+// endpoint picks the store's host and port: --rdzv-endpoint, else --master-addr
+// and --master-port, else the first host of the Slurm step.
+func endpoint(f Flags, slurm *slurmInfo) (string, int, error) {
+	port := DefaultPort
+	if slurm != nil {
+		port = slurm.port
+	}
+	if f.MasterPort != nil {
+		port = *f.MasterPort
+	}
+	host := f.MasterAddr
+	if f.RdzvEndpoint != "" {
+		h, p, err := net.SplitHostPort(f.RdzvEndpoint)
+		if err != nil {
+			// No port: the whole thing is the host.
+			h, p = strings.Trim(f.RdzvEndpoint, "[]"), ""
+		}
+		host = h
+		if p != "" {
+			if port, err = strconv.Atoi(p); err != nil {
+				return "", 0, fmt.Errorf("--rdzv-endpoint %q: port %q is not a number", f.RdzvEndpoint, p)
+			}
+		}
+	}
+	if host == "" && slurm != nil {
+		host = slurm.firstHost
+	}
+	if port < 1 || port > 65535 {
+		return "", 0, fmt.Errorf("rendezvous port %d: must be in 1..65535", port)
+	}
+	return host, port, nil
+}
+
+// parseNProc reads --nproc: a positive number, or auto (GPUs, else CPUs).
+func parseNProc(s string, getenv func(string) string) (int, error) {
+	if s == "auto" {
+		if n := countGPUs(getenv); n > 0 {
+			return n, nil
+		}
+		return runtime.NumCPU(), nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("--nproc %q: want a positive number or auto", s)
+	}
+	return n, nil
+}
+
+// countGPUs counts CUDA_VISIBLE_DEVICES entries, else /dev/nvidiaN devices.
+func countGPUs(getenv func(string) string) int {
+	if v := strings.TrimSpace(getenv("CUDA_VISIBLE_DEVICES")); v != "" {
+		return len(strings.Split(v, ","))
+	}
+	devs, _ := filepath.Glob("/dev/nvidia[0-9]*")
+	return len(devs)
+}
+
+// parseFilter reads --local-ranks-filter ("0,2"); empty shows every rank.
+func parseFilter(s string, nproc int) (func(int) bool, error) {
+	if s == "" {
+		return func(int) bool { return true }, nil
+	}
+	show := map[int]bool{}
+	for _, part := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(part))
+		if err != nil || n < 0 || n >= nproc {
+			return nil, fmt.Errorf("--local-ranks-filter %q: %q is not a local rank in 0..%d", s, part, nproc-1)
+		}
+		show[n] = true
+	}
+	return func(i int) bool { return show[i] }, nil
+}

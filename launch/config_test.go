@@ -1,0 +1,224 @@
+package launch
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pplaunch/pplaunch/ranks/store"
+)
+
+func envFunc(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+func intp(n int) *int { return &n }
+
+// srunEnv is what a task of `srun -N2 --ntasks-per-node=T` sees on node nodeID.
+func srunEnv(nodeID, local, tasksPerNode int) map[string]string {
+	return map[string]string{
+		"SLURM_JOB_ID": "4242", "SLURM_STEP_ID": "0",
+		"SLURM_STEP_NUM_NODES": "2", "SLURM_NNODES": "2", "SLURM_NODEID": itoa(nodeID),
+		"SLURM_STEP_NUM_TASKS": itoa(2 * tasksPerNode), "SLURM_PROCID": itoa(nodeID*tasksPerNode + local),
+		"SLURM_LOCALID": itoa(local), "SLURM_STEP_NODELIST": "gpu-a[07-08]", "SLURM_JOB_NODELIST": "gpu-a[07-08]",
+		"SLURM_STEP_TASKS_PER_NODE": itoa(tasksPerNode) + "(x2)",
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+func baseFlags() Flags {
+	return Flags{NProc: "1", RdzvTimeout: time.Minute, GracePeriod: time.Second}
+}
+
+func TestResolve(t *testing.T) {
+	cases := []struct {
+		name       string
+		flags      func(*Flags)
+		env        map[string]string
+		nnodes     int
+		nodeRank   int
+		host       string
+		port       int
+		runID      string
+		tokenExact string
+	}{
+		{name: "single node", flags: func(f *Flags) {}, nnodes: 1, host: "127.0.0.1", port: 0},
+		{name: "single node with a port", flags: func(f *Flags) { f.MasterPort = intp(7000) }, nnodes: 1, host: "127.0.0.1", port: 7000},
+		{name: "standalone", flags: func(f *Flags) { f.Standalone = true }, nnodes: 1, host: "127.0.0.1", port: 0},
+		{name: "torchrun flags", flags: func(f *Flags) {
+			f.NNodes, f.NodeRank, f.RdzvEndpoint, f.RdzvID = intp(2), intp(1), "head:1234", "job7"
+		}, nnodes: 2, nodeRank: 1, host: "head", port: 1234, runID: "job7", tokenExact: DeriveToken("job7")},
+		{name: "master addr and port", flags: func(f *Flags) {
+			f.NNodes, f.MasterAddr, f.MasterPort = intp(3), "10.0.0.1", intp(3000)
+		}, nnodes: 3, host: "10.0.0.1", port: 3000, runID: "rdzv-10.0.0.1:3000"},
+		{name: "endpoint without port", flags: func(f *Flags) { f.RdzvEndpoint = "head" }, nnodes: 1, host: "head", port: DefaultPort},
+		{name: "slurm", flags: func(f *Flags) {}, env: srunEnv(1, 0, 1),
+			nnodes: 2, nodeRank: 1, host: "gpu-a07", port: 24242, runID: "slurm-4242.0"},
+		{name: "flags win over slurm", flags: func(f *Flags) { f.NodeRank, f.RdzvEndpoint = intp(0), "other:99" }, env: srunEnv(1, 0, 1),
+			nnodes: 2, nodeRank: 0, host: "other", port: 99, runID: "slurm-4242.0"},
+		{name: "token from the environment", flags: func(f *Flags) { f.RdzvID = "x" },
+			env: map[string]string{store.EnvToken: "secret"}, nnodes: 1, host: "127.0.0.1", port: 0, runID: "x", tokenExact: "secret"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := baseFlags()
+			c.flags(&f)
+			got, err := Resolve(f, envFunc(c.env))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.NNodes != c.nnodes || got.NodeRank != c.nodeRank || got.StoreHost != c.host || got.StorePort != c.port {
+				t.Errorf("got nnodes %d node %d store %s:%d; want %d %d %s:%d", got.NNodes, got.NodeRank, got.StoreHost, got.StorePort, c.nnodes, c.nodeRank, c.host, c.port)
+			}
+			if c.runID != "" && got.RunID != c.runID {
+				t.Errorf("run id %q, want %q", got.RunID, c.runID)
+			}
+			if c.tokenExact != "" && got.Token != c.tokenExact {
+				t.Errorf("token %q, want %q", got.Token, c.tokenExact)
+			}
+			if c.tokenExact == "" && len(got.Token) < 16 {
+				t.Errorf("token %q is too short", got.Token)
+			}
+		})
+	}
+}
+
+func TestResolveErrors(t *testing.T) {
+	cases := []struct {
+		name    string
+		flags   func(*Flags)
+		env     map[string]string
+		wantErr string
+	}{
+		{"bad nproc", func(f *Flags) { f.NProc = "four" }, nil, `--nproc "four"`},
+		{"zero nproc", func(f *Flags) { f.NProc = "0" }, nil, `--nproc "0"`},
+		{"node rank out of range", func(f *Flags) { f.NNodes, f.NodeRank = intp(2), intp(2) }, nil, "--node-rank 2"},
+		{"multi-node without endpoint", func(f *Flags) { f.NNodes = intp(2) }, nil, "needs --rdzv-endpoint"},
+		{"standalone multi-node", func(f *Flags) { f.NNodes, f.Standalone = intp(2), true }, nil, "--standalone"},
+		{"bad port", func(f *Flags) { f.RdzvEndpoint = "h:x" }, nil, `port "x"`},
+		{"tee without log dir", func(f *Flags) { f.Tee = true }, nil, "--tee needs --log-dir"},
+		{"tag and no-tag", func(f *Flags) { f.Tag, f.NoTag = true, true }, nil, "--no-tag"},
+		{"filter out of range", func(f *Flags) { f.NProc, f.LocalRanksFilter = "2", "0,2" }, nil, "--local-ranks-filter"},
+		{"slash in run id", func(f *Flags) { f.RdzvID = "a/b" }, nil, "--rdzv-id"},
+		{"several tasks per node in agent mode", func(f *Flags) {}, srunEnv(0, 0, 4), "srun --ntasks-per-node=1"},
+		{"bad slurm node list", func(f *Flags) {}, func() map[string]string {
+			e := srunEnv(0, 0, 1)
+			e["SLURM_STEP_NODELIST"] = "gpu[1-"
+			return e
+		}(), "SLURM_STEP_NODELIST"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := baseFlags()
+			c.flags(&f)
+			_, err := Resolve(f, envFunc(c.env))
+			if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+				t.Fatalf("err = %v, want one containing %q", err, c.wantErr)
+			}
+		})
+	}
+}
+
+func TestDirectEnv(t *testing.T) {
+	cases := []struct {
+		name  string
+		flags func(*Flags)
+		env   map[string]string
+		want  map[string]string
+	}{
+		{"srun", func(f *Flags) {}, srunEnv(1, 2, 4), map[string]string{
+			"RANK": "6", "LOCAL_RANK": "2", "WORLD_SIZE": "8", "LOCAL_WORLD_SIZE": "4", "NODE_RANK": "1", "GROUP_RANK": "1",
+			"MASTER_ADDR": "gpu-a07", "MASTER_PORT": "24242", "PPLAUNCH_STORE_ADDR": "gpu-a07:24242",
+			"PPLAUNCH_RUN_ID": "slurm-4242.0", "PPLAUNCH_ROLE": "rank", "PPLAUNCH_HOST_STORE": ""}},
+		{"srun rank 0 hosts the store", func(f *Flags) {}, srunEnv(0, 0, 4), map[string]string{
+			"RANK": "0", "PPLAUNCH_HOST_STORE": "1"}},
+		{"flags win", func(f *Flags) { f.MasterAddr, f.MasterPort, f.RdzvID = "10.1.1.1", intp(5000), "mine" }, srunEnv(1, 0, 4), map[string]string{
+			"MASTER_ADDR": "10.1.1.1", "MASTER_PORT": "5000", "PPLAUNCH_RUN_ID": "mine", "PPLAUNCH_TOKEN": DeriveToken("mine")}},
+		{"mpirun on one node", func(f *Flags) {}, map[string]string{
+			"OMPI_COMM_WORLD_RANK": "3", "OMPI_COMM_WORLD_SIZE": "4", "OMPI_COMM_WORLD_LOCAL_RANK": "3", "OMPI_COMM_WORLD_LOCAL_SIZE": "4",
+		}, map[string]string{"RANK": "3", "WORLD_SIZE": "4", "LOCAL_RANK": "3", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500", "NODE_RANK": "0"}},
+		{"mpirun on two nodes", func(f *Flags) { f.MasterAddr = "n1" }, map[string]string{
+			"OMPI_COMM_WORLD_RANK": "3", "OMPI_COMM_WORLD_SIZE": "4", "OMPI_COMM_WORLD_LOCAL_RANK": "1", "OMPI_COMM_WORLD_LOCAL_SIZE": "2",
+		}, map[string]string{"RANK": "3", "NODE_RANK": "1", "GROUP_WORLD_SIZE": "2", "MASTER_ADDR": "n1"}},
+		{"hydra", func(f *Flags) {}, map[string]string{"PMI_RANK": "1", "PMI_SIZE": "2"},
+			map[string]string{"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := baseFlags()
+			c.flags(&f)
+			got, err := DirectEnv(f, envFunc(c.env))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for k, v := range c.want {
+				if got[k] != v {
+					t.Errorf("%s=%q, want %q", k, got[k], v)
+				}
+			}
+		})
+	}
+}
+
+func TestDirectEnvErrors(t *testing.T) {
+	cases := []struct {
+		name    string
+		env     map[string]string
+		wantErr string
+	}{
+		{"no launcher", nil, "no launcher found"},
+		{"mpirun across nodes without master", map[string]string{
+			"OMPI_COMM_WORLD_RANK": "0", "OMPI_COMM_WORLD_SIZE": "4", "OMPI_COMM_WORLD_LOCAL_RANK": "0", "OMPI_COMM_WORLD_LOCAL_SIZE": "2",
+		}, "--master-addr"},
+		{"rank beyond world", map[string]string{"PMI_RANK": "5", "PMI_SIZE": "2"}, "inconsistent"},
+		{"garbage rank", map[string]string{"OMPI_COMM_WORLD_RANK": "x"}, "OMPI_COMM_WORLD_RANK"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := DirectEnv(baseFlags(), envFunc(c.env))
+			if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+				t.Fatalf("err = %v, want one containing %q", err, c.wantErr)
+			}
+		})
+	}
+}
+
+func TestRankEnvThreads(t *testing.T) {
+	c := Config{NProc: 4, Cores: 8, NodeRank: 1, RunID: "r", Token: "t", MaxRestarts: 2}
+	w := World{Size: 8, FirstRank: 4, NNodes: 2, MasterAddr: "h", MasterPort: 7, StoreAddr: "h:6"}
+	get := func(env []string, k string) (string, bool) {
+		for _, kv := range env {
+			if key, v, _ := strings.Cut(kv, "="); key == k {
+				return v, true
+			}
+		}
+		return "", false
+	}
+	env := rankEnv([]string{"PATH=/bin", "RANK=99"}, c, w, 2, 1)
+	for k, want := range map[string]string{"RANK": "6", "LOCAL_RANK": "2", "WORLD_SIZE": "8", "GOMAXPROCS": "2",
+		"OMP_NUM_THREADS": "1", "PATH": "/bin", "PPLAUNCH_RESTART_COUNT": "1", "TORCHELASTIC_RESTART_COUNT": "1", "TORCHELASTIC_MAX_RESTARTS": "2"} {
+		if v, _ := get(env, k); v != want {
+			t.Errorf("%s=%q, want %q", k, v, want)
+		}
+	}
+	n := 0
+	for _, kv := range env {
+		if strings.HasPrefix(kv, "RANK=") {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("RANK appears %d times in %q", n, env)
+	}
+	env = rankEnv([]string{"GOMAXPROCS=3"}, c, w, 0, 0)
+	if v, _ := get(env, "GOMAXPROCS"); v != "3" {
+		t.Errorf("user's GOMAXPROCS=3 became %q", v)
+	}
+	c.NProc = 1
+	env = rankEnv(nil, c, w, 0, 0)
+	if v, ok := get(env, "OMP_NUM_THREADS"); ok {
+		t.Errorf("one rank per node got OMP_NUM_THREADS=%q", v)
+	}
+}

@@ -1,0 +1,44 @@
+package store
+
+// The environment contract between the agent (package launch) and its ranks
+// (package ranks). The names live here, below both, because launch may not
+// import ranks; each rank finds its store through them.
+//
+// The torchrun names are set so torch scripts run unchanged under pplaunch.
+const (
+	EnvRank           = "RANK"             // global rank, 0..WORLD_SIZE-1
+	EnvLocalRank      = "LOCAL_RANK"       // rank on this node, 0..LOCAL_WORLD_SIZE-1
+	EnvWorldSize      = "WORLD_SIZE"       // ranks in the job
+	EnvLocalWorldSize = "LOCAL_WORLD_SIZE" // ranks on this node
+	EnvGroupRank      = "GROUP_RANK"       // node rank (torchrun's name)
+	EnvNodeRank       = "NODE_RANK"        // node rank
+	EnvNumNodes       = "GROUP_WORLD_SIZE" // nodes in the job (torchrun: groups)
+	// MASTER_ADDR:MASTER_PORT is node 0's host and a port left free there for
+	// the ranks' own use (torch's rank 0 binds it, as under torchrun).
+	EnvMasterAddr = "MASTER_ADDR"
+	EnvMasterPort = "MASTER_PORT"
+	// EnvStoreAddr is host:port of the job's pplaunch store (the agent's
+	// rendezvous endpoint; under --direct, MASTER_ADDR:MASTER_PORT).
+	EnvStoreAddr    = "PPLAUNCH_STORE_ADDR"
+	EnvRunID        = "PPLAUNCH_RUN_ID"
+	EnvRestartCount = "PPLAUNCH_RESTART_COUNT" // 0 on the first attempt
+	EnvMaxRestarts  = "PPLAUNCH_MAX_RESTARTS"
+	// EnvToken is the job's secret; every store connection must present it.
+	EnvToken = "PPLAUNCH_TOKEN"
+	// EnvRole is "rank" in a process the agent (or --direct) made a rank, so a
+	// built-in job subcommand runs the job instead of starting another agent.
+	EnvRole = "PPLAUNCH_ROLE"
+	// EnvHostStore is "1" in the one rank that hosts the store itself (rank 0
+	// under --direct, where there is no agent).
+	EnvHostStore = "PPLAUNCH_HOST_STORE"
+
+	// RoleRank is the value of EnvRole inside a rank.
+	RoleRank = "rank"
+
+	// torchelastic's names for the same facts.
+	EnvTERestartCount = "TORCHELASTIC_RESTART_COUNT"
+	EnvTEMaxRestarts  = "TORCHELASTIC_MAX_RESTARTS"
+	EnvTERunID        = "TORCHELASTIC_RUN_ID"
+	EnvTEUseAgent     = "TORCHELASTIC_USE_AGENT_STORE"
+	EnvTEErrorFile    = "TORCHELASTIC_ERROR_FILE"
+)

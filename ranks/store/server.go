@@ -1,0 +1,278 @@
+package store
+
+import (
+	"bufio"
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"log"
+	"net"
+	"strings"
+	"sync"
+	"time"
+)
+
+// helloTimeout bounds how long a new connection may take to present its token.
+const helloTimeout = 10 * time.Second
+
+// Server is the TCP store: it serves one in-process Memory to every client
+// that presents the job's token. Each connection has a namespace (given in its
+// hello) that prefixes its keys, so the agents' keys and each restart's rank
+// keys never meet.
+type Server struct {
+	ln    net.Listener
+	token string
+	logf  func(format string, args ...any)
+	mem   *Memory
+
+	mu    sync.Mutex
+	conns map[net.Conn]struct{}
+	left  chan struct{} // closed and replaced whenever a connection ends
+	done  bool
+	wg    sync.WaitGroup
+}
+
+// Listen starts a store on addr ("host:port"; port 0 picks a free one) that
+// accepts clients presenting token. logf receives one line per refused
+// connection (nil: the standard logger).
+func Listen(addr, token string, logf func(format string, args ...any)) (*Server, error) {
+	if token == "" {
+		return nil, errors.New("store: listen: empty token")
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("store: listen on %s: %w", addr, err)
+	}
+	return Serve(ln, token, logf), nil
+}
+
+// Serve serves the store on ln until Close.
+func Serve(ln net.Listener, token string, logf func(format string, args ...any)) *Server {
+	if logf == nil {
+		logf = log.Printf
+	}
+	s := &Server{ln: ln, token: token, logf: logf, mem: NewMemory(), conns: map[net.Conn]struct{}{}, left: make(chan struct{})}
+	s.wg.Add(1)
+	go s.accept()
+	return s
+}
+
+// Addr is the address the store listens on.
+func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+
+// Close stops the store: it closes the listener and every connection, and
+// wakes every blocked request with ErrClosed.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.done {
+		s.mu.Unlock()
+		return nil
+	}
+	s.done = true
+	err := s.ln.Close()
+	for c := range s.conns {
+		c.Close()
+	}
+	s.mu.Unlock()
+	s.mem.Close()
+	s.wg.Wait()
+	return err
+}
+
+// WaitIdle blocks until no client is connected, or ctx ends. A rank that
+// hosts the store calls it before Close, so the store outlives every reply
+// its clients are still reading.
+func (s *Server) WaitIdle(ctx context.Context) error {
+	for {
+		s.mu.Lock()
+		n, left := len(s.conns), s.left
+		s.mu.Unlock()
+		if n == 0 {
+			return nil
+		}
+		select {
+		case <-left:
+		case <-ctx.Done():
+			return fmt.Errorf("store %s: %d clients still connected: %w", s.ln.Addr(), n, ctx.Err())
+		}
+	}
+}
+
+func (s *Server) accept() {
+	defer s.wg.Done()
+	for {
+		c, err := s.ln.Accept()
+		if err != nil {
+			if !errors.Is(err, net.ErrClosed) {
+				s.logf("store %s: accept: %v", s.ln.Addr(), err)
+			}
+			return
+		}
+		s.mu.Lock()
+		if s.done {
+			s.mu.Unlock()
+			c.Close()
+			return
+		}
+		s.conns[c] = struct{}{}
+		s.wg.Add(1)
+		s.mu.Unlock()
+		go func() {
+			defer s.wg.Done()
+			s.serveConn(c)
+			s.mu.Lock()
+			delete(s.conns, c)
+			close(s.left)
+			s.left = make(chan struct{})
+			s.mu.Unlock()
+			c.Close()
+		}()
+	}
+}
+
+// conn is one client connection on the server side.
+type conn struct {
+	s      *Server
+	c      net.Conn
+	ns     string
+	wmu    sync.Mutex
+	w      *bufio.Writer
+	wbuf   []byte
+	cmu    sync.Mutex
+	cancel map[uint64]context.CancelFunc // blocked requests, by id
+}
+
+func (s *Server) serveConn(c net.Conn) {
+	r := bufio.NewReaderSize(c, 64<<10)
+	c.SetReadDeadline(time.Now().Add(helloTimeout))
+	hello, buf, err := readMsg(r, nil)
+	if err != nil {
+		s.logf("store %s: refused connection from %s: no hello within %v: %v", s.ln.Addr(), c.RemoteAddr(), helloTimeout, err)
+		return
+	}
+	cn := &conn{s: s, c: c, w: bufio.NewWriterSize(c, 64<<10), cancel: map[uint64]context.CancelFunc{}}
+	if hello.op != opHello || subtle.ConstantTimeCompare(hello.val, []byte(s.token)) != 1 {
+		why := "wrong token"
+		if hello.op != opHello {
+			why = "first message is " + hello.op.String() + ", not hello"
+		}
+		s.logf("store %s: refused connection from %s: %s", s.ln.Addr(), c.RemoteAddr(), why)
+		cn.reply(&msg{op: opReply, id: hello.id, err: "store refused the connection: " + why})
+		return
+	}
+	c.SetReadDeadline(time.Time{})
+	cn.ns = hello.key
+	if err := cn.reply(&msg{op: opReply, id: hello.id}); err != nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer func() {
+		cancel()
+		wg.Wait()
+	}()
+	for {
+		var m *msg
+		m, buf, err = readMsg(r, buf)
+		if err != nil {
+			if errors.Is(err, errFrame) {
+				s.logf("store %s: dropped connection from %s: %v", s.ln.Addr(), c.RemoteAddr(), err)
+			}
+			return
+		}
+		switch m.op {
+		case opGet, opWait:
+			rctx, rcancel := context.WithCancel(ctx)
+			cn.cmu.Lock()
+			cn.cancel[m.id] = rcancel
+			cn.cmu.Unlock()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				rep := cn.handle(rctx, m)
+				cn.cmu.Lock()
+				delete(cn.cancel, m.id)
+				cn.cmu.Unlock()
+				rcancel()
+				cn.reply(rep)
+			}()
+		case opCancel:
+			cn.cmu.Lock()
+			if f := cn.cancel[uint64(m.n)]; f != nil {
+				f()
+			}
+			cn.cmu.Unlock()
+		default:
+			if cn.reply(cn.handle(ctx, m)) != nil {
+				return
+			}
+		}
+	}
+}
+
+// handle runs one request against the memory store and returns its reply.
+func (cn *conn) handle(ctx context.Context, m *msg) *msg {
+	rep := &msg{op: opReply, id: m.id}
+	mem, key := cn.s.mem, cn.ns+m.key
+	var err error
+	switch m.op {
+	case opSet:
+		err = mem.Set(ctx, key, m.val)
+	case opGet:
+		rep.val, err = mem.Get(ctx, key)
+	case opAdd:
+		rep.n, err = mem.Add(ctx, key, m.n)
+	case opCAS:
+		exp := m.exp
+		if m.flags&flagHasExp == 0 {
+			exp = nil
+		} else if exp == nil {
+			exp = []byte{}
+		}
+		var swapped bool
+		rep.val, swapped, err = mem.CompareAndSet(ctx, key, exp, m.val)
+		if swapped {
+			rep.flags |= flagSwapped
+		}
+	case opWait:
+		keys := make([]string, len(m.keys))
+		for i, k := range m.keys {
+			keys[i] = cn.ns + k
+		}
+		err = mem.Wait(ctx, keys...)
+	case opDelete:
+		var found bool
+		found, err = mem.Delete(ctx, key)
+		if found {
+			rep.flags |= flagFound
+		}
+	case opCount:
+		rep.n, err = mem.countPrefix(cn.ns)
+	default:
+		err = fmt.Errorf("store: unexpected %s request", m.op)
+	}
+	if err != nil {
+		rep.err = err.Error()
+		if cn.ns != "" {
+			rep.err = strings.ReplaceAll(rep.err, cn.ns, "")
+		}
+		if len(rep.err) > MaxKey {
+			rep.err = rep.err[:MaxKey]
+		}
+		if errors.Is(err, ErrClosed) {
+			rep.err = ErrClosed.Error()
+		}
+	}
+	return rep
+}
+
+func (cn *conn) reply(m *msg) error {
+	cn.wmu.Lock()
+	defer cn.wmu.Unlock()
+	cn.wbuf = appendMsg(cn.wbuf[:0], m)
+	if _, err := cn.w.Write(cn.wbuf); err != nil {
+		return err
+	}
+	return cn.w.Flush()
+}
