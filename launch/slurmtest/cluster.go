@@ -402,7 +402,9 @@ func (c *Cluster) Command(ctx context.Context, name string, args ...string) *exe
 	return cmd
 }
 
-// WaitIdle waits until every node is idle.
+// WaitIdle waits until every node is idle. A job submitted while a node is
+// still completing the last one waits for Slurm's next scheduling pass
+// (seconds); after WaitIdle it starts at once.
 func (c *Cluster) WaitIdle(ctx context.Context) error {
 	return c.poll(ctx, "nodes to be idle", func() (bool, string, error) {
 		out, err := c.Command(ctx, "sinfo", "-h", "-N", "-o", "%N|%T").CombinedOutput()

@@ -112,6 +112,9 @@ func TestSlurmTwoNodes(t *testing.T) {
 				Args:   []string{"--", "sh", "-c", ReportScript, "sh", reports},
 				Env:    append([]string{"PPLAUNCH=" + bin}, mode.env...),
 			}
+			if err := c.WaitIdle(ctx); err != nil {
+				t.Fatal(err)
+			}
 			start := time.Now()
 			r, err := c.Run(ctx, job)
 			if err != nil {
