@@ -56,6 +56,32 @@ func readReports(t *testing.T, dir string) []Rank {
 	return ranks
 }
 
+// command is the shell command that submits job, for the test log; an
+// argument equal to the report script shows as abbrev.
+func command(job Job, abbrev string) string {
+	var words []string
+	for _, kv := range job.Env {
+		k, v, _ := strings.Cut(kv, "=")
+		words = append(words, k+"="+quote(v))
+	}
+	words = append(words, "sbatch")
+	for _, a := range append([]string{job.Script}, job.Args...) {
+		if a == ReportScript && abbrev != "" {
+			words = append(words, abbrev)
+			continue
+		}
+		words = append(words, quote(a))
+	}
+	return strings.Join(words, " ")
+}
+
+func quote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
 // summary says where each rank ran, for the test log.
 func summary(ranks []Rank) string {
 	byHost := map[string][]int{}
@@ -139,11 +165,43 @@ func TestSlurmTwoNodes(t *testing.T) {
 			if len(ranks) > 0 {
 				any = ranks[0]
 			}
-			t.Logf("ran: %s=%s %s sbatch %s %s\n  job %d %s (exit %s) on %s in %v; %d ranks: %s; MASTER_ADDR=%s MASTER_PORT=%s PPLAUNCH_RUN_ID=%s",
-				"PPLAUNCH", bin, strings.Join(mode.env, " "), job.Script, strings.Join(job.Args[:3], " ")+" REPORT sh "+reports,
-				r.ID, r.State, r.ExitCode, r.Nodes, time.Since(start).Round(time.Millisecond), len(ranks), summary(ranks),
+			t.Logf("ran: %s\n  (REPORT: %s)\n  job %d %s (exit %s) on %s in %v; %d ranks: %s; MASTER_ADDR=%s MASTER_PORT=%s PPLAUNCH_RUN_ID=%s",
+				command(job, "REPORT"), ReportScript, r.ID, r.State, r.ExitCode, r.Nodes, time.Since(start).Round(time.Millisecond), len(ranks), summary(ranks),
 				any.Env["MASTER_ADDR"], any.Env["MASTER_PORT"], any.Env["PPLAUNCH_RUN_ID"])
 		})
 	}
-	t.Logf("slurm test: %v in all (cluster start, build, two jobs)", time.Since(began).Round(time.Millisecond))
+
+	// A rank on the second node fails: both agents stop their ranks (the
+	// others would sleep for a minute) and the job fails with the rank's exit
+	// code, the root cause named in the output.
+	t.Run("agent-per-node rank fails", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+		defer cancel()
+		if err := c.WaitIdle(ctx); err != nil {
+			t.Fatal(err)
+		}
+		job := Job{
+			Script: filepath.Join(root, "examples", "slurm", "agent-per-node.sbatch"),
+			Args:   []string{"--", "sh", "-c", `if [ "$RANK" = 5 ]; then echo "rank 5 gives up" >&2; exit 3; fi; exec sleep 60`},
+			Env:    []string{"PPLAUNCH=" + bin, "NPROC=4"},
+		}
+		start := time.Now()
+		r, err := c.Run(ctx, job)
+		if err == nil || r.State != "FAILED" || r.ExitCode != "3:0" {
+			t.Fatalf("job %d: %s, exit code %q (%v); want FAILED with 3:0 from rank 5", r.ID, r.State, r.ExitCode, err)
+		}
+		var cause string
+		for _, line := range strings.Split(r.Output, "\n") {
+			if strings.Contains(line, "root cause") {
+				cause = line
+				break
+			}
+		}
+		if !strings.Contains(cause, "rank 5 ") || !strings.Contains(cause, c.Nodes[1].Name) || !strings.Contains(cause, "3") {
+			t.Errorf("job %d: root cause line %q does not name rank 5 on %s and its exit code 3; output:\n%s", r.ID, cause, c.Nodes[1].Name, r.Output)
+		}
+		t.Logf("ran: %s\n  job %d %s (exit %s) in %v; %s",
+			command(job, ""), r.ID, r.State, r.ExitCode, time.Since(start).Round(time.Millisecond), strings.TrimSpace(cause))
+	})
+	t.Logf("slurm test: %v in all (install check, cluster start, build, three jobs)", time.Since(began).Round(time.Millisecond))
 }
