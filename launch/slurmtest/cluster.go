@@ -382,16 +382,30 @@ func (c *Cluster) poll(ctx context.Context, what string, check func() (bool, str
 	}
 }
 
-// env is the environment for Slurm commands: the test's, without any SLURM_
-// variables of an allocation the test itself may run in, and with SLURM_CONF.
-func (c *Cluster) env() []string {
+// CleanEnv is the test's environment without the variables that would place a
+// process in some other job: Slurm's, Open MPI's and PMI's (should the tests run
+// inside an allocation), pplaunch's and the torchrun contract (should they run
+// under a launcher). pplaunch reads these, so jobs and agents the tests start
+// get only what the test gives them.
+func CleanEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "SLURM_") {
+		k, _, _ := strings.Cut(kv, "=")
+		switch {
+		case strings.HasPrefix(k, "SLURM_"), strings.HasPrefix(k, "OMPI_"), strings.HasPrefix(k, "PMI_"),
+			strings.HasPrefix(k, "PPLAUNCH_"), strings.HasPrefix(k, "TORCHELASTIC_"):
+		case k == "RANK", k == "LOCAL_RANK", k == "WORLD_SIZE", k == "LOCAL_WORLD_SIZE", k == "GROUP_RANK",
+			k == "NODE_RANK", k == "MASTER_ADDR", k == "MASTER_PORT", k == "MPI_LOCALRANKID", k == "MPI_LOCALNRANKS":
+		default:
 			env = append(env, kv)
 		}
 	}
-	return append(env, "SLURM_CONF="+c.Conf)
+	return env
+}
+
+// env is the environment for Slurm commands (and, through sbatch, for jobs).
+func (c *Cluster) env() []string {
+	return append(CleanEnv(), "SLURM_CONF="+c.Conf)
 }
 
 // Command prepares a Slurm client command (sinfo, srun, ...) against this cluster.
