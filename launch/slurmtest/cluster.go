@@ -3,6 +3,8 @@ package slurmtest
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -32,11 +34,10 @@ type Options struct {
 
 // Cluster is a running Slurm cluster whose nodes are netns hosts.
 type Cluster struct {
-	Dir       string        // slurm.conf, state, spool directories, logs, job output
-	Conf      string        // path of slurm.conf
-	Partition string        // the one partition, the default
-	Net       *netns.Net    // the simulated hosts; Nodes[i] is Net.Hosts[i]
-	Nodes     []*netns.Host // in the order of Options.Nodes
+	Dir   string        // slurm.conf, state, spool directories, logs, job output
+	Conf  string        // path of slurm.conf
+	Net   *netns.Net    // the simulated hosts; Nodes[i] is Net.Hosts[i]
+	Nodes []*netns.Host // in the order of Options.Nodes; one partition, the default, holds them all
 
 	t       testing.TB
 	daemons []*daemon
@@ -72,6 +73,9 @@ func Start(t testing.TB, opts Options) *Cluster {
 	}
 	start := time.Now()
 	installed, err := ensureInstalled(5 * time.Minute)
+	if errors.Is(err, errNoInstaller) {
+		t.Skip("slurmtest: " + err.Error())
+	}
 	if err != nil {
 		t.Fatalf("slurmtest: %v", err)
 	}
@@ -88,7 +92,7 @@ func Start(t testing.TB, opts Options) *Cluster {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	c := &Cluster{Dir: dir, Conf: filepath.Join(dir, "slurm.conf"), Partition: "test", t: t}
+	c := &Cluster{Dir: dir, Conf: filepath.Join(dir, "slurm.conf"), t: t}
 	// From here on, every wait polls a state and a minute is ample (it takes
 	// under a second here).
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -141,6 +145,9 @@ func (c *Cluster) nodeAddrs() string {
 	return strings.Join(s, " ")
 }
 
+// errNoInstaller: Slurm is missing and this is not a Debian machine.
+var errNoInstaller = errors.New("no apt-get to install Slurm with")
+
 // ensureInstalled installs Packages with apt-get, within limit, when a program
 // is missing, and reports whether it did.
 func ensureInstalled(limit time.Duration) (bool, error) {
@@ -154,7 +161,7 @@ func ensureInstalled(limit time.Duration) (bool, error) {
 		return false, nil
 	}
 	if _, err := exec.LookPath("apt-get"); err != nil {
-		return false, fmt.Errorf("%s missing and no apt-get to install %s", strings.Join(missing, ", "), strings.Join(Packages, " "))
+		return false, fmt.Errorf("%s missing: %w (install Debian's %s)", strings.Join(missing, ", "), errNoInstaller, strings.Join(Packages, " "))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
@@ -184,8 +191,11 @@ func (c *Cluster) startMunge(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("user munge (created by the munge package): %v", err)
 	}
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
+	uid, err1 := strconv.Atoi(u.Uid)
+	gid, err2 := strconv.Atoi(u.Gid)
+	if err := errors.Join(err1, err2); err != nil {
+		return "", fmt.Errorf("user munge: %v", err)
+	}
 	mdir := filepath.Join(c.Dir, "munge")
 	key := filepath.Join(mdir, "munge.key")
 	sock := filepath.Join(mdir, "munge.socket")
@@ -193,15 +203,7 @@ func (c *Cluster) startMunge(ctx context.Context) (string, error) {
 		return "", err
 	}
 	secret := make([]byte, 1024)
-	f, err := os.Open("/dev/urandom")
-	if err != nil {
-		return "", err
-	}
-	_, err = f.Read(secret)
-	f.Close()
-	if err != nil {
-		return "", err
-	}
+	rand.Read(secret)
 	if err := os.WriteFile(key, secret, 0o600); err != nil {
 		return "", err
 	}
