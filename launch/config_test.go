@@ -98,6 +98,7 @@ func TestResolveErrors(t *testing.T) {
 		{"multi-node without endpoint", func(f *Flags) { f.NNodes = intp(2) }, nil, "needs --rdzv-endpoint"},
 		{"standalone multi-node", func(f *Flags) { f.NNodes, f.Standalone = intp(2), true }, nil, "--standalone"},
 		{"bad port", func(f *Flags) { f.RdzvEndpoint = "h:x" }, nil, `port "x"`},
+		{"standalone with an endpoint", func(f *Flags) { f.Standalone, f.RdzvEndpoint = true, "h:1" }, nil, "--standalone picks"},
 		{"tee without log dir", func(f *Flags) { f.Tee = true }, nil, "--tee needs --log-dir"},
 		{"tag and no-tag", func(f *Flags) { f.Tag, f.NoTag = true, true }, nil, "--no-tag"},
 		{"filter out of range", func(f *Flags) { f.NProc, f.LocalRanksFilter = "2", "0,2" }, nil, "--local-ranks-filter"},
@@ -220,5 +221,14 @@ func TestRankEnvThreads(t *testing.T) {
 	env = rankEnv(nil, c, w, 0, 0)
 	if v, ok := get(env, "OMP_NUM_THREADS"); ok {
 		t.Errorf("one rank per node got OMP_NUM_THREADS=%q", v)
+	}
+}
+
+func TestNProcAuto(t *testing.T) {
+	f := baseFlags()
+	f.NProc = "auto"
+	c, err := Resolve(f, envFunc(map[string]string{"CUDA_VISIBLE_DEVICES": "0,1,2"}))
+	if err != nil || c.NProc != 3 {
+		t.Fatalf("auto with 3 visible GPUs: %d ranks, %v", c.NProc, err)
 	}
 }

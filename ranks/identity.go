@@ -129,19 +129,48 @@ func Connect(ctx context.Context, id Identity, timeout time.Duration) (*Rank, er
 	return r, nil
 }
 
+// failedKey holds the first failure a rank reported with Fail.
+const failedKey = "pplaunch/failed"
+
+// Fail tells the other ranks that this one gives up with err, so their Close
+// returns at once instead of waiting at the last barrier for a rank that will
+// never come (under --direct no agent stops them).
+func (r *Rank) Fail(ctx context.Context, err error) {
+	r.Store.CompareAndSet(ctx, failedKey, nil, []byte(fmt.Sprintf("rank %d: %v", r.Rank, err)))
+}
+
 // Close leaves the job: every rank meets at a last barrier (so no rank tears
 // down what another still needs), then drops its connection; the rank that
-// serves the store waits for every other to go before closing it.
+// serves the store waits for every other to go before closing it. When a rank
+// reported a failure (Fail), Close returns that failure instead of waiting.
 func (r *Rank) Close(ctx context.Context) error {
-	err := store.Barrier(ctx, r.Store, "pplaunch/close", r.WorldSize)
-	if err != nil {
-		err = fmt.Errorf("%v: closing: %w", r.Identity, err)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	failed := make(chan string, 1)
+	go func() {
+		if v, err := r.Store.Get(ctx, failedKey); err == nil {
+			failed <- string(v)
+		}
+	}()
+	barrier := make(chan error, 1)
+	go func() { barrier <- store.Barrier(ctx, r.Store, "pplaunch/close", r.WorldSize) }()
+	var err error
+	select {
+	case err = <-barrier:
+		if err != nil {
+			err = fmt.Errorf("%v: closing: %w", r.Identity, err)
+		}
+	case why := <-failed:
+		err = fmt.Errorf("%v: closing: %s", r.Identity, why)
 	}
+	cancel()
 	r.Store.Close()
 	if r.server != nil {
-		if ierr := r.server.WaitIdle(ctx); ierr != nil && err == nil {
+		ictx, icancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if ierr := r.server.WaitIdle(ictx); ierr != nil && err == nil {
 			err = fmt.Errorf("%v: closing: %w", r.Identity, ierr)
 		}
+		icancel()
 		r.server.Close()
 	}
 	return err

@@ -120,3 +120,38 @@ func TestConnectErrors(t *testing.T) {
 		t.Errorf("no store: %v", err)
 	}
 }
+
+// TestCloseAfterFail: a rank that fails releases the others from the last
+// barrier, with its error.
+func TestCloseAfterFail(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	const n = 3
+	rks := make([]*Rank, n)
+	for r := range n {
+		id := Identity{Rank: r, LocalRank: r, WorldSize: n, LocalWorldSize: n, StoreAddr: addr, Token: "tok", HostsStore: r == 0}
+		if rks[r], err = Connect(ctx, id, 20*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rks[2].Fail(ctx, fmt.Errorf("out of memory"))
+	rks[2].Store.Close()
+	var wg sync.WaitGroup
+	for r := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := rks[r].Close(ctx)
+			if err == nil || !strings.Contains(err.Error(), "rank 2: out of memory") {
+				t.Errorf("rank %d Close: %v, want rank 2's failure", r, err)
+			}
+		}()
+	}
+	wg.Wait()
+}

@@ -78,13 +78,14 @@ func runRank(f launch.Flags, getenv func(string) string, stderr io.Writer, job f
 		return 1
 	}
 	err = job(ctx, r)
-	if err == nil {
-		cctx, ccancel := context.WithTimeout(ctx, f.RdzvTimeout)
-		err = r.Close(cctx)
-		ccancel()
+	cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), f.RdzvTimeout)
+	if err != nil {
+		r.Fail(cctx, err)
+		r.Close(cctx)
 	} else {
-		r.Store.Close()
+		err = r.Close(cctx)
 	}
+	ccancel()
 	cancel()
 	if s, ok := got.(syscall.Signal); ok {
 		fmt.Fprintf(stderr, "pplaunch: rank %d: stopped by %v\n", id.Rank, s)

@@ -63,6 +63,10 @@ func TestHelp(t *testing.T) {
 			t.Errorf("--help lacks %q:\n%s", want, out.String())
 		}
 	}
+	// Every launcher flag names its environment fallback.
+	if n := strings.Count(out.String(), "env: "); n != 17 {
+		t.Errorf("--help names %d environment fallbacks, want 17:\n%s", n, out.String())
+	}
 }
 
 func TestArgumentErrors(t *testing.T) {
@@ -201,5 +205,37 @@ func TestDirectProgramUnderMpirun(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	if code := exitCode(t, err); code != 0 || string(out) != "1 2 1 127.0.0.1 rank\n" {
 		t.Fatalf("exit %d, output %q", code, out)
+	}
+}
+
+// TestTwoAgentProcesses: two agent processes (--nnodes 2) on loopback form one
+// world of 8 ranks running a built-in job.
+func TestTwoAgentProcesses(t *testing.T) {
+	port := freePort(t)
+	var wg sync.WaitGroup
+	outs := make([]bytes.Buffer, 2)
+	codes := make([]int, 2)
+	for n := range 2 {
+		cmd := pplaunch(t, nil, "--nnodes", "2", "--node-rank", strconv.Itoa(n), "--rdzv-endpoint", "127.0.0.1:"+port,
+			"--rdzv-id", "two-agents", "--rdzv-timeout", "60s", "--nproc", "4", "bench", "store", "--iters", "10")
+		cmd.Stdout, cmd.Stderr = &outs[n], &outs[n]
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			codes[n] = exitCode(t, cmd.Wait())
+		}()
+	}
+	wg.Wait()
+	for n := range 2 {
+		if codes[n] != 0 {
+			t.Errorf("node %d exit %d:\n%s", n, codes[n], outs[n].String())
+		}
+	}
+	if !strings.Contains(outs[0].String(), "[rank 0] store round trips: 8 ranks") ||
+		!strings.Contains(outs[1].String(), "this node's ranks are 4..7") {
+		t.Fatalf("node 0:\n%s\nnode 1:\n%s", outs[0].String(), outs[1].String())
 	}
 }
