@@ -30,6 +30,7 @@ var programs = []string{"munged", "munge", "slurmctld", "slurmd", "sbatch", "sru
 type Options struct {
 	Nodes []string // node names, also the hosts' names; default n1, n2
 	CPUs  int      // CPUs each node declares (more than the machine has is fine); default 8
+	GPUs  int      // fake GPUs each node declares (gres gpu; character devices like /dev/null); default none
 }
 
 // Cluster is a running Slurm cluster whose nodes are netns hosts.
@@ -109,7 +110,7 @@ func Start(t testing.TB, opts Options) *Cluster {
 	if err != nil {
 		t.Fatalf("slurmtest: munge: %v", err)
 	}
-	if err := c.writeConf(sock, opts.CPUs); err != nil {
+	if err := c.writeConf(sock, opts); err != nil {
 		t.Fatalf("slurmtest: %v", err)
 	}
 	if err := c.start("slurmctld", exec.Command("slurmctld", "-D", "-f", c.Conf), filepath.Join(dir, "slurmctld.log")); err != nil {
@@ -225,11 +226,21 @@ func (c *Cluster) startMunge(ctx context.Context) (string, error) {
 	})
 }
 
-// Conf renders slurm.conf. Everything lives under dir; slurmctld runs on the
-// machine (ctldHost, reached at ctldAddr, the bridge), one slurmd per node at
-// its namespace's address, all on one partition.
-func Conf(dir, ctldHost, ctldAddr string, ctldPort int, mungeSocket string, nodes []*netns.Host, cpus int) string {
-	var b strings.Builder
+// ConfParams is what Conf needs to know.
+type ConfParams struct {
+	Dir         string // everything lives under it; gres.conf's device files in Dir/dev
+	CtldHost    string // slurmctld's host name (the machine's short name)
+	CtldAddr    string // where the nodes reach slurmctld: the bridge
+	CtldPort    int
+	MungeSocket string
+	Nodes       []*netns.Host // one slurmd each, at its namespace's address
+	CPUs, GPUs  int           // per node
+}
+
+// Conf renders slurm.conf and gres.conf (empty without GPUs): slurmctld on the
+// machine, one slurmd per node, all nodes in one default partition.
+func Conf(p ConfParams) (slurmConf, gresConf string) {
+	var b, g strings.Builder
 	fmt.Fprintf(&b, `# Written by launch/slurmtest for one test run.
 ClusterName=pplaunchtest
 SlurmctldHost=%[2]s(%[3]s)
@@ -262,17 +273,25 @@ JobCompType=jobcomp/none
 KillWait=5
 MinJobAge=300
 InactiveLimit=0
-`, dir, ctldHost, ctldAddr, ctldPort, mungeSocket)
+`, p.Dir, p.CtldHost, p.CtldAddr, p.CtldPort, p.MungeSocket)
+	gres := ""
+	if p.GPUs > 0 {
+		b.WriteString("GresTypes=gpu\n")
+		gres = fmt.Sprintf(" Gres=gpu:%d", p.GPUs)
+	}
 	var names []string
-	for _, h := range nodes {
-		fmt.Fprintf(&b, "NodeName=%s NodeAddr=%s CPUs=%d State=UNKNOWN\n", h.Name, h.Addr, cpus)
+	for _, h := range p.Nodes {
+		fmt.Fprintf(&b, "NodeName=%s NodeAddr=%s CPUs=%d%s State=UNKNOWN\n", h.Name, h.Addr, p.CPUs, gres)
+		if p.GPUs > 0 {
+			fmt.Fprintf(&g, "NodeName=%s Name=gpu File=%s/dev/gpu[0-%d]\n", h.Name, p.Dir, p.GPUs-1)
+		}
 		names = append(names, h.Name)
 	}
 	fmt.Fprintf(&b, "PartitionName=test Nodes=%s Default=YES MaxTime=10 State=UP\n", strings.Join(names, ","))
-	return b.String()
+	return b.String(), g.String()
 }
 
-func (c *Cluster) writeConf(mungeSocket string, cpus int) error {
+func (c *Cluster) writeConf(mungeSocket string, opts Options) error {
 	host, err := os.Hostname()
 	if err != nil {
 		return err
@@ -286,17 +305,36 @@ func (c *Cluster) writeConf(mungeSocket string, cpus int) error {
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
-	for _, d := range []string{"state"} {
+	dirs := []string{"state", "dev"}
+	for _, h := range c.Nodes {
+		dirs = append(dirs, filepath.Join("spool", h.Name))
+	}
+	for _, d := range dirs {
 		if err := os.MkdirAll(filepath.Join(c.Dir, d), 0o755); err != nil {
 			return err
 		}
 	}
-	for _, h := range c.Nodes {
-		if err := os.MkdirAll(filepath.Join(c.Dir, "spool", h.Name), 0o755); err != nil {
+	// Slurm only checks that a GPU's file is a character device; these are
+	// /dev/null's numbers, so nothing can be harmed through them.
+	for i := range opts.GPUs {
+		dev := filepath.Join(c.Dir, "dev", fmt.Sprintf("gpu%d", i))
+		if err := syscall.Mknod(dev, syscall.S_IFCHR|0o666, int(unixMkdev(1, 3))); err != nil {
+			return fmt.Errorf("fake GPU %s: mknod: %v", dev, err)
+		}
+	}
+	conf, gres := Conf(ConfParams{Dir: c.Dir, CtldHost: host, CtldAddr: c.Net.Gateway.String(), CtldPort: port,
+		MungeSocket: mungeSocket, Nodes: c.Nodes, CPUs: opts.CPUs, GPUs: opts.GPUs})
+	if gres != "" {
+		if err := os.WriteFile(filepath.Join(c.Dir, "gres.conf"), []byte(gres), 0o644); err != nil {
 			return err
 		}
 	}
-	return os.WriteFile(c.Conf, []byte(Conf(c.Dir, host, c.Net.Gateway.String(), port, mungeSocket, c.Nodes, cpus)), 0o644)
+	return os.WriteFile(c.Conf, []byte(conf), 0o644)
+}
+
+// unixMkdev packs a device number as Linux does (glibc's makedev).
+func unixMkdev(major, minor uint64) uint64 {
+	return (major&0xfff)<<8 | (major&^0xfff)<<32 | minor&0xff | (minor&^0xff)<<12
 }
 
 // start runs a foreground daemon, reaps it when it exits, and registers its

@@ -43,18 +43,26 @@ func TestConf(t *testing.T) {
 		{Name: "n1", Addr: netip.MustParseAddr("10.77.3.1")},
 		{Name: "n2", Addr: netip.MustParseAddr("10.77.3.2")},
 	}
-	conf := Conf("/tmp/x", "vm", "10.77.3.254", 41000, "/tmp/x/munge/munge.socket", nodes, 8)
+	conf, gres := Conf(ConfParams{Dir: "/tmp/x", CtldHost: "vm", CtldAddr: "10.77.3.254", CtldPort: 41000,
+		MungeSocket: "/tmp/x/munge/munge.socket", Nodes: nodes, CPUs: 8, GPUs: 3})
+	if want := "NodeName=n1 Name=gpu File=/tmp/x/dev/gpu[0-2]\nNodeName=n2 Name=gpu File=/tmp/x/dev/gpu[0-2]\n"; gres != want {
+		t.Errorf("gres.conf:\n%s\nwant\n%s", gres, want)
+	}
 	for _, want := range []string{
 		"\nSlurmctldHost=vm(10.77.3.254)\n",
 		"\nSlurmctldPort=41000\n",
 		"\nAuthInfo=socket=/tmp/x/munge/munge.socket\n",
 		"\nSlurmdSpoolDir=/tmp/x/spool/%n\n",
-		"\nNodeName=n1 NodeAddr=10.77.3.1 CPUs=8 State=UNKNOWN\n",
-		"\nNodeName=n2 NodeAddr=10.77.3.2 CPUs=8 State=UNKNOWN\n",
+		"\nGresTypes=gpu\n",
+		"\nNodeName=n1 NodeAddr=10.77.3.1 CPUs=8 Gres=gpu:3 State=UNKNOWN\n",
+		"\nNodeName=n2 NodeAddr=10.77.3.2 CPUs=8 Gres=gpu:3 State=UNKNOWN\n",
 		"\nPartitionName=test Nodes=n1,n2 Default=YES MaxTime=10 State=UP\n",
 	} {
 		if !strings.Contains(conf, want) {
 			t.Errorf("slurm.conf lacks %q:\n%s", strings.TrimSpace(want), conf)
 		}
+	}
+	if conf, gres := Conf(ConfParams{Nodes: nodes, CPUs: 8}); gres != "" || strings.Contains(conf, "gpu") {
+		t.Errorf("without GPUs: gres.conf %q, slurm.conf mentions gpu:\n%s", gres, conf)
 	}
 }

@@ -65,7 +65,7 @@ func command(job Job, abbrev string) string {
 		words = append(words, k+"="+quote(v))
 	}
 	words = append(words, "sbatch")
-	for _, a := range append([]string{job.Script}, job.Args...) {
+	for _, a := range append(append(slices.Clone(job.Sbatch), job.Script), job.Args...) {
 		if a == ReportScript && abbrev != "" {
 			words = append(words, abbrev)
 			continue
@@ -109,7 +109,7 @@ func summary(ranks []Rank) string {
 // ranks form one 8-rank world across the two nodes.
 func TestSlurmTwoNodes(t *testing.T) {
 	began := time.Now()
-	c := Start(t, Options{Nodes: []string{"n1", "n2"}})
+	c := Start(t, Options{Nodes: []string{"n1", "n2"}, GPUs: 3})
 	root := moduleRoot(t)
 	bin := buildPplaunch(t, root, c.Dir)
 	names := []string{c.Nodes[0].Name, c.Nodes[1].Name}
@@ -117,14 +117,19 @@ func TestSlurmTwoNodes(t *testing.T) {
 	const perNode = 4
 
 	for _, mode := range []struct {
-		name   string
-		script string
-		env    []string
+		name    string
+		script  string
+		env     []string
+		sbatch  []string
+		perNode int
 	}{
 		// srun --ntasks-per-node=1 pplaunch --nproc 4: one agent per node.
-		{"agent-per-node", "agent-per-node.sbatch", []string{"NPROC=" + strconv.Itoa(perNode)}},
+		{"agent-per-node", "agent-per-node.sbatch", []string{"NPROC=" + strconv.Itoa(perNode)}, nil, perNode},
 		// srun --ntasks-per-node=4 pplaunch --direct: every task is a rank.
-		{"rank-per-task", "rank-per-task.sbatch", nil},
+		{"rank-per-task", "rank-per-task.sbatch", nil, nil, perNode},
+		// --nproc auto: one rank per GPU that Slurm gives the step (3 a node
+		// here, so neither the CPU count nor the default).
+		{"agent-per-node-gpus", "agent-per-node.sbatch", []string{"NPROC=auto"}, []string{"--gpus-per-node=3"}, 3},
 	} {
 		t.Run(mode.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
@@ -137,6 +142,7 @@ func TestSlurmTwoNodes(t *testing.T) {
 				Script: filepath.Join(root, "examples", "slurm", mode.script),
 				Args:   []string{"--", "sh", "-c", ReportScript, "sh", reports},
 				Env:    append([]string{"PPLAUNCH=" + bin}, mode.env...),
+				Sbatch: mode.sbatch,
 			}
 			if err := c.WaitIdle(ctx); err != nil {
 				t.Fatal(err)
@@ -147,7 +153,7 @@ func TestSlurmTwoNodes(t *testing.T) {
 				t.Fatal(err)
 			}
 			ranks := readReports(t, reports)
-			if err := CheckWorld(ranks, names, perNode, masters); err != nil {
+			if err := CheckWorld(ranks, names, mode.perNode, masters); err != nil {
 				t.Errorf("job %d (%s): the ranks do not form the right world:\n%v\njob output:\n%s", r.ID, mode.script, err, r.Output)
 			}
 			// Every rank ran inside this job, and agrees with the others on the run id.
@@ -165,9 +171,9 @@ func TestSlurmTwoNodes(t *testing.T) {
 			if len(ranks) > 0 {
 				any = ranks[0]
 			}
-			t.Logf("ran: %s\n  (REPORT: %s)\n  job %d %s (exit %s) on %s in %v; %d ranks: %s; MASTER_ADDR=%s MASTER_PORT=%s PPLAUNCH_RUN_ID=%s",
+			t.Logf("ran: %s\n  (REPORT: %s)\n  job %d %s (exit %s) on %s in %v; %d ranks: %s; MASTER_ADDR=%s MASTER_PORT=%s PPLAUNCH_RUN_ID=%s CUDA_VISIBLE_DEVICES=%q",
 				command(job, "REPORT"), ReportScript, r.ID, r.State, r.ExitCode, r.Nodes, time.Since(start).Round(time.Millisecond), len(ranks), summary(ranks),
-				any.Env["MASTER_ADDR"], any.Env["MASTER_PORT"], any.Env["PPLAUNCH_RUN_ID"])
+				any.Env["MASTER_ADDR"], any.Env["MASTER_PORT"], any.Env["PPLAUNCH_RUN_ID"], any.Env["CUDA_VISIBLE_DEVICES"])
 		})
 	}
 
@@ -203,5 +209,5 @@ func TestSlurmTwoNodes(t *testing.T) {
 		t.Logf("ran: %s\n  job %d %s (exit %s) in %v; %s",
 			command(job, ""), r.ID, r.State, r.ExitCode, time.Since(start).Round(time.Millisecond), strings.TrimSpace(cause))
 	})
-	t.Logf("slurm test: %v in all (install check, cluster start, build, three jobs)", time.Since(began).Round(time.Millisecond))
+	t.Logf("slurm test: %v in all (install check, cluster start, build, four jobs)", time.Since(began).Round(time.Millisecond))
 }
