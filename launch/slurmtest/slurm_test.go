@@ -9,9 +9,55 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/pplaunch/pplaunch/launch/netns"
 )
+
+// leakCheck notes what the cluster is made of, and returns a function that
+// lists what of it still exists: processes in its namespaces (found by the
+// namespaces' inode numbers, which outlive their names), the bridge, the
+// /etc/hosts lines, the directory.
+func leakCheck(t *testing.T, c *Cluster) func() []string {
+	var inodes []uint64
+	for _, h := range c.Nodes {
+		var st syscall.Stat_t
+		if err := syscall.Stat(h.NetNS, &st); err != nil {
+			t.Fatal(err)
+		}
+		inodes = append(inodes, st.Ino)
+	}
+	return func() []string {
+		var left []string
+		procs, _ := filepath.Glob("/proc/[0-9]*/ns/net")
+		for _, p := range procs {
+			var st syscall.Stat_t
+			if syscall.Stat(p, &st) == nil && slices.Contains(inodes, st.Ino) {
+				pid := strings.Split(p, "/")[2]
+				if stat, err := os.ReadFile("/proc/" + pid + "/stat"); err == nil && !strings.Contains(string(stat), ") Z ") {
+					left = append(left, "process "+pid+": "+string(stat))
+				}
+			}
+		}
+		if _, err := os.Stat("/sys/class/net/" + c.Net.Bridge); err == nil {
+			left = append(left, "bridge "+c.Net.Bridge)
+		}
+		hosts, _ := os.ReadFile(netns.HostsFile)
+		for _, line := range strings.Split(string(hosts), "\n") {
+			for _, h := range c.Nodes {
+				if f := strings.Fields(line); len(f) > 1 && f[0] == h.Addr.String() {
+					left = append(left, netns.HostsFile+": "+line)
+				}
+			}
+		}
+		if _, err := os.Stat(c.Dir); err == nil {
+			left = append(left, c.Dir)
+		}
+		return left
+	}
+}
 
 // moduleRoot is the repository root: examples/ and cmd/ live there.
 func moduleRoot(t *testing.T) string {
@@ -109,7 +155,17 @@ func summary(ranks []Rank) string {
 // ranks form one 8-rank world across the two nodes.
 func TestSlurmTwoNodes(t *testing.T) {
 	began := time.Now()
+	var leaks func() []string
+	// Registered first, so it runs after every teardown: nothing may be left.
+	t.Cleanup(func() {
+		if leaks != nil {
+			if left := leaks(); len(left) > 0 {
+				t.Errorf("left behind after teardown: %q", left)
+			}
+		}
+	})
 	c := Start(t, Options{Nodes: []string{"n1", "n2"}, GPUs: 3})
+	leaks = leakCheck(t, c)
 	root := moduleRoot(t)
 	bin := buildPplaunch(t, root, c.Dir)
 	names := []string{c.Nodes[0].Name, c.Nodes[1].Name}
