@@ -155,10 +155,10 @@ func RunP2P(ctx context.Context, c collective.Comm, opts P2POptions, w io.Writer
 func MeasureP2P(ctx context.Context, c collective.Comm, raw net.Conn, size int64, iters, reps int, latency bool) (Result, error) {
 	res := Result{Bytes: size, Iters: iters}
 	reps = max(1, reps)
-	buf := make([]byte, size)
+	buf, other := make([]byte, size), make([]byte, size)
 	var ours, plain, oursLat, plainLat []time.Duration
 	for range reps {
-		d, err := streamComm(ctx, c, buf, iters)
+		d, err := streamComm(ctx, c, buf, other, iters)
 		if err != nil {
 			return res, err
 		}
@@ -210,10 +210,9 @@ func median(d []time.Duration) time.Duration {
 
 // streamComm: rank 0 sends iters messages to rank 1, which keeps two receives
 // posted (as a pipeline stage does) and acknowledges the last one.
-func streamComm(ctx context.Context, c collective.Comm, buf []byte, iters int) (time.Duration, error) {
+func streamComm(ctx context.Context, c collective.Comm, buf, other []byte, iters int) (time.Duration, error) {
 	ack := make([]byte, 1)
 	if c.Rank() == 1 {
-		other := make([]byte, len(buf))
 		bufs := [2][]byte{buf, other}
 		hs := [2]*collective.Handle{c.Irecv(0, tagData, collective.Bytes(bufs[0])), nil}
 		for i := range iters {

@@ -77,9 +77,11 @@ func BenchmarkSendRecv16MiB(b *testing.B) {
 	out, in := make([]float32, 4<<20), make([]float32, 4<<20)
 	b.SetBytes(16 << 20)
 	b.ReportAllocs()
+	n := b.N
 	done := make(chan error)
+	b.ResetTimer()
 	go func() {
-		for range b.N {
+		for range n {
 			if err := cs[1].Recv(ctx, 0, tagData, collective.F32(in)); err != nil {
 				done <- err
 				return
@@ -87,7 +89,7 @@ func BenchmarkSendRecv16MiB(b *testing.B) {
 		}
 		done <- nil
 	}()
-	for b.Loop() {
+	for range n {
 		if err := cs[0].Send(ctx, 1, tagData, collective.F32(out)); err != nil {
 			b.Fatal(err)
 		}
