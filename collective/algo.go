@@ -225,9 +225,10 @@ func allReduceRing[T float](ctx context.Context, c *comm, seq uint32, data []T, 
 		return hs
 	}
 	recvs := postRecvs(0)
+	sent := make([][]*Handle, n-1) // reduce-scatter sends by step
 	first := chunk(mod(r-1, n))
 	for j := range segments(len(first), seg) {
-		f.add(c.start(true, SendOp(next, collTag(seq, 1, 0, j), wrap(piece(first, j)))))
+		sent[0] = append(sent[0], f.add(c.start(true, SendOp(next, collTag(seq, 1, 0, j), wrap(piece(first, j))))))
 	}
 	for s := 0; s < n-1; s++ {
 		var following []*Handle
@@ -241,23 +242,23 @@ func allReduceRing[T float](ctx context.Context, c *comm, seq uint32, data []T, 
 			}
 			reduceFrom(piece(own, j), piece(slot(s), j), op)
 			if s+1 < n-1 {
-				f.add(c.start(true, SendOp(next, collTag(seq, 1, s+1, j), wrap(piece(own, j)))))
+				sent[s+1] = append(sent[s+1], f.add(c.start(true, SendOp(next, collTag(seq, 1, s+1, j), wrap(piece(own, j))))))
 			}
 		}
 		recvs = following
-	}
-	// The all-gather overwrites chunks that reduce-scatter sends read from.
-	if err := f.waitAll(ctx); err != nil {
-		return err
 	}
 	mine := chunk(r)
 	if op == Avg {
 		divide(mine, n)
 	}
-	// All-gather: at step s, rank r sends chunk r-s and receives chunk r-s-1,
-	// straight into place.
+	// All-gather: at step s, rank r sends chunk r-s and receives chunk r-s-1
+	// straight into place. That chunk was the source of reduce-scatter step
+	// s's send, so its receives are posted as soon as that send is done.
 	gathered := make([][]*Handle, n-1)
 	for s := range n - 1 {
+		if err := waitAll(ctx, sent[s]); err != nil {
+			return f.fail(err)
+		}
 		k := chunk(mod(r-s-1, n))
 		gathered[s] = make([]*Handle, segments(len(k), seg))
 		for j := range gathered[s] {

@@ -256,7 +256,7 @@ func (c *comm) Group(ranks []int) (Comm, error) {
 		}
 	}
 	if me < 0 {
-		return nil, fmt.Errorf("rank %d: group %v does not include this rank", c.me, ranks)
+		return nil, fmt.Errorf("rank %d: group %v does not include this rank (%d)", c.ranks[c.me], ranks, c.me)
 	}
 	// The id must agree on every member without talking: derive it from the
 	// parent, the member list and how many such groups were made before.

@@ -217,3 +217,44 @@ func serveStore(ctx context.Context, st store.Store, r io.Reader, w io.Writer) {
 		fmt.Fprintln(w, reply)
 	}
 }
+
+// A peer that holds the token but sends a corrupt frame: the link is dropped
+// and the waiting receive names the peer and what was wrong.
+func TestTCPCorruptFrameNamesPeer(t *testing.T) {
+	st := store.NewMemory()
+	ctx := testCtx(t)
+	done := make(chan error, 1)
+	var c0 Comm
+	go func() {
+		var err error
+		c0, err = NewTCP(ctx, st, 0, 2, TCPOptions{Token: testToken})
+		done <- err
+	}()
+	addr, err := st.Get(ctx, "collective/addr/0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := net.Dial("tcp", string(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fake := &tcpTransport{rank: 1, size: 2, opts: TCPOptions{Token: testToken}}
+	if err := fake.handshakeDial(ctx, conn.(*net.TCPConn), 0); err != nil {
+		t.Fatal(err)
+	}
+	st.Set(ctx, "collective/addr/1", []byte("fake"))
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	defer c0.Close()
+	h := c0.Irecv(1, Tag{Kind: Activation}, F32(make([]float32, 4)))
+	var b [headerMax]byte
+	n := encodeHeader(b[:], &header{tag: Tag{Kind: Activation}, dtype: Float32, ndim: 1, dims: [MaxDims]int{4}, nbytes: 16})
+	b[24] = 17 // payload length disagrees with the shape
+	conn.Write(b[:n])
+	err = h.Wait(ctx)
+	if err == nil || !strings.Contains(err.Error(), "corrupt frame from rank 1: frame payload is 17 bytes but shape [4] of float32 needs 16") {
+		t.Fatalf("corrupt frame: %v", err)
+	}
+}
