@@ -156,6 +156,19 @@ func MeasureP2P(ctx context.Context, c collective.Comm, raw net.Conn, size int64
 	res := Result{Bytes: size, Iters: iters}
 	reps = max(1, reps)
 	buf, other := make([]byte, size), make([]byte, size)
+	// Touch every page and run each path once untimed, so that neither side
+	// pays first-touch page faults or connection warm-up in its timings.
+	for i := range buf {
+		buf[i], other[i] = byte(i), byte(i)
+	}
+	if _, err := streamComm(ctx, c, buf, other, 1); err != nil {
+		return res, err
+	}
+	if raw != nil {
+		if _, err := streamPlain(raw, c.Rank(), buf, 1); err != nil {
+			return res, err
+		}
+	}
 	var ours, plain, oursLat, plainLat []time.Duration
 	for range reps {
 		d, err := streamComm(ctx, c, buf, other, iters)
@@ -400,6 +413,11 @@ func MeasureAllReduce(ctx context.Context, c collective.Comm, raw net.Conn, size
 	n := c.Size()
 	res := Result{Bytes: size - size%4, Iters: iters}
 	x := make([]float32, size/4)
+	if raw != nil { // warm the plain socket like the all-reduce below warms ours
+		if _, err := streamPlain(raw, c.Rank(), unsafeBytes(x), 1); err != nil {
+			return res, err
+		}
+	}
 	// Small integers: every summation order gives the same exact result.
 	fill := func() {
 		for i := range x {
