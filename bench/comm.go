@@ -24,11 +24,16 @@ type Size int64
 
 func (s *Size) UnmarshalText(b []byte) error {
 	t := strings.TrimSpace(string(b))
-	num := strings.TrimRight(strings.TrimSuffix(strings.TrimSuffix(strings.ToUpper(t), "B"), "I"), "KMG")
-	unit := strings.TrimSuffix(strings.TrimSuffix(strings.ToUpper(t[len(num):]), "B"), "I")
-	mult := map[string]int64{"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}[unit]
-	n, err := strconv.ParseInt(num, 10, 64)
-	if err != nil || mult == 0 || n < 0 {
+	i := 0
+	for i < len(t) && t[i] >= '0' && t[i] <= '9' {
+		i++
+	}
+	mult, ok := map[string]int64{"": 1, "B": 1,
+		"K": 1 << 10, "KB": 1 << 10, "KIB": 1 << 10,
+		"M": 1 << 20, "MB": 1 << 20, "MIB": 1 << 20,
+		"G": 1 << 30, "GB": 1 << 30, "GIB": 1 << 30}[strings.ToUpper(t[i:])]
+	n, err := strconv.ParseInt(t[:i], 10, 64)
+	if err != nil || !ok || n > (1<<62)/mult {
 		return fmt.Errorf("size %q: want a byte count such as 8, 64K, 16M or 256MiB", t)
 	}
 	*s = Size(n * mult)

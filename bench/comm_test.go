@@ -29,7 +29,7 @@ func TestSizeParse(t *testing.T) {
 			t.Errorf("%q: %v (%v), %v; want %v (%s)", tc.in, int64(s), s, err, int64(tc.want), tc.str)
 		}
 	}
-	for _, bad := range []string{"", "x", "-1", "12T", "M"} {
+	for _, bad := range []string{"", "x", "-1", "12T", "M", "5i", "1KiBB", "99999999999999G"} {
 		var s Size
 		if err := s.UnmarshalText([]byte(bad)); err == nil {
 			t.Errorf("%q parsed as %v", bad, s)
@@ -171,4 +171,22 @@ func TestRunP2PNeedsTwoRanks(t *testing.T) {
 	if err := RunP2P(context.Background(), two[0], P2POptions{Min: 64, Max: 8}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "--min 64B is larger than --max 8B") {
 		t.Errorf("min > max: %v", err)
 	}
+}
+
+// FuzzSizeParse: the size parser never panics, and what it accepts prints
+// back to a string that parses to the same size.
+func FuzzSizeParse(f *testing.F) {
+	for _, s := range []string{"8", "64K", "16MiB", "256M", "1G", "3kb", "x", "", "99999999999999999999G"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		var s Size
+		if err := s.UnmarshalText([]byte(in)); err != nil {
+			return
+		}
+		var back Size
+		if s < 0 || back.UnmarshalText([]byte(s.String())) != nil || back != s {
+			t.Fatalf("%q parsed as %d, printed %q, re-parsed as %d", in, int64(s), s.String(), int64(back))
+		}
+	})
 }
