@@ -448,7 +448,7 @@ func (t *tcpTransport) close() error {
 			o := &op{h: h, send: true, peer: p.rank, tag: Tag{Kind: kindBye}, buf: Bytes(nil)}
 			o.hdr = headerFor(0, o.tag, o.buf)
 			h.ops = append(h.ops, o)
-			p.send(o)
+			p.sendMaybeInline(o, false) // queued, so the wait below bounds it
 			hs = append(hs, h)
 		}
 	}
@@ -495,7 +495,13 @@ func (p *tcpPeer) wake() {
 	}
 }
 
-func (p *tcpPeer) send(o *op) {
+func (p *tcpPeer) send(o *op) { p.sendMaybeInline(o, true) }
+
+// sendMaybeInline queues o for the writer goroutine, or, when inline is
+// allowed, the queue is idle and the frame small, writes it at once. An
+// inline write is bounded by the communicator's timeout: it blocks only if
+// the peer stopped draining its socket.
+func (p *tcpPeer) sendMaybeInline(o *op, inline bool) {
 	p.qmu.Lock()
 	if p.werr != nil {
 		err := p.werr
@@ -503,10 +509,12 @@ func (p *tcpPeer) send(o *op) {
 		o.finish(err)
 		return
 	}
-	if !p.busy && len(p.queue) == 0 && o.hdr.nbytes <= inlineMax {
+	if inline && !p.busy && len(p.queue) == 0 && o.hdr.nbytes <= inlineMax {
 		p.busy = true
 		p.qmu.Unlock()
+		p.conn.SetWriteDeadline(time.Now().Add(p.t.opts.Timeout))
 		err := p.write(o)
+		p.conn.SetWriteDeadline(time.Time{})
 		p.qmu.Lock()
 		p.busy = false
 		more := len(p.queue) > 0
