@@ -531,6 +531,9 @@ func (p *tcpPeer) sendMaybeInline(o *op, inline bool) {
 }
 
 func (p *tcpPeer) wrote(o *op, err error) {
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		err = fmt.Errorf("timeout after %v: rank %d stopped reading (%w)", p.t.opts.Timeout, p.rank, err)
+	}
 	if err != nil {
 		p.breakLink(fmt.Errorf("connection to rank %d lost while sending: %w", p.rank, err))
 		o.finish(p.linkErr())

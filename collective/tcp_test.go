@@ -221,13 +221,29 @@ func serveStore(ctx context.Context, st store.Store, r io.Reader, w io.Writer) {
 // A peer that holds the token but sends a corrupt frame: the link is dropped
 // and the waiting receive names the peer and what was wrong.
 func TestTCPCorruptFrameNamesPeer(t *testing.T) {
+	c0, conn := fakePeer(t, Options{})
+	ctx := testCtx(t)
+	h := c0.Irecv(1, Tag{Kind: Activation}, F32(make([]float32, 4)))
+	var b [headerMax]byte
+	n := encodeHeader(b[:], &header{tag: Tag{Kind: Activation}, dtype: Float32, ndim: 1, dims: [MaxDims]int{4}, nbytes: 16})
+	b[24] = 17 // payload length disagrees with the shape
+	conn.Write(b[:n])
+	err := h.Wait(ctx)
+	if err == nil || !strings.Contains(err.Error(), "corrupt frame from rank 1: frame payload is 17 bytes but shape [4] of float32 needs 16") {
+		t.Fatalf("corrupt frame: %v", err)
+	}
+}
+
+// fakePeer joins a 2-rank world as rank 1 by hand: it holds the token but
+// never reads, so rank 0's sends eventually fill the socket.
+func fakePeer(t *testing.T, opts Options) (Comm, net.Conn) {
 	st := store.NewMemory()
 	ctx := testCtx(t)
 	done := make(chan error, 1)
 	var c0 Comm
 	go func() {
 		var err error
-		c0, err = NewTCP(ctx, st, 0, 2, TCPOptions{Token: testToken})
+		c0, err = NewTCP(ctx, st, 0, 2, TCPOptions{Options: opts, Token: testToken})
 		done <- err
 	}()
 	addr, err := st.Get(ctx, "collective/addr/0")
@@ -238,7 +254,7 @@ func TestTCPCorruptFrameNamesPeer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
+	t.Cleanup(func() { conn.Close() })
 	fake := &tcpTransport{rank: 1, size: 2, opts: TCPOptions{Token: testToken}}
 	if err := fake.handshakeDial(ctx, conn.(*net.TCPConn), 0); err != nil {
 		t.Fatal(err)
@@ -247,14 +263,28 @@ func TestTCPCorruptFrameNamesPeer(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	defer c0.Close()
-	h := c0.Irecv(1, Tag{Kind: Activation}, F32(make([]float32, 4)))
-	var b [headerMax]byte
-	n := encodeHeader(b[:], &header{tag: Tag{Kind: Activation}, dtype: Float32, ndim: 1, dims: [MaxDims]int{4}, nbytes: 16})
-	b[24] = 17 // payload length disagrees with the shape
-	conn.Write(b[:n])
-	err = h.Wait(ctx)
-	if err == nil || !strings.Contains(err.Error(), "corrupt frame from rank 1: frame payload is 17 bytes but shape [4] of float32 needs 16") {
-		t.Fatalf("corrupt frame: %v", err)
+	t.Cleanup(func() { c0.Close() })
+	return c0, conn
+}
+
+// Sends to a peer that stops draining its socket fail at the deadline, both
+// large ones (queued for the writer) and small ones (written inline).
+func TestTCPSendToStalledPeerTimesOut(t *testing.T) {
+	for _, size := range []int{1 << 18, 256} {
+		t.Run(fmt.Sprint(size), func(t *testing.T) {
+			c, _ := fakePeer(t, Options{Timeout: 100 * time.Millisecond})
+			x := F32(make([]float32, size))
+			var err error
+			for i := 0; err == nil; i++ {
+				if i > 1<<20 {
+					t.Fatal("a peer that never reads took a million messages")
+				}
+				err = c.Send(context.Background(), 1, Tag{Kind: Activation, MicroBatch: uint32(i)}, x)
+			}
+			t.Log(err)
+			if !strings.Contains(err.Error(), "to rank 1") || !(errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "timeout")) {
+				t.Fatalf("send to a stalled peer: %v, want a timeout naming rank 1", err)
+			}
+		})
 	}
 }
