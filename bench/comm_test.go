@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alexflint/go-arg"
 	"github.com/pplaunch/pplaunch/collective"
 	"github.com/pplaunch/pplaunch/ranks/store"
 )
@@ -189,4 +190,33 @@ func FuzzSizeParse(f *testing.F) {
 			t.Fatalf("%q parsed as %d, printed %q, re-parsed as %d", in, int64(s), s.String(), int64(back))
 		}
 	})
+}
+
+// The option structs are the flags of `pplaunch bench p2p|allreduce`.
+func TestOptionsParseAsFlags(t *testing.T) {
+	var p P2POptions
+	parser, err := arg.NewParser(arg.Config{Program: "p2p"}, &p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := parser.Parse([]string{"--max", "16M", "--json"}); err != nil {
+		t.Fatal(err)
+	}
+	if p.Min != 8 || p.Max != 16<<20 || !p.JSON || p.Reps != 3 || p.LatMax != 64<<10 {
+		t.Errorf("parsed %+v", p)
+	}
+	var a AllReduceOptions
+	parser, err = arg.NewParser(arg.Config{Program: "allreduce"}, &a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := parser.Parse([]string{"--min", "1KiB", "--iters", "5", "--no-ceiling"}); err != nil {
+		t.Fatal(err)
+	}
+	if a.Min != 1<<10 || a.Max != 256<<20 || a.Iters != 5 || !a.NoPlain {
+		t.Errorf("parsed %+v", a)
+	}
+	if err := parser.Parse([]string{"--max", "lots"}); err == nil || !strings.Contains(err.Error(), "lots") {
+		t.Errorf("bad size: %v", err)
+	}
 }
