@@ -197,7 +197,11 @@ func (c *comm) newOp(h *Handle, o Op, internal bool) (*op, error) {
 	if err := o.Buf.check(); err != nil {
 		return nil, fmt.Errorf("rank %d: %s: %w", c.ranks[c.me], o.Tag, err)
 	}
-	x := &op{h: h, send: !o.Recv, peer: c.ranks[o.Peer], group: c.id, tag: o.Tag, buf: o.Buf}
+	x := &h.one
+	if cap(h.ops) > 1 {
+		x = new(op)
+	}
+	*x = op{h: h, send: !o.Recv, peer: c.ranks[o.Peer], group: c.id, tag: o.Tag, buf: o.Buf}
 	if x.send {
 		x.hdr = headerFor(c.id, o.Tag, o.Buf)
 	}

@@ -71,10 +71,19 @@ type Handle struct {
 	mu      sync.Mutex
 	err     error
 	done    chan struct{}
+
+	// A handle of one operation carries it inline: one allocation less.
+	one    op
+	oneRef [1]*op
 }
 
 func newHandle(t transport, timeout time.Duration, n int) *Handle {
-	h := &Handle{t: t, timeout: timeout, start: time.Now(), done: make(chan struct{}), ops: make([]*op, 0, n)}
+	h := &Handle{t: t, timeout: timeout, start: time.Now(), done: make(chan struct{})}
+	if n == 1 {
+		h.ops = h.oneRef[:0:1]
+	} else {
+		h.ops = make([]*op, 0, n)
+	}
 	h.pending.Store(int32(n))
 	if n == 0 {
 		close(h.done)
