@@ -271,3 +271,12 @@ func TestGroups(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkReduceFrom is the ring's per-segment arithmetic (4 MiB of float32).
+func BenchmarkReduceFrom(b *testing.B) {
+	own, p := make([]float32, 1<<20), make([]float32, 1<<20)
+	b.SetBytes(4 << 20)
+	for b.Loop() {
+		reduceFrom(own, p, Sum)
+	}
+}
