@@ -148,6 +148,7 @@ func (t *tcpTransport) connect(ctx context.Context, st store.Store) error {
 	if err := <-accepted; err != nil {
 		return err
 	}
+	ln.Close() // every peer is connected; nobody else may join
 	// Higher ranks published their addresses before dialing us.
 	for peer := t.rank + 1; peer < t.size; peer++ {
 		a, err := st.Get(ctx, t.key(peer))
