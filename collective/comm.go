@@ -41,7 +41,9 @@ type Comm interface {
 	// Recv receives the next message with tag from peer into buf. The message
 	// must have buf's dtype and shape.
 	Recv(ctx context.Context, peer int, tag Tag, buf Buffer) error
-	// Isend starts a send; buf must not change until the handle is done.
+	// Isend starts a send; buf must not change until the handle is done. A
+	// small message (TCP: up to 256 KiB) to an idle link may be written
+	// before Isend returns; larger ones are written in the background.
 	Isend(peer int, tag Tag, buf Buffer) *Handle
 	// Irecv posts a receive into buf, which is written in place (no copy when
 	// the receive is posted before the message arrives).
