@@ -64,7 +64,7 @@ func reference[T float](inputs [][]T, op ReduceOp) []T {
 func TestAllReduceExact(t *testing.T) {
 	paths := map[string]Options{
 		"default": {},
-		"ring":    {SmallBytes: 16, SegmentBytes: 24}, // force the ring with several segments
+		"ring":    {SmallBytes: 16, SegmentBytes: 96}, // force the ring with several segments
 	}
 	forEach(t, allSizes, func(t *testing.T, b backend, n int) {
 		for pname, opts := range paths {
@@ -269,5 +269,14 @@ func TestGroups(t *testing.T) {
 				return waitAll(ctx, hs)
 			})
 		})
+	}
+}
+
+// BenchmarkReduceFrom is the ring's per-segment arithmetic (4 MiB of float32).
+func BenchmarkReduceFrom(b *testing.B) {
+	own, p := make([]float32, 1<<20), make([]float32, 1<<20)
+	b.SetBytes(4 << 20)
+	for b.Loop() {
+		reduceFrom(own, p, Sum)
 	}
 }

@@ -41,7 +41,9 @@ type Comm interface {
 	// Recv receives the next message with tag from peer into buf. The message
 	// must have buf's dtype and shape.
 	Recv(ctx context.Context, peer int, tag Tag, buf Buffer) error
-	// Isend starts a send; buf must not change until the handle is done.
+	// Isend starts a send; buf must not change until the handle is done. A
+	// small message (TCP: up to 256 KiB) to an idle link may be written
+	// before Isend returns; larger ones are written in the background.
 	Isend(peer int, tag Tag, buf Buffer) *Handle
 	// Irecv posts a receive into buf, which is written in place (no copy when
 	// the receive is posted before the message arrives).
@@ -197,7 +199,11 @@ func (c *comm) newOp(h *Handle, o Op, internal bool) (*op, error) {
 	if err := o.Buf.check(); err != nil {
 		return nil, fmt.Errorf("rank %d: %s: %w", c.ranks[c.me], o.Tag, err)
 	}
-	x := &op{h: h, send: !o.Recv, peer: c.ranks[o.Peer], group: c.id, tag: o.Tag, buf: o.Buf}
+	x := &h.one
+	if cap(h.ops) > 1 {
+		x = new(op)
+	}
+	*x = op{h: h, send: !o.Recv, peer: c.ranks[o.Peer], group: c.id, tag: o.Tag, buf: o.Buf}
 	if x.send {
 		x.hdr = headerFor(c.id, o.Tag, o.Buf)
 	}
@@ -256,7 +262,7 @@ func (c *comm) Group(ranks []int) (Comm, error) {
 		}
 	}
 	if me < 0 {
-		return nil, fmt.Errorf("rank %d: group %v does not include this rank", c.me, ranks)
+		return nil, fmt.Errorf("rank %d: group %v does not include this rank (%d)", c.ranks[c.me], ranks, c.me)
 	}
 	// The id must agree on every member without talking: derive it from the
 	// parent, the member list and how many such groups were made before.

@@ -1,5 +1,53 @@
 // Package collective gives each rank point-to-point transfers and group
-// operations (all-reduce, broadcast, barrier) over a pluggable backend: TCP (any
-// machine), in-memory (goroutine ranks, for tests) and NCCL (GPU). Every message is
-// framed and checked; every wait has a deadline.
+// operations (all-reduce, broadcast, barrier) over a pluggable backend: TCP
+// (NewTCP: any machine, multi-node), in-memory (NewMemoryWorld: goroutine ranks,
+// for tests) and, later, NCCL (GPU). Every message is framed and checked; every
+// wait has a deadline.
+//
+// # Messages
+//
+// A message carries a Buffer (float32, float64 or bytes, with a shape) and a
+// Tag: kind (activation, gradient, ...), model chunk, step and micro-batch.
+// Between two ranks, messages with the same tag arrive in the order they were
+// sent; a receive takes the oldest message with its tag. The receiver states
+// the dtype and shape it expects; a message that differs fails the receive
+// with an error naming both ranks and both shapes.
+//
+// Receives write into the caller's buffer. One posted (Irecv) before its
+// message arrives is filled straight from the socket, with no copy; a message
+// that arrives first is staged (in reused buffers) and copied once, and if the
+// receive is posted while it is still arriving, only the part already staged
+// is copied. Sends are written from the caller's buffer (header and payload in
+// one writev). A buffer belongs to the communicator until its handle is done.
+//
+// # Portability to NCCL
+//
+// NCCL pairs sends and receives by order per peer, and a send and a receive
+// between the same two ranks that must progress together (the 1F1B steady
+// state) must be issued in one group. Code that issues its transfers to each
+// peer in the same order as that peer issues the matching ones, and uses Batch
+// for such pairs, behaves the same on every backend.
+//
+// # Group operations
+//
+// AllReduce (sum, avg, max over float32 or float64) sends small buffers to
+// every rank in one round and reduces locally; large ones go round a ring
+// (reduce-scatter then all-gather), pipelined in segments. Either way each
+// element is reduced in one fixed order (see ChunkBounds), so float64 results
+// equal that fixed-order sum exactly and every rank holds the same bits.
+// Broadcast sends small buffers directly and pipes large ones down a chain;
+// Barrier is a dissemination barrier. Group makes sub-communicators (pipeline,
+// data-parallel, first/last stage) that share the parent's connections.
+//
+// # Failures
+//
+// Every wait honours its context, or the communicator's default timeout
+// (Options.Timeout) when the context has none; a timed-out operation is
+// withdrawn (or, if half on the wire, its link is broken) before the call
+// returns, and the error names the operation, the peer and the time waited:
+// "recv activation chunk=0 step=3 mb=2 from rank 1: timeout after 30s". A
+// peer that closes, aborts or dies fails the operations waiting on it at
+// once, naming it. Abort fails everything on this rank and drops its links.
+// TCP peers prove they hold the job token (HMAC over fresh nonces) before
+// any frame is accepted.
 package collective

@@ -94,6 +94,9 @@ type Tag struct {
 }
 
 func (t Tag) String() string {
+	if t.Kind == kindCollective { // see collTag
+		return fmt.Sprintf("collective call=%d phase=%d step=%d segment=%d", t.Step, t.MicroBatch>>28, t.Chunk, t.MicroBatch&(1<<28-1))
+	}
 	return fmt.Sprintf("%s chunk=%d step=%d mb=%d", t.Kind, t.Chunk, t.Step, t.MicroBatch)
 }
 

@@ -71,10 +71,19 @@ type Handle struct {
 	mu      sync.Mutex
 	err     error
 	done    chan struct{}
+
+	// A handle of one operation carries it inline: one allocation less.
+	one    op
+	oneRef [1]*op
 }
 
 func newHandle(t transport, timeout time.Duration, n int) *Handle {
-	h := &Handle{t: t, timeout: timeout, start: time.Now(), done: make(chan struct{}), ops: make([]*op, 0, n)}
+	h := &Handle{t: t, timeout: timeout, start: time.Now(), done: make(chan struct{})}
+	if n == 1 {
+		h.ops = h.oneRef[:0:1]
+	} else {
+		h.ops = make([]*op, 0, n)
+	}
 	h.pending.Store(int32(n))
 	if n == 0 {
 		close(h.done)
@@ -125,21 +134,31 @@ func (h *Handle) Wait(ctx context.Context) error {
 		return h.Err()
 	default:
 	}
+	var expired <-chan time.Time
 	if _, ok := ctx.Deadline(); !ok && h.timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, h.timeout)
-		defer cancel()
+		t := timerPool.Get().(*time.Timer)
+		t.Reset(h.timeout)
+		defer func() { t.Stop(); timerPool.Put(t) }()
+		expired = t.C
 	}
+	var cause error
 	select {
 	case <-h.done:
 		return h.Err()
 	case <-ctx.Done():
+		cause = ctx.Err()
+	case <-expired:
+		cause = context.DeadlineExceeded
 	}
 	waited := time.Since(h.start).Round(time.Millisecond)
-	h.cancel(fmt.Errorf("timeout after %v (%w)", waited, ctx.Err()))
+	h.cancel(fmt.Errorf("timeout after %v (%w)", waited, cause))
 	<-h.done
 	return h.Err()
 }
+
+// timerPool holds the timers that enforce the default timeout, so a Wait
+// without a deadline allocates nothing.
+var timerPool = sync.Pool{New: func() any { t := time.NewTimer(time.Hour); t.Stop(); return t }}
 
 // cancel stops every unfinished operation of h with err.
 func (h *Handle) cancel(err error) {

@@ -165,22 +165,19 @@ func (p *stagingPool) get(n int) []byte {
 	return b[:n]
 }
 
-// put returns b to the pool; the pool keeps a handful of the largest buffers.
+// put returns b to the pool, which keeps at most 8 buffers and 1 GiB.
 func (p *stagingPool) put(b []byte) {
 	if cap(b) == 0 {
 		return
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.free = append(p.free, b)
-	if len(p.free) > 8 {
-		small := 0
-		for i, f := range p.free {
-			if cap(f) < cap(p.free[small]) {
-				small = i
-			}
-		}
-		p.free = slices.Delete(p.free, small, small+1)
+	total := cap(b)
+	for _, f := range p.free {
+		total += cap(f)
+	}
+	if len(p.free) < 8 && total <= 1<<30 {
+		p.free = append(p.free, b)
 	}
 }
 

@@ -56,7 +56,7 @@ func TestManyOutstandingBothWays(t *testing.T) {
 	forEach(t, allSizes, func(t *testing.T, b backend, n int) {
 		cs := b.world(t, n, Options{})
 		ctx := testCtx(t)
-		sizes := []int{1, 3, 1 << 18, 5, 1 << 16, 0, 2}
+		sizes := []int{1, 3, 1 << 17, 5, 1 << 15, 0, 2}
 		fill := func(from, to, i int, x []float32) {
 			for j := range x {
 				x[j] = float32(from*7 + to*131 + i*17 + j%1000)
@@ -357,4 +357,46 @@ func TestBadArguments(t *testing.T) {
 			}
 		})
 	}
+}
+
+// In worlds of 2..8 ranks, every rank at once: a mismatched message from its
+// predecessor, a receive from its successor that times out, and then a wait
+// on the last rank, which aborts. Each error names the right peers.
+func TestFailuresInEveryWorldSize(t *testing.T) {
+	forEach(t, allSizes[1:], func(t *testing.T, b backend, n int) {
+		cs := b.world(t, n, Options{})
+		ctx := testCtx(t)
+		tag := Tag{Kind: Gradient, Step: 4, MicroBatch: 1}
+		eachRank(t, cs, func(c Comm) error {
+			r := c.Rank()
+			next, prev := (r+1)%n, (r+n-1)%n
+			if err := c.Send(ctx, next, tag, F32(make([]float32, 6), 2, 3)); err != nil {
+				return err
+			}
+			err := c.Recv(ctx, prev, tag, F32(make([]float32, 6), 3, 2))
+			want := fmt.Sprintf("recv gradient chunk=0 step=4 mb=1 from rank %d: rank %d expected float32[3 2] but rank %d sent float32[2 3]", prev, r, prev)
+			if err == nil || !strings.Contains(err.Error(), want) {
+				return fmt.Errorf("mismatch: %v, want %q", err, want)
+			}
+			short, cancel := context.WithTimeout(ctx, 10*time.Millisecond)
+			defer cancel()
+			err = c.Recv(short, next, Tag{Kind: Activation, Step: 9}, F32(make([]float32, 1)))
+			want = fmt.Sprintf("recv activation chunk=0 step=9 mb=0 from rank %d: timeout after", next)
+			if err == nil || !strings.Contains(err.Error(), want) {
+				return fmt.Errorf("timeout: %v, want %q", err, want)
+			}
+			if err := c.Barrier(ctx); err != nil {
+				return err
+			}
+			if r == n-1 {
+				c.Abort(errors.New("last rank quits"))
+				return nil
+			}
+			err = c.Recv(ctx, n-1, Tag{Kind: Activation}, F32(make([]float32, 1)))
+			if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("from rank %d: rank %d", n-1, n-1)) || errors.Is(err, context.DeadlineExceeded) {
+				return fmt.Errorf("waiting on the aborted rank: %v", err)
+			}
+			return nil
+		})
+	})
 }

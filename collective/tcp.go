@@ -12,6 +12,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
 	"sync"
@@ -38,9 +39,10 @@ type TCPOptions struct {
 	// StorePrefix namespaces the keys this communicator writes in the store
 	// (default "collective"); a restarted group should use a fresh prefix.
 	StorePrefix string
-	// SocketBuffer sets SO_SNDBUF and SO_RCVBUF in bytes (default 4 MiB, which
-	// the kernel caps at net.core.[rw]mem_max); negative leaves the kernel's
-	// autotuning alone.
+	// SocketBuffer, when positive, sets SO_SNDBUF and SO_RCVBUF in bytes
+	// (capped by the kernel at net.core.[rw]mem_max). By default the kernel
+	// autotunes them, which on Linux grows them further (net.ipv4.tcp_rmem,
+	// tcp_wmem: up to 32 MiB and 4 MiB here) than an explicit setting may.
 	SocketBuffer int
 }
 
@@ -60,9 +62,6 @@ func NewTCP(ctx context.Context, st store.Store, rank, size int, opts TCPOptions
 	}
 	if opts.StorePrefix == "" {
 		opts.StorePrefix = "collective"
-	}
-	if opts.SocketBuffer == 0 {
-		opts.SocketBuffer = 4 << 20
 	}
 	opts.Options = opts.Options.withDefaults()
 	if _, ok := ctx.Deadline(); !ok {
@@ -149,6 +148,7 @@ func (t *tcpTransport) connect(ctx context.Context, st store.Store) error {
 	if err := <-accepted; err != nil {
 		return err
 	}
+	ln.Close() // every peer is connected; nobody else may join
 	// Higher ranks published their addresses before dialing us.
 	for peer := t.rank + 1; peer < t.size; peer++ {
 		a, err := st.Get(ctx, t.key(peer))
@@ -449,7 +449,7 @@ func (t *tcpTransport) close() error {
 			o := &op{h: h, send: true, peer: p.rank, tag: Tag{Kind: kindBye}, buf: Bytes(nil)}
 			o.hdr = headerFor(0, o.tag, o.buf)
 			h.ops = append(h.ops, o)
-			p.send(o)
+			p.sendMaybeInline(o, false) // queued, so the wait below bounds it
 			hs = append(hs, h)
 		}
 	}
@@ -462,9 +462,14 @@ func (t *tcpTransport) close() error {
 	return nil
 }
 
-// inlineMax is the largest payload written together with its header in one
-// write; larger ones are written from the caller's buffer directly.
-const inlineMax = 16 << 10
+// copyMax is the largest payload copied next to its header for one write;
+// larger ones are written from the caller's buffer (writev).
+const copyMax = 16 << 10
+
+// callerWriteMax is the largest frame the sending goroutine writes itself when
+// the link is idle, saving two goroutine switches per message; larger frames
+// go to the writer goroutine so that Isend returns at once.
+const callerWriteMax = 256 << 10
 
 // tcpPeer is the connection to one other rank: a reader goroutine that
 // matches incoming frames to posted receives, and a send queue drained by a
@@ -483,7 +488,8 @@ type tcpPeer struct {
 	cur   *op  // the op being written, if from the queue
 	werr  error
 	kick  chan struct{}
-	frame [headerMax + inlineMax]byte
+	frame [headerMax + copyMax]byte
+	vec   [2][]byte
 
 	breakOnce sync.Once
 }
@@ -495,7 +501,13 @@ func (p *tcpPeer) wake() {
 	}
 }
 
-func (p *tcpPeer) send(o *op) {
+func (p *tcpPeer) send(o *op) { p.sendMaybeInline(o, true) }
+
+// sendMaybeInline queues o for the writer goroutine, or, when inline is
+// allowed, the queue is idle and the frame small, writes it at once. An
+// inline write is bounded by the communicator's timeout: it blocks only if
+// the peer stopped draining its socket.
+func (p *tcpPeer) sendMaybeInline(o *op, inline bool) {
 	p.qmu.Lock()
 	if p.werr != nil {
 		err := p.werr
@@ -503,10 +515,12 @@ func (p *tcpPeer) send(o *op) {
 		o.finish(err)
 		return
 	}
-	if !p.busy && len(p.queue) == 0 && o.hdr.nbytes <= inlineMax {
+	if inline && !p.busy && len(p.queue) == 0 && o.hdr.nbytes <= callerWriteMax {
 		p.busy = true
 		p.qmu.Unlock()
+		p.conn.SetWriteDeadline(time.Now().Add(p.t.opts.Timeout))
 		err := p.write(o)
+		p.conn.SetWriteDeadline(time.Time{})
 		p.qmu.Lock()
 		p.busy = false
 		more := len(p.queue) > 0
@@ -523,6 +537,9 @@ func (p *tcpPeer) send(o *op) {
 }
 
 func (p *tcpPeer) wrote(o *op, err error) {
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		err = fmt.Errorf("timeout after %v: rank %d stopped reading (%w)", p.t.opts.Timeout, p.rank, err)
+	}
 	if err != nil {
 		p.breakLink(fmt.Errorf("connection to rank %d lost while sending: %w", p.rank, err))
 		o.finish(p.linkErr())
@@ -567,15 +584,15 @@ func (p *tcpPeer) writeLoop() {
 func (p *tcpPeer) write(o *op) error {
 	n := encodeHeader(p.frame[:], &o.hdr)
 	payload := o.buf.bytes()
-	if len(payload) <= inlineMax {
+	if len(payload) <= copyMax {
 		n += copy(p.frame[n:], payload)
 		_, err := p.conn.Write(p.frame[:n])
 		return err
 	}
-	if _, err := p.conn.Write(p.frame[:n]); err != nil {
-		return err
-	}
-	_, err := p.conn.Write(payload)
+	p.vec[0], p.vec[1] = p.frame[:n], payload
+	bufs := net.Buffers(p.vec[:])
+	_, err := bufs.WriteTo(p.conn) // one writev: header and payload leave together
+	p.vec[0], p.vec[1] = nil, nil
 	return err
 }
 
@@ -643,6 +660,11 @@ func (p *tcpPeer) readLoop() {
 		if err != nil {
 			p.readFailed(err)
 			return
+		}
+		if p.br.Buffered() == 0 {
+			// Let the receiver just woken run before this goroutine goes
+			// back to the socket: its reply leaves a few µs sooner.
+			runtime.Gosched()
 		}
 	}
 }
