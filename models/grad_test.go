@@ -192,8 +192,7 @@ func TestGradientWholeGPT(t *testing.T) {
 				if _, err := s.BackwardInput(99, nil); err != nil {
 					t.Fatal(err)
 				}
-				delete(s.mbs, 99) // discard without accumulating
-				s.cur = 0
+				s.Discard(99) // nothing accumulated
 				return out.Loss
 			}
 			if err := s.BeginStep(0, 1); err != nil {

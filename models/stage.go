@@ -422,3 +422,12 @@ func AddTiedGrads(dst, embedding, head []float32) {
 		dst[i] = embedding[i] + head[i]
 	}
 }
+
+// Discard drops a micro-batch's saved state without a backward pass (for
+// evaluation: forward only, nothing accumulated).
+func (s *Stage) Discard(mb int) {
+	if st, ok := s.mbs[mb]; ok {
+		s.setBytes(st, 0)
+		delete(s.mbs, mb)
+	}
+}
