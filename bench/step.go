@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"slices"
+	"syscall"
 	"time"
 
 	"github.com/pplaunch/pplaunch/models"
@@ -34,6 +35,7 @@ type StepReport struct {
 	Threads      int           `json:"threads"`
 	Steps        int           `json:"steps"`
 	StepMS       float64       `json:"step_ms"`
+	CPUMS        float64       `json:"cpu_ms"`
 	ForwardMS    float64       `json:"forward_ms"`
 	BackwardMS   float64       `json:"backward_ms"`
 	OptimizerMS  float64       `json:"optimizer_ms"`
@@ -69,9 +71,10 @@ func Step(o StepOptions) (StepReport, error) {
 		in.Tokens[i], in.Targets[i] = int32(r.IntN(o.Model.Vocab)), int32(r.IntN(o.Model.Vocab))
 	}
 	opt := models.NewAdamW(0.1)
-	var fwd, bwd, upd, total []float64
+	var fwd, bwd, upd, total, cpu []float64
 	var loss float64
 	for i := range o.Warmup + o.Steps {
+		c0 := cpuTime()
 		t0 := time.Now()
 		if err := s.BeginStep(0, 1); err != nil {
 			return StepReport{}, err
@@ -92,20 +95,32 @@ func Step(o StepOptions) (StepReport, error) {
 			return StepReport{}, err
 		}
 		t3 := time.Now()
+		c3 := cpuTime()
 		loss = out.Loss
 		if i >= o.Warmup {
 			fwd = append(fwd, ms(t1.Sub(t0)))
 			bwd = append(bwd, ms(t2.Sub(t1)))
 			upd = append(upd, ms(t3.Sub(t2)))
 			total = append(total, ms(t3.Sub(t0)))
+			cpu = append(cpu, ms(c3-c0))
 		}
 	}
 	rep := StepReport{Model: o.Model, Params: o.Model.NumParams(), Backend: be.Name(), Batch: o.Batch,
-		Threads: runtime.GOMAXPROCS(0), Steps: o.Steps, StepMS: median(total), ForwardMS: median(fwd),
+		Threads: runtime.GOMAXPROCS(0), Steps: o.Steps, StepMS: median(total), CPUMS: median(cpu), ForwardMS: median(fwd),
 		BackwardMS: median(bwd), OptimizerMS: median(upd), GFLOP: o.Model.StepFLOPs(o.Batch) / 1e9, Loss: loss}
 	rep.TokensPerSec = float64(n) / (rep.StepMS / 1e3)
 	rep.GFLOPPerSec = rep.GFLOP / (rep.StepMS / 1e3)
 	return rep, nil
+}
+
+// cpuTime is the process's user and system CPU time. Beside wall time it shows
+// when other processes competed for the cores during the run.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1e3 }
@@ -119,10 +134,10 @@ func median(v []float64) float64 {
 // WriteText prints the report as a small table.
 func (r StepReport) WriteText(w io.Writer) error {
 	_, err := fmt.Fprintf(w, "model     %s (%d parameters)\nbackend   %s, %d threads\nbatch     %d × %d tokens\n"+
-		"step      %.1f ms (forward %.1f, backward %.1f, AdamW %.1f; median of %d)\n"+
+		"step      %.1f ms (forward %.1f, backward %.1f, AdamW %.1f; median of %d); CPU time %.1f ms\n"+
 		"tokens/s  %.0f\nGFLOP/s   %.1f (%.2f GFLOP per step, matrix products and attention)\n",
 		r.Model, r.Params, r.Backend, r.Threads, r.Batch, r.Model.Seq,
-		r.StepMS, r.ForwardMS, r.BackwardMS, r.OptimizerMS, r.Steps, r.TokensPerSec, r.GFLOPPerSec, r.GFLOP)
+		r.StepMS, r.ForwardMS, r.BackwardMS, r.OptimizerMS, r.Steps, r.CPUMS, r.TokensPerSec, r.GFLOPPerSec, r.GFLOP)
 	return err
 }
 

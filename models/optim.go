@@ -102,13 +102,19 @@ func (o *AdamW) Step(params []*Param, lr, gradScale float64) error {
 			decay = 1 - lr*o.WeightDecay
 		}
 		w, g := p.Value.Data, p.Grad.Data
+		// float32 arithmetic, as torch's CPU AdamW on float32 parameters.
+		b1, b2 := float32(o.Beta1), float32(o.Beta2)
+		c1, c2 := 1-b1, 1-b2
+		gs, dec, step := float32(gradScale), float32(decay), float32(lr/bc1)
+		ibc2, eps := float32(1/bc2), float32(o.Eps)
 		tensor.ParallelRange(len(w), optGrain, func(lo, hi int) {
-			for i := lo; i < hi; i++ {
-				gi := float64(g[i]) * gradScale
-				mi := o.Beta1*float64(m[i]) + (1-o.Beta1)*gi
-				vi := o.Beta2*float64(v[i]) + (1-o.Beta2)*gi*gi
-				m[i], v[i] = float32(mi), float32(vi)
-				w[i] = float32(float64(w[i])*decay - lr/bc1*mi/(math.Sqrt(vi)/bc2+o.Eps))
+			ws, gs_, ms, vs := w[lo:hi], g[lo:hi], m[lo:hi], v[lo:hi]
+			for i, gi := range gs_ {
+				gi *= gs
+				mi := b1*ms[i] + c1*gi
+				vi := b2*vs[i] + c2*gi*gi
+				ms[i], vs[i] = mi, vi
+				ws[i] = ws[i]*dec - step*mi/(float32(math.Sqrt(float64(vi)))*ibc2+eps)
 			}
 		})
 	}

@@ -10,8 +10,8 @@ const rowGrain = 64
 
 // colGrain is the fixed number of columns one task sums over all rows in
 // column reductions (bias and LayerNorm weight gradients): each column is summed
-// in row order by exactly one task.
-const colGrain = 32
+// in row order by exactly one task. Wide blocks keep the inner loops long.
+const colGrain = 256
 
 // MatMul computes c = alpha·op(a)·op(b) + beta·c.
 func (c *CPU) MatMul(cc, a *Tensor, ta bool, b *Tensor, tb bool, alpha, beta float32) {
@@ -184,11 +184,11 @@ func (c *CPU) Gelu(y, th, x *Tensor) {
 	mustLen("gelu", "y", y, x.Len())
 	mustLen("gelu", "th", th, x.Len())
 	parallelRange(x.Len(), rowGrain*256, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			v := x.Data[i]
+		xs, ts, ys := x.Data[lo:hi], th.Data[lo:hi], y.Data[lo:hi]
+		for i, v := range xs {
 			t := tanh32(geluC * (v + geluA*v*v*v))
-			th.Data[i] = t
-			y.Data[i] = 0.5 * v * (1 + t)
+			ts[i] = t
+			ys[i] = 0.5 * v * (1 + t)
 		}
 	})
 }
@@ -198,10 +198,11 @@ func (c *CPU) GeluBackward(dx, dy, x, th *Tensor) {
 	mustLen("gelu backward", "dx", dx, x.Len())
 	mustLen("gelu backward", "dy", dy, x.Len())
 	parallelRange(x.Len(), rowGrain*256, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			v, t := x.Data[i], th.Data[i]
+		xs, ts, dys, dxs := x.Data[lo:hi], th.Data[lo:hi], dy.Data[lo:hi], dx.Data[lo:hi]
+		for i, v := range xs {
+			t := ts[i]
 			g := 0.5*(1+t) + 0.5*v*(1-t*t)*geluC*(1+3*geluA*v*v)
-			dx.Data[i] = dy.Data[i] * g
+			dxs[i] = dys[i] * g
 		}
 	})
 }
