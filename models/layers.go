@@ -53,7 +53,6 @@ func sizeOf(ts ...*tensor.Tensor) int64 {
 	return n
 }
 
-
 // linear is a fully connected layer with bias; w is [out, in].
 type linear struct{ w, b *Param }
 
