@@ -5,7 +5,6 @@ import (
 	"io"
 
 	"github.com/pplaunch/pplaunch/bench"
-	"github.com/pplaunch/pplaunch/models/tensor"
 )
 
 // benchStepCmd is `pplaunch bench step`.
@@ -24,7 +23,6 @@ func (c *benchStepCmd) run(ctx context.Context, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	_ = tensor.BLASEnv // the --blas flag reads the same variable as the library
 	rep, err := bench.Step(bench.StepOptions{Model: cfg, Batch: c.Batch, Threads: c.Threads,
 		Steps: c.Steps, Warmup: c.Warmup, BLAS: c.BLAS, Seed: 1})
 	if err != nil {
