@@ -24,6 +24,7 @@ type CPU struct {
 	name   string
 	sgemm  func(ta, tb bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int)
 	chunky bool // split large products into fixed row blocks and run them in parallel
+	pool   sync.Pool
 }
 
 // NewCPU returns the CPU backend using the given BLAS: "openblas", "gonum", or

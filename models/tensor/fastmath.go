@@ -29,40 +29,18 @@ func exp32(x float32) float32 {
 	return p * math.Float32frombits(uint32(int32(n)+127)<<23)
 }
 
-// tanh32 is tanh(x) in float32 as a ratio of odd and even polynomials on
-// [-7.9, 7.9] (the approximation Eigen uses), within a few ulp; past that
-// range tanh is ±1 in float32. No exp, no branches in the common case: GELU
-// calls it for every hidden unit.
-func tanh32(x float32) float32 {
-	const (
-		a1  = 4.89352455891786e-03
-		a3  = 6.37261928875436e-04
-		a5  = 1.48572235717979e-05
-		a7  = 5.12229709037114e-08
-		a9  = -8.60467152213735e-11
-		a11 = 2.00018790482477e-13
-		a13 = -2.76076847742355e-16
-		b0  = 4.89352518554385e-03
-		b2  = 2.26843463243900e-03
-		b4  = 1.18534705686654e-04
-		b6  = 1.19825839466702e-06
-	)
-	if x > 7.90531110763549805 {
-		x = 7.90531110763549805
-	} else if x < -7.90531110763549805 {
-		x = -7.90531110763549805
-	}
-	x2 := x * x
-	p := float32(a13)
-	p = p*x2 + a11
-	p = p*x2 + a9
-	p = p*x2 + a7
-	p = p*x2 + a5
-	p = p*x2 + a3
-	p = p*x2 + a1
-	q := float32(b6)
-	q = q*x2 + b4
-	q = q*x2 + b2
-	q = q*x2 + b0
-	return x * p / q
-}
+// Coefficients of the rational tanh that GELU uses (Eigen's float32 tanh).
+const (
+	tanhClamp = 7.90531110763549805
+	tanhA1    = 4.89352455891786e-03
+	tanhA3    = 6.37261928875436e-04
+	tanhA5    = 1.48572235717979e-05
+	tanhA7    = 5.12229709037114e-08
+	tanhA9    = -8.60467152213735e-11
+	tanhA11   = 2.00018790482477e-13
+	tanhA13   = -2.76076847742355e-16
+	tanhB0    = 4.89352518554385e-03
+	tanhB2    = 2.26843463243900e-03
+	tanhB4    = 1.18534705686654e-04
+	tanhB6    = 1.19825839466702e-06
+)
