@@ -7,4 +7,7 @@ require (
 	gonum.org/v1/gonum v0.17.0
 )
 
-require github.com/alexflint/go-scalar v1.2.0 // indirect
+require (
+	github.com/alexflint/go-scalar v1.2.0 // indirect
+	golang.org/x/sys v0.49.0 // indirect
+)

@@ -231,33 +231,41 @@ func (c *CPU) Gelu(y, th, x *Tensor) {
 	mustLen("gelu", "th", th, x.Len())
 	parallelRange(x.Len(), rowGrain*256, func(lo, hi int) {
 		xs, ts, ys := x.Data[lo:hi], th.Data[lo:hi], y.Data[lo:hi]
-		for i, v := range xs {
-			// tanh(u) as a ratio of odd and even polynomials on [-7.9, 7.9] (the
-			// approximation Eigen uses, within a few ulp); beyond, tanh is ±1 in
-			// float32. Written out here because a call per element costs as much.
-			u := geluC * (v + geluA*v*v*v)
-			if u > tanhClamp {
-				u = tanhClamp
-			} else if u < -tanhClamp {
-				u = -tanhClamp
-			}
-			u2 := u * u
-			p := float32(tanhA13)
-			p = p*u2 + tanhA11
-			p = p*u2 + tanhA9
-			p = p*u2 + tanhA7
-			p = p*u2 + tanhA5
-			p = p*u2 + tanhA3
-			p = p*u2 + tanhA1
-			q := float32(tanhB6)
-			q = q*u2 + tanhB4
-			q = q*u2 + tanhB2
-			q = q*u2 + tanhB0
-			t := u * p / q
-			ts[i] = t
-			ys[i] = 0.5 * v * (1 + t)
-		}
+		n := geluVector(xs, ts, ys)
+		geluScalar(xs[n:], ts[n:], ys[n:])
 	})
+}
+
+// geluScalar is GELU on each element; geluVector (assembly where the CPU has
+// it) computes the same operations in the same order, so the bits agree.
+func geluScalar(xs, ts, ys []float32) {
+	ts, ys = ts[:len(xs)], ys[:len(xs)]
+	for i, v := range xs {
+		// tanh(u) as a ratio of odd and even polynomials on [-7.9, 7.9] (the
+		// approximation Eigen uses, within a few ulp); beyond, tanh is ±1 in
+		// float32.
+		u := geluC * (v + geluA*v*v*v)
+		if u > tanhClamp {
+			u = tanhClamp
+		} else if u < -tanhClamp {
+			u = -tanhClamp
+		}
+		u2 := u * u
+		p := float32(tanhA13)
+		p = p*u2 + tanhA11
+		p = p*u2 + tanhA9
+		p = p*u2 + tanhA7
+		p = p*u2 + tanhA5
+		p = p*u2 + tanhA3
+		p = p*u2 + tanhA1
+		q := float32(tanhB6)
+		q = q*u2 + tanhB4
+		q = q*u2 + tanhB2
+		q = q*u2 + tanhB0
+		t := u * p / q
+		ts[i] = t
+		ys[i] = 0.5 * v * (1 + t)
+	}
 }
 
 // GeluBackward computes dx = dy·gelu'(x).
