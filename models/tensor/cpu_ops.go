@@ -274,12 +274,20 @@ func (c *CPU) GeluBackward(dx, dy, x, th *Tensor) {
 	mustLen("gelu backward", "dy", dy, x.Len())
 	parallelRange(x.Len(), rowGrain*256, func(lo, hi int) {
 		xs, ts, dys, dxs := x.Data[lo:hi], th.Data[lo:hi], dy.Data[lo:hi], dx.Data[lo:hi]
-		for i, v := range xs {
-			t := ts[i]
-			g := 0.5*(1+t) + 0.5*v*(1-t*t)*geluC*(1+3*geluA*v*v)
-			dxs[i] = dys[i] * g
-		}
+		n := geluBackVector(xs, ts, dys, dxs)
+		geluBackScalar(xs[n:], ts[n:], dys[n:], dxs[n:])
 	})
+}
+
+// geluBackScalar is GELU's derivative times dy; geluBackVector does the same
+// operations in the same order.
+func geluBackScalar(xs, ts, dys, dxs []float32) {
+	ts, dys, dxs = ts[:len(xs)], dys[:len(xs)], dxs[:len(xs)]
+	for i, v := range xs {
+		t := ts[i]
+		g := 0.5*(1+t) + 0.5*v*(1-t*t)*geluC*(1+3*geluA*v*v)
+		dxs[i] = dys[i] * g
+	}
 }
 
 // attnDims checks the attention shapes and returns B, T, D and the head width.

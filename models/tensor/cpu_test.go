@@ -295,9 +295,20 @@ func TestGeluVectorMatchesScalar(t *testing.T) {
 	}
 	geluScalar(xs[done:], t1[done:], y1[done:])
 	geluScalar(xs, t2, y2)
+	dy := make([]float32, n)
+	for i := range dy {
+		dy[i] = float32(r.NormFloat64())
+	}
+	d1, d2 := make([]float32, n), make([]float32, n)
+	done = geluBackVector(xs, t2, dy, d1)
+	geluBackScalar(xs[done:], t2[done:], dy[done:], d1[done:])
+	geluBackScalar(xs, t2, dy, d2)
 	for i := range xs {
 		if math.Float32bits(t1[i]) != math.Float32bits(t2[i]) || math.Float32bits(y1[i]) != math.Float32bits(y2[i]) {
 			t.Fatalf("x=%v: vector (%v, %v), scalar (%v, %v)", xs[i], t1[i], y1[i], t2[i], y2[i])
+		}
+		if math.Float32bits(d1[i]) != math.Float32bits(d2[i]) {
+			t.Fatalf("x=%v: derivative vector %v, scalar %v", xs[i], d1[i], d2[i])
 		}
 	}
 }

@@ -60,3 +60,45 @@ loop:
 done:
 	VZEROUPPER
 	RET
+
+// func geluBackAVX2(x, th, dy, dx []float32, k *[4][8]float32)
+// Rows of k: 0 0.5, 1 1, 2 geluC, 3 3·geluA.
+// dx = dy·(0.5·(1+t) + 0.5·v·(1-t·t)·geluC·(1+3·geluA·v·v)), left to right.
+TEXT ·geluBackAVX2(SB), NOSPLIT, $0-104
+	MOVQ x_base+0(FP), SI
+	MOVQ x_len+8(FP), CX
+	MOVQ th_base+24(FP), DI
+	MOVQ dy_base+48(FP), DX
+	MOVQ dx_base+72(FP), R8
+	MOVQ k+96(FP), AX
+	SHRQ $3, CX
+	JZ   backdone
+
+backloop:
+	VMOVUPS (SI), Y0       // v
+	VMOVUPS (DI), Y1       // t
+	VADDPS  32(AX), Y1, Y2 // 1+t
+	VMULPS  0(AX), Y2, Y2  // a = 0.5*(1+t)
+	VMULPS  0(AX), Y0, Y3  // 0.5*v
+	VMULPS  Y1, Y1, Y4     // t*t
+	VMOVUPS 32(AX), Y5     // 1
+	VSUBPS  Y4, Y5, Y4     // 1-t*t
+	VMULPS  Y4, Y3, Y3     // 0.5*v*(1-t*t)
+	VMULPS  64(AX), Y3, Y3 // *geluC
+	VMULPS  96(AX), Y0, Y6 // 3*geluA*v
+	VMULPS  Y0, Y6, Y6     // *v
+	VADDPS  32(AX), Y6, Y6 // 1+...
+	VMULPS  Y6, Y3, Y3     // b
+	VADDPS  Y3, Y2, Y2     // g = a + b
+	VMULPS  (DX), Y2, Y2   // dy*g
+	VMOVUPS Y2, (R8)
+	ADDQ    $32, SI
+	ADDQ    $32, DI
+	ADDQ    $32, DX
+	ADDQ    $32, R8
+	DECQ    CX
+	JNZ     backloop
+
+backdone:
+	VZEROUPPER
+	RET

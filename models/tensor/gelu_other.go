@@ -4,3 +4,6 @@ package tensor
 
 // geluVector has no vector kernel on this architecture.
 func geluVector(xs, ts, ys []float32) int { return 0 }
+
+// geluBackVector has no vector kernel on this architecture.
+func geluBackVector(xs, ts, dys, dxs []float32) int { return 0 }
