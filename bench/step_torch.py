@@ -3,11 +3,14 @@
 backward, AdamW) in one process, to compare side by side on one machine.
 
     python3 bench/step_torch.py --threads 1      # Debian: apt-get install python3-torch
+
+OpenBLAS gets the same thread count as torch (OPENBLAS_NUM_THREADS; otherwise
+it would use every core whatever torch.set_num_threads says). Where OpenBLAS
+does not recognise the CPU (some hypervisors) it runs its slow Prescott
+kernels; pplaunch then picks the kernels itself, and for a like-for-like run
+set the same for torch, e.g. OPENBLAS_CORETYPE=SKYLAKEX.
 """
-import argparse, math, statistics, time
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
+import argparse, math, os, statistics, time
 
 p = argparse.ArgumentParser()
 p.add_argument("--layers", type=int, default=4)
@@ -18,6 +21,10 @@ p.add_argument("--batch", type=int, default=16)
 p.add_argument("--threads", type=int, default=1)
 p.add_argument("--steps", type=int, default=7)
 a = p.parse_args()
+os.environ["OPENBLAS_NUM_THREADS"] = str(a.threads)  # read when OpenBLAS loads, with torch
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
 torch.set_num_threads(a.threads)
 torch.manual_seed(1)
 V, D, H, T, L = 256, a.width, a.heads, a.seq, a.layers
