@@ -2,7 +2,6 @@ package models
 
 import (
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 )
@@ -178,8 +177,9 @@ func (c Config) UnitParams(unit int) int64 {
 }
 
 // UnitFLOPs is the forward cost of one unit for one sequence, counting a
-// multiply-add as two operations and attention over the full T×T square
-// (as it is computed). Backward costs twice the forward.
+// multiply-add as two operations and attention over the full T×T square, as a
+// plain implementation computes it (the CPU backend skips the blocks above the
+// causal diagonal, so it does a little less). Backward costs twice the forward.
 func (c Config) UnitFLOPs(unit int) float64 {
 	T, D, V := float64(c.Seq), float64(c.Width), float64(c.Vocab)
 	switch {
@@ -201,13 +201,4 @@ func (c Config) StepFLOPs(batch int) float64 {
 		f += c.UnitFLOPs(u)
 	}
 	return 3 * f * float64(batch)
-}
-
-// paramByName finds a spec in a list.
-func paramByName(ps []ParamSpec, name string) (ParamSpec, bool) {
-	i := slices.IndexFunc(ps, func(p ParamSpec) bool { return p.Name == name })
-	if i < 0 {
-		return ParamSpec{}, false
-	}
-	return ps[i], true
 }

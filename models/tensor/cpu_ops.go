@@ -10,8 +10,8 @@ const rowGrain = 64
 
 // colGrain is the fixed number of columns one task sums over all rows in
 // column reductions (bias and LayerNorm weight gradients): each column is summed
-// in row order by exactly one task.
-const colGrain = 32
+// in row order by exactly one task. Wide blocks keep the inner loops long.
+const colGrain = 256
 
 // MatMul computes c = alpha·op(a)·op(b) + beta·c.
 func (c *CPU) MatMul(cc, a *Tensor, ta bool, b *Tensor, tb bool, alpha, beta float32) {
@@ -80,23 +80,31 @@ func (c *CPU) LinearBackwardWeight(dw, dbias, dy, x *Tensor) {
 	c.gemm(true, false, out, in, n, 1, dy.Data, out, x.Data, in, 0, dw.Data, in)
 	if dbias != nil {
 		mustLen("linear backward weight", "dbias", dbias, out)
-		colSums(dbias.Data, dy.Data, n, out)
+		c.colSums(dbias.Data, dy.Data, n, out)
 	}
 }
 
-// colSums sets s[j] = Σ_r m[r,j], each column summed in row order.
-func colSums(s, m []float32, rows, cols int) {
-	parallelRange(cols, colGrain, func(lo, hi int) {
-		acc := s[lo:hi]
-		clear(acc)
-		for r := range rows {
-			row := m[r*cols+lo : r*cols+hi]
-			for j, v := range row {
-				acc[j] += v
-			}
-		}
-	})
+// colSums sets s[j] = Σ_r m[r,j] as the product mᵀ·1, which the BLAS does with
+// vector instructions; the blocks of the product depend on the shape only.
+func (c *CPU) colSums(s, m []float32, rows, cols int) {
+	ones := c.scratch(rows)
+	for i := range ones {
+		ones[i] = 1
+	}
+	c.gemm(true, false, cols, 1, rows, 1, m, cols, ones, 1, 0, s, 1)
+	c.release(ones)
 }
+
+// scratch returns a buffer of n floats (contents undefined) from a pool.
+func (c *CPU) scratch(n int) []float32 {
+	if p, ok := c.pool.Get().(*[]float32); ok && cap(*p) >= n {
+		return (*p)[:n]
+	}
+	return make([]float32, n)
+}
+
+// release returns a scratch buffer to the pool.
+func (c *CPU) release(b []float32) { c.pool.Put(&b) }
 
 // LayerNorm normalises each row of x.
 func (c *CPU) LayerNorm(y, mean, rstd, x, gamma, beta *Tensor, eps float32) {
@@ -109,25 +117,52 @@ func (c *CPU) LayerNorm(y, mean, rstd, x, gamma, beta *Tensor, eps float32) {
 	parallelRange(n, rowGrain, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			xr := x.Data[r*d : (r+1)*d]
-			var s float64
-			for _, v := range xr {
-				s += float64(v)
-			}
-			mu := s / float64(d)
-			var ss float64
-			for _, v := range xr {
-				dv := float64(v) - mu
-				ss += dv * dv
-			}
-			rs := float32(1 / math.Sqrt(ss/float64(d)+float64(eps)))
-			m := float32(mu)
+			m := sum4(xr, 0) / float32(d)
+			v := sumSq4(xr, m) / float32(d)
+			rs := float32(1 / math.Sqrt(float64(v+eps)))
 			mean.Data[r], rstd.Data[r] = m, rs
 			yr := y.Data[r*d : (r+1)*d]
-			for j, v := range xr {
-				yr[j] = (v-m)*rs*gamma.Data[j] + beta.Data[j]
+			g, b := gamma.Data[:len(xr)], beta.Data[:len(xr)]
+			for j, xv := range xr {
+				yr[j] = (xv-m)*rs*g[j] + b[j]
 			}
 		}
 	})
+}
+
+// sum4 is Σ x - shift with four running sums (a fixed order, and four times the
+// throughput of one dependent chain).
+func sum4(x []float32, shift float32) float32 {
+	var s0, s1, s2, s3 float32
+	j := 0
+	for ; j+4 <= len(x); j += 4 {
+		s0 += x[j] - shift
+		s1 += x[j+1] - shift
+		s2 += x[j+2] - shift
+		s3 += x[j+3] - shift
+	}
+	for ; j < len(x); j++ {
+		s0 += x[j] - shift
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
+// sumSq4 is Σ (x - m)² with four running sums.
+func sumSq4(x []float32, m float32) float32 {
+	var s0, s1, s2, s3 float32
+	j := 0
+	for ; j+4 <= len(x); j += 4 {
+		a, b, c, d := x[j]-m, x[j+1]-m, x[j+2]-m, x[j+3]-m
+		s0 += a * a
+		s1 += b * b
+		s2 += c * c
+		s3 += d * d
+	}
+	for ; j < len(x); j++ {
+		a := x[j] - m
+		s0 += a * a
+	}
+	return (s0 + s1) + (s2 + s3)
 }
 
 // LayerNormBackwardInput computes dx = rstd·(g·dy - mean(g·dy) - x̂·mean(g·dy·x̂)).
@@ -139,17 +174,26 @@ func (c *CPU) LayerNormBackwardInput(dx, dy, x, mean, rstd, gamma *Tensor) {
 		for r := lo; r < hi; r++ {
 			xr, dyr := x.Data[r*d:(r+1)*d], dy.Data[r*d:(r+1)*d]
 			m, rs := mean.Data[r], rstd.Data[r]
-			var s1, s2 float64
-			for j, v := range dyr {
-				g := v * gamma.Data[j]
-				s1 += float64(g)
-				s2 += float64(g * (xr[j] - m) * rs)
+			g := gamma.Data[:len(dyr)]
+			var a0, a1, b0, b1 float32
+			j := 0
+			for ; j+2 <= len(dyr); j += 2 {
+				g0, g1 := dyr[j]*g[j], dyr[j+1]*g[j+1]
+				a0 += g0
+				a1 += g1
+				b0 += g0 * (xr[j] - m)
+				b1 += g1 * (xr[j+1] - m)
 			}
-			a, b := float32(s1/float64(d)), float32(s2/float64(d))
+			for ; j < len(dyr); j++ {
+				g0 := dyr[j] * g[j]
+				a0 += g0
+				b0 += g0 * (xr[j] - m)
+			}
+			a, b := (a0+a1)/float32(d), (b0+b1)*rs/float32(d)
 			dxr := dx.Data[r*d : (r+1)*d]
 			for j, v := range dyr {
 				xh := (xr[j] - m) * rs
-				dxr[j] = rs * (v*gamma.Data[j] - a - xh*b)
+				dxr[j] = rs * (v*g[j] - a - xh*b)
 			}
 		}
 	})
@@ -159,19 +203,21 @@ func (c *CPU) LayerNormBackwardInput(dx, dy, x, mean, rstd, gamma *Tensor) {
 func (c *CPU) LayerNormBackwardWeight(dgamma, dbeta, dy, x, mean, rstd *Tensor) {
 	n, d := x.Rows()
 	mustLen("layernorm backward weight", "dy", dy, n*d)
-	parallelRange(d, colGrain, func(lo, hi int) {
-		dg, db := dgamma.Data[lo:hi], dbeta.Data[lo:hi]
-		clear(dg)
-		clear(db)
-		for r := range n {
+	mustLen("layernorm backward weight", "dgamma", dgamma, d)
+	// dgamma = Σ_rows dy·x̂: form dy·x̂ row by row, then sum columns like dbeta.
+	prod := c.scratch(n * d)
+	parallelRange(n, rowGrain, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
 			m, rs := mean.Data[r], rstd.Data[r]
-			xr, dyr := x.Data[r*d+lo:r*d+hi], dy.Data[r*d+lo:r*d+hi]
+			xr, dyr, pr := x.Data[r*d:(r+1)*d], dy.Data[r*d:(r+1)*d], prod[r*d:(r+1)*d]
 			for j, v := range dyr {
-				dg[j] += v * (xr[j] - m) * rs
-				db[j] += v
+				pr[j] = v * ((xr[j] - m) * rs)
 			}
 		}
 	})
+	c.colSums(dgamma.Data, prod, n, d)
+	c.colSums(dbeta.Data, dy.Data, n, d)
+	c.release(prod)
 }
 
 const (
@@ -184,13 +230,42 @@ func (c *CPU) Gelu(y, th, x *Tensor) {
 	mustLen("gelu", "y", y, x.Len())
 	mustLen("gelu", "th", th, x.Len())
 	parallelRange(x.Len(), rowGrain*256, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			v := x.Data[i]
-			t := tanh32(geluC * (v + geluA*v*v*v))
-			th.Data[i] = t
-			y.Data[i] = 0.5 * v * (1 + t)
-		}
+		xs, ts, ys := x.Data[lo:hi], th.Data[lo:hi], y.Data[lo:hi]
+		n := geluVector(xs, ts, ys)
+		geluScalar(xs[n:], ts[n:], ys[n:])
 	})
+}
+
+// geluScalar is GELU on each element; geluVector (assembly where the CPU has
+// it) computes the same operations in the same order, so the bits agree.
+func geluScalar(xs, ts, ys []float32) {
+	ts, ys = ts[:len(xs)], ys[:len(xs)]
+	for i, v := range xs {
+		// tanh(u) as a ratio of odd and even polynomials on [-7.9, 7.9] (the
+		// approximation Eigen uses, within a few ulp); beyond, tanh is ±1 in
+		// float32.
+		u := geluC * (v + geluA*v*v*v)
+		if u > tanhClamp {
+			u = tanhClamp
+		} else if u < -tanhClamp {
+			u = -tanhClamp
+		}
+		u2 := u * u
+		p := float32(tanhA13)
+		p = p*u2 + tanhA11
+		p = p*u2 + tanhA9
+		p = p*u2 + tanhA7
+		p = p*u2 + tanhA5
+		p = p*u2 + tanhA3
+		p = p*u2 + tanhA1
+		q := float32(tanhB6)
+		q = q*u2 + tanhB4
+		q = q*u2 + tanhB2
+		q = q*u2 + tanhB0
+		t := u * p / q
+		ts[i] = t
+		ys[i] = 0.5 * v * (1 + t)
+	}
 }
 
 // GeluBackward computes dx = dy·gelu'(x).
@@ -198,13 +273,27 @@ func (c *CPU) GeluBackward(dx, dy, x, th *Tensor) {
 	mustLen("gelu backward", "dx", dx, x.Len())
 	mustLen("gelu backward", "dy", dy, x.Len())
 	parallelRange(x.Len(), rowGrain*256, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			v, t := x.Data[i], th.Data[i]
-			g := 0.5*(1+t) + 0.5*v*(1-t*t)*geluC*(1+3*geluA*v*v)
-			dx.Data[i] = dy.Data[i] * g
-		}
+		xs, ts, dys, dxs := x.Data[lo:hi], th.Data[lo:hi], dy.Data[lo:hi], dx.Data[lo:hi]
+		n := geluBackVector(xs, ts, dys, dxs)
+		geluBackScalar(xs[n:], ts[n:], dys[n:], dxs[n:])
 	})
 }
+
+// geluBackScalar is GELU's derivative times dy; geluBackVector does the same
+// operations in the same order.
+func geluBackScalar(xs, ts, dys, dxs []float32) {
+	ts, dys, dxs = ts[:len(xs)], dys[:len(xs)], dxs[:len(xs)]
+	for i, v := range xs {
+		t := ts[i]
+		g := 0.5*(1+t) + 0.5*v*(1-t*t)*geluC*(1+3*geluA*v*v)
+		dxs[i] = dys[i] * g
+	}
+}
+
+// attnBlock is the block of query (or key) positions attention computes at a
+// time, skipping the blocks above the causal diagonal: a quarter of the work
+// at sequence 128.
+const attnBlock = 64
 
 // attnDims checks the attention shapes and returns B, T, D and the head width.
 func attnDims(op string, qkv, out, probs *Tensor, heads int) (b, t, d, hd int) {
@@ -233,12 +322,18 @@ func (c *CPU) Attention(out, probs, qkv *Tensor, heads int) {
 		k := qkv.Data[base+D+h*hd:]
 		v := qkv.Data[base+2*D+h*hd:]
 		p := probs.Data[i*T*T : (i+1)*T*T]
-		c.sgemm(false, true, T, T, hd, scale, q, ld, k, ld, 0, p, T)
+		// Causal: a block of query rows needs keys only up to its last row.
+		for r0 := 0; r0 < T; r0 += attnBlock {
+			r1 := min(T, r0+attnBlock)
+			c.sgemm(false, true, r1-r0, r1, hd, scale, q[r0*ld:], ld, k, ld, 0, p[r0*T:], T)
+		}
 		for r := range T {
 			row := p[r*T : (r+1)*T]
 			mx := row[0]
 			for _, s := range row[1 : r+1] {
-				mx = max(mx, s)
+				if s > mx { // not max(): its NaN handling costs a branch per element
+					mx = s
+				}
 			}
 			var sum float32
 			for j := 0; j <= r; j++ {
@@ -252,7 +347,11 @@ func (c *CPU) Attention(out, probs, qkv *Tensor, heads int) {
 			}
 			clear(row[r+1:])
 		}
-		c.sgemm(false, false, T, hd, T, 1, p, T, v, ld, 0, out.Data[b*T*D+h*hd:], D)
+		o := out.Data[b*T*D+h*hd:]
+		for r0 := 0; r0 < T; r0 += attnBlock {
+			r1 := min(T, r0+attnBlock)
+			c.sgemm(false, false, r1-r0, hd, r1, 1, p[r0*T:], T, v, ld, 0, o[r0*D:], D)
+		}
 	})
 }
 
@@ -273,10 +372,19 @@ func (c *CPU) AttentionBackward(dqkv, dout, qkv, probs *Tensor, heads int) {
 		dv := dqkv.Data[base+2*D+h*hd:]
 		do := dout.Data[b*T*D+h*hd:]
 		p := probs.Data[i*T*T : (i+1)*T*T]
-		dp := make([]float32, T*T)
-		// dV = Pᵀ·dO; dP = dO·Vᵀ.
-		c.sgemm(true, false, T, hd, T, 1, p, T, do, D, 0, dv, ld)
-		c.sgemm(false, true, T, T, hd, 1, do, D, v, ld, 0, dp, T)
+		dp := c.scratch(T * T)
+		defer c.release(dp)
+		// dV = Pᵀ·dO and dK = dSᵀ·Q by blocks of keys (rows above a key's
+		// position have P = dS = 0); dP = dO·Vᵀ and dQ = dS·K by blocks of
+		// queries (keys past the block's last row are 0).
+		for c0 := 0; c0 < T; c0 += attnBlock {
+			c1 := min(T, c0+attnBlock)
+			c.sgemm(true, false, c1-c0, hd, T-c0, 1, p[c0*T+c0:], T, do[c0*D:], D, 0, dv[c0*ld:], ld)
+		}
+		for r0 := 0; r0 < T; r0 += attnBlock {
+			r1 := min(T, r0+attnBlock)
+			c.sgemm(false, true, r1-r0, r1, hd, 1, do[r0*D:], D, v, ld, 0, dp[r0*T:], T)
+		}
 		// dS = P ⊙ (dP - Σ_j dP·P), times the 1/√hd scale.
 		for r := range T {
 			pr, dr := p[r*T:(r+1)*T], dp[r*T:(r+1)*T]
@@ -289,9 +397,14 @@ func (c *CPU) AttentionBackward(dqkv, dout, qkv, probs *Tensor, heads int) {
 			}
 			clear(dr[r+1:])
 		}
-		// dQ = dS·K; dK = dSᵀ·Q.
-		c.sgemm(false, false, T, hd, T, 1, dp, T, k, ld, 0, dq, ld)
-		c.sgemm(true, false, T, hd, T, 1, dp, T, q, ld, 0, dk, ld)
+		for r0 := 0; r0 < T; r0 += attnBlock {
+			r1 := min(T, r0+attnBlock)
+			c.sgemm(false, false, r1-r0, hd, r1, 1, dp[r0*T:], T, k, ld, 0, dq[r0*ld:], ld)
+		}
+		for c0 := 0; c0 < T; c0 += attnBlock {
+			c1 := min(T, c0+attnBlock)
+			c.sgemm(true, false, c1-c0, hd, T-c0, 1, dp[c0*T+c0:], T, q[c0*ld:], ld, 0, dk[c0*ld:], ld)
+		}
 	})
 }
 
@@ -373,7 +486,9 @@ func (c *CPU) CrossEntropy(probs, logits *Tensor, targets []int32) float64 {
 			}
 			mx := lr[0]
 			for _, v := range lr {
-				mx = max(mx, v)
+				if v > mx {
+					mx = v
+				}
 			}
 			zt := lr[tg] - mx
 			var sum float32

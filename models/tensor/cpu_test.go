@@ -68,7 +68,7 @@ func TestMatMulAgainstReference(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for _, be := range backends(t) {
 		// The larger shapes take the blocked parallel path (rows, then columns).
-		for _, sh := range [][3]int{{3, 5, 7}, {300, 70, 60}, {40, 300, 90}} {
+		for _, sh := range [][3]int{{3, 5, 7}, {1100, 40, 30}, {40, 1100, 30}} {
 			for _, ta := range []bool{false, true} {
 				for _, tb := range []bool{false, true} {
 					m, n, k := sh[0], sh[1], sh[2]
@@ -125,43 +125,98 @@ func TestLinearAndBackward(t *testing.T) {
 	}
 }
 
+// attnRef is float64 causal attention for one (batch, head): probabilities
+// P[i][j] (j ≤ i) and, given dO, the gradients for q, k and v.
+type attnRef struct{ p, dq, dk, dv [][]float64 }
+
+func refAttention(qkv, dout *Tensor, b, h, T, D, hd int) attnRef {
+	at := func(row, col int) float64 { return float64(qkv.Data[(b*T+row)*3*D+col]) }
+	scale := 1 / math.Sqrt(float64(hd))
+	mat := func(n, m int) [][]float64 {
+		x := make([][]float64, n)
+		for i := range x {
+			x[i] = make([]float64, m)
+		}
+		return x
+	}
+	r := attnRef{p: mat(T, T), dq: mat(T, hd), dk: mat(T, hd), dv: mat(T, hd)}
+	for i := range T {
+		mx := math.Inf(-1)
+		for j := 0; j <= i; j++ {
+			for c := range hd {
+				r.p[i][j] += at(i, h*hd+c) * at(j, D+h*hd+c)
+			}
+			r.p[i][j] *= scale
+			mx = math.Max(mx, r.p[i][j])
+		}
+		var z float64
+		for j := 0; j <= i; j++ {
+			r.p[i][j] = math.Exp(r.p[i][j] - mx)
+			z += r.p[i][j]
+		}
+		for j := 0; j <= i; j++ {
+			r.p[i][j] /= z
+		}
+	}
+	if dout == nil {
+		return r
+	}
+	do := func(i, c int) float64 { return float64(dout.Data[(b*T+i)*D+h*hd+c]) }
+	for i := range T {
+		dp := make([]float64, i+1)
+		var s float64
+		for j := 0; j <= i; j++ {
+			for c := range hd {
+				dp[j] += do(i, c) * at(j, 2*D+h*hd+c)
+				r.dv[j][c] += r.p[i][j] * do(i, c)
+			}
+			s += dp[j] * r.p[i][j]
+		}
+		for j := 0; j <= i; j++ {
+			ds := r.p[i][j] * (dp[j] - s) * scale
+			for c := range hd {
+				r.dq[i][c] += ds * at(j, D+h*hd+c)
+				r.dk[j][c] += ds * at(i, h*hd+c)
+			}
+		}
+	}
+	return r
+}
+
+// TestAttentionAgainstReference covers one block of positions (T=5) and
+// several, the last partial (T=70), forward and backward.
 func TestAttentionAgainstReference(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
-	B, T, H, hd := 2, 5, 3, 4
-	D := H * hd
-	qkv := randTensor(r, B, T, 3*D)
-	for _, be := range backends(t) {
-		out, probs := New(B, T, D), New(B, H, T, T)
-		be.Attention(out, probs, qkv, H)
-		want := make([]float32, B*T*D)
-		for b := range B {
-			for h := range H {
-				for i := range T {
-					s := make([]float64, i+1)
-					mx := math.Inf(-1)
-					for j := 0; j <= i; j++ {
+	for _, T := range []int{5, 70} {
+		B, H, hd := 2, 3, 4
+		D := H * hd
+		qkv, dout := randTensor(r, B, T, 3*D), randTensor(r, B, T, D)
+		for _, be := range backends(t) {
+			out, probs, dqkv := New(B, T, D), New(B, H, T, T), New(B, T, 3*D)
+			be.Attention(out, probs, qkv, H)
+			be.AttentionBackward(dqkv, dout, qkv, probs, H)
+			want, wantD := make([]float32, B*T*D), make([]float32, B*T*3*D)
+			for b := range B {
+				for h := range H {
+					ref := refAttention(qkv, dout, b, h, T, D, hd)
+					for i := range T {
 						for c := range hd {
-							s[j] += float64(qkv.Data[(b*T+i)*3*D+h*hd+c]) * float64(qkv.Data[(b*T+j)*3*D+D+h*hd+c])
+							var o float64
+							for j := 0; j <= i; j++ {
+								o += ref.p[i][j] * float64(qkv.Data[(b*T+j)*3*D+2*D+h*hd+c])
+							}
+							want[(b*T+i)*D+h*hd+c] = float32(o)
+							row := (b*T + i) * 3 * D
+							wantD[row+h*hd+c] = float32(ref.dq[i][c])
+							wantD[row+D+h*hd+c] = float32(ref.dk[i][c])
+							wantD[row+2*D+h*hd+c] = float32(ref.dv[i][c])
 						}
-						s[j] /= math.Sqrt(float64(hd))
-						mx = math.Max(mx, s[j])
-					}
-					var z float64
-					for j := range s {
-						s[j] = math.Exp(s[j] - mx)
-						z += s[j]
-					}
-					for c := range hd {
-						var o float64
-						for j := range s {
-							o += s[j] / z * float64(qkv.Data[(b*T+j)*3*D+2*D+h*hd+c])
-						}
-						want[(b*T+i)*D+h*hd+c] = float32(o)
 					}
 				}
 			}
+			closeTo(t, fmt.Sprintf("%s attention T=%d", be.Name(), T), out.Data, want, 1e-5)
+			closeTo(t, fmt.Sprintf("%s attention backward T=%d", be.Name(), T), dqkv.Data, wantD, 1e-4)
 		}
-		closeTo(t, be.Name()+" attention", out.Data, want, 1e-5)
 	}
 }
 
@@ -244,5 +299,91 @@ func TestNewCPUChoice(t *testing.T) {
 	g, err := NewCPU("gonum")
 	if err != nil || g.Name() != "cpu/gonum" {
 		t.Fatalf("NewCPU(gonum) = %v, %v", g, err)
+	}
+}
+
+func TestLayerNormAgainstReference(t *testing.T) {
+	r := rand.New(rand.NewPCG(15, 16))
+	n, d := 7, 37
+	x, g, b := randTensor(r, n, d), randTensor(r, d), randTensor(r, d)
+	for i := range x.Data {
+		x.Data[i] = x.Data[i]*3 + 5 // an offset mean, as activations have
+	}
+	for _, be := range backends(t) {
+		y, mean, rstd := New(n, d), New(n), New(n)
+		be.LayerNorm(y, mean, rstd, x, g, b, 1e-5)
+		want := make([]float32, n*d)
+		for i := range n {
+			row := x.Data[i*d : (i+1)*d]
+			var mu, v float64
+			for _, xv := range row {
+				mu += float64(xv)
+			}
+			mu /= float64(d)
+			for _, xv := range row {
+				v += (float64(xv) - mu) * (float64(xv) - mu)
+			}
+			rs := 1 / math.Sqrt(v/float64(d)+1e-5)
+			for j, xv := range row {
+				want[i*d+j] = float32((float64(xv)-mu)*rs*float64(g.Data[j]) + float64(b.Data[j]))
+			}
+		}
+		closeTo(t, be.Name()+" layernorm", y.Data, want, 2e-5)
+	}
+}
+
+// TestGeluVectorMatchesScalar: the vector kernel gives the scalar loop's bits,
+// including for saturated, infinite and NaN inputs.
+func TestGeluVectorMatchesScalar(t *testing.T) {
+	r := rand.New(rand.NewPCG(17, 18))
+	n := 1003
+	xs := make([]float32, n)
+	for i := range xs {
+		xs[i] = float32(r.NormFloat64() * 4)
+	}
+	xs[0], xs[1], xs[2], xs[3] = float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), 30
+	t1, y1 := make([]float32, n), make([]float32, n)
+	t2, y2 := make([]float32, n), make([]float32, n)
+	done := geluVector(xs, t1, y1)
+	if done == 0 {
+		t.Skip("no vector GELU kernel on this CPU or architecture")
+	}
+	geluScalar(xs[done:], t1[done:], y1[done:])
+	geluScalar(xs, t2, y2)
+	dy := make([]float32, n)
+	for i := range dy {
+		dy[i] = float32(r.NormFloat64())
+	}
+	d1, d2 := make([]float32, n), make([]float32, n)
+	done = geluBackVector(xs, t2, dy, d1)
+	geluBackScalar(xs[done:], t2[done:], dy[done:], d1[done:])
+	geluBackScalar(xs, t2, dy, d2)
+	for i := range xs {
+		if math.Float32bits(t1[i]) != math.Float32bits(t2[i]) || math.Float32bits(y1[i]) != math.Float32bits(y2[i]) {
+			t.Fatalf("x=%v: vector (%v, %v), scalar (%v, %v)", xs[i], t1[i], y1[i], t2[i], y2[i])
+		}
+		if math.Float32bits(d1[i]) != math.Float32bits(d2[i]) {
+			t.Fatalf("x=%v: derivative vector %v, scalar %v", xs[i], d1[i], d2[i])
+		}
+	}
+}
+
+// BenchmarkMatMul times a GPT-sized product (2048×768 from 256, the qkv
+// projection of gpt-small at batch 16) on each BLAS path, side by side.
+func BenchmarkMatMul(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 1))
+	x, w, y := randTensor(r, 2048, 256), randTensor(r, 768, 256), New(2048, 768)
+	for _, name := range []string{"openblas", "gonum"} {
+		be, err := NewCPU(name)
+		if err != nil {
+			b.Logf("%s: %v", name, err)
+			continue
+		}
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				be.MatMul(y, x, false, w, true, 1, 0)
+			}
+			b.ReportMetric(2*2048*768*256*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
 	}
 }

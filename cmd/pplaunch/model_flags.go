@@ -1,0 +1,66 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/pplaunch/pplaunch/models"
+)
+
+// modelFlags choose the model; `bench step` and `train` embed them. A preset
+// gives every field; the other flags override it where set.
+type modelFlags struct {
+	Model  string `arg:"--model" default:"gpt-tiny" help:"preset: gpt-tiny, gpt-small, gpt-medium, gpt2, mlp-tiny"`
+	Layers int    `arg:"--layers" help:"number of blocks (overrides the preset)"`
+	Width  int    `arg:"--width" help:"model width d (overrides the preset)"`
+	Heads  int    `arg:"--heads" help:"attention heads (overrides the preset)"`
+	Seq    int    `arg:"--seq" help:"sequence length in bytes (overrides the preset)"`
+	Tied   bool   `arg:"--tied" help:"tie the LM head to the token embedding"`
+}
+
+// config resolves the preset and overrides into a checked model config.
+func (f modelFlags) config() (models.Config, error) {
+	c, err := models.Preset(f.Model)
+	if err != nil {
+		return c, fmt.Errorf("--model: %w", err)
+	}
+	for _, o := range []struct {
+		flag string
+		v    int
+		dst  *int
+	}{{"--layers", f.Layers, &c.Layers}, {"--width", f.Width, &c.Width}, {"--heads", f.Heads, &c.Heads}, {"--seq", f.Seq, &c.Seq}} {
+		if o.v < 0 {
+			return c, fmt.Errorf("%s %d: want a positive number", o.flag, o.v)
+		}
+		if o.v > 0 {
+			*o.dst = o.v
+		}
+	}
+	c.Tied = c.Tied || f.Tied
+	return c, c.Validate()
+}
+
+// cutFlags choose how the model is cut into pipeline stages; `train` embeds
+// them beside modelFlags.
+type cutFlags struct {
+	LayersPerStage string `arg:"--layers-per-stage" help:"explicit cut, e.g. 3,3,2,2 (overrides --balance)"`
+	Balance        string `arg:"--balance" default:"uniform" help:"cut by: uniform, params or flops"`
+}
+
+// cut returns the number of blocks in each of stages stages.
+func (f cutFlags) cut(cfg models.Config, stages int) ([]int, error) {
+	if f.LayersPerStage == "" {
+		cut, err := models.Partition(cfg, stages, f.Balance)
+		if err != nil {
+			return nil, fmt.Errorf("--balance: %w", err)
+		}
+		return cut, nil
+	}
+	cut, err := models.ParseLayersPerStage(f.LayersPerStage, cfg.Layers)
+	if err != nil {
+		return nil, fmt.Errorf("--layers-per-stage: %w", err)
+	}
+	if len(cut) != stages {
+		return nil, fmt.Errorf("--layers-per-stage %s names %d stages, but the pipeline has %d", f.LayersPerStage, len(cut), stages)
+	}
+	return cut, nil
+}
