@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -218,12 +217,6 @@ func MeasureP2P(ctx context.Context, c collective.Comm, raw net.Conn, size int64
 		res.LatRatio = res.CeilingLatUS / res.LatencyUS
 	}
 	return res, nil
-}
-
-func median(d []time.Duration) time.Duration {
-	s := slices.Clone(d)
-	slices.Sort(s)
-	return s[len(s)/2]
 }
 
 // streamComm: rank 0 sends iters messages to rank 1, which keeps two receives

@@ -6,7 +6,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"runtime"
-	"slices"
 	"syscall"
 	"time"
 
@@ -124,12 +123,6 @@ func cpuTime() time.Duration {
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1e3 }
-
-func median(v []float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	return s[len(s)/2]
-}
 
 // WriteText prints the report as a small table.
 func (r StepReport) WriteText(w io.Writer) error {
