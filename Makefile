@@ -12,9 +12,12 @@ build:
 train: build
 	./$(BIN) --nproc 4 train
 
-# gofmt check, vet, and every test with the race detector.
+# gofmt check, vet, and every test with the race detector; then the compute
+# tests again on the pure-Go BLAS path (the first pass uses OpenBLAS when the
+# machine has it).
 test: lint
 	$(GO) test -race -timeout 40m $(PKGS)
+	PPLAUNCH_BLAS=gonum $(GO) test -race -timeout 20m ./models/...
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
