@@ -64,7 +64,7 @@ func reference[T float](inputs [][]T, op ReduceOp) []T {
 func TestAllReduceExact(t *testing.T) {
 	paths := map[string]Options{
 		"default": {},
-		"ring":    {SmallBytes: 16, SegmentBytes: 24}, // force the ring with several segments
+		"ring":    {SmallBytes: 16, SegmentBytes: 96}, // force the ring with several segments
 	}
 	forEach(t, allSizes, func(t *testing.T, b backend, n int) {
 		for pname, opts := range paths {

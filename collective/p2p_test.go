@@ -56,7 +56,7 @@ func TestManyOutstandingBothWays(t *testing.T) {
 	forEach(t, allSizes, func(t *testing.T, b backend, n int) {
 		cs := b.world(t, n, Options{})
 		ctx := testCtx(t)
-		sizes := []int{1, 3, 1 << 18, 5, 1 << 16, 0, 2}
+		sizes := []int{1, 3, 1 << 17, 5, 1 << 15, 0, 2}
 		fill := func(from, to, i int, x []float32) {
 			for j := range x {
 				x[j] = float32(from*7 + to*131 + i*17 + j%1000)
