@@ -17,8 +17,10 @@ import (
 
 // cli is the whole command line. Launcher flags come first, then a subcommand.
 type cli struct {
-	Plan  *planCmd  `arg:"subcommand:plan" help:"generate, validate and simulate a pipeline schedule"`
-	Bench *benchCmd `arg:"subcommand:bench" help:"benchmarks"`
+	Plan  *planCmd       `arg:"subcommand:plan" help:"generate, validate and simulate a pipeline schedule"`
+	Bench *benchCmd      `arg:"subcommand:bench" help:"benchmarks"`
+	Train *trainCmd      `arg:"subcommand:train" help:"pipeline-parallel training (run as ranks by the launcher)"`
+	Ckpt  *checkpointCmd `arg:"subcommand:checkpoint" help:"tools over saved checkpoints"`
 }
 
 // benchCmd groups the benchmarks.
@@ -54,6 +56,10 @@ func run(argv []string, stdout, stderr io.Writer) int {
 	switch {
 	case c.Plan != nil:
 		err = c.Plan.run(ctx, stdout, stderr)
+	case c.Train != nil:
+		err = c.Train.run(ctx, stdout, stderr)
+	case c.Ckpt != nil:
+		err = c.Ckpt.run(ctx, stdout, stderr)
 	case c.Bench != nil && c.Bench.Step != nil:
 		err = c.Bench.Step.run(ctx, stdout, stderr)
 	default:

@@ -1,0 +1,373 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pplaunch/pplaunch/collective"
+	"github.com/pplaunch/pplaunch/models"
+	"github.com/pplaunch/pplaunch/models/tensor"
+	"github.com/pplaunch/pplaunch/ranks"
+	"github.com/pplaunch/pplaunch/ranks/store"
+	"github.com/pplaunch/pplaunch/schedules"
+)
+
+// trainCmd is `pplaunch [launcher flags] train`: pipeline-parallel training of
+// a GPT on the embedded corpus (or --data). Run by the agent, each rank runs
+// it with the rank environment; run alone, it is a one-rank world.
+type trainCmd struct {
+	Schedule        string        `arg:"--schedule" default:"1f1b" help:"gpipe, 1f1b, interleaved or zb-h1"`
+	Virtual         int           `arg:"--virtual" default:"0" help:"virtual stages per rank (interleaved; 0 means 2 there, 1 elsewhere)"`
+	Microbatches    int           `arg:"--microbatches" default:"8" help:"micro-batches per step per data-parallel replica"`
+	MicrobatchSize  int           `arg:"--microbatch-size" default:"4" help:"sequences per micro-batch"`
+	PP              int           `arg:"--pp" default:"0" help:"pipeline ranks [default: world / dp]"`
+	DP              int           `arg:"--dp" default:"1" help:"data-parallel replicas"`
+	Recompute       bool          `arg:"--recompute" help:"recompute activations during backward instead of keeping them"`
+	Model           string        `arg:"--model" default:"gpt-tiny" help:"model preset"`
+	Layers          int           `arg:"--layers" help:"override the preset's layers"`
+	Width           int           `arg:"--width" help:"override the preset's width"`
+	Heads           int           `arg:"--heads" help:"override the preset's heads"`
+	Seq             int           `arg:"--seq" help:"override the preset's sequence length"`
+	Tied            bool          `arg:"--tied" help:"tie the LM head to the token embedding"`
+	Balance         string        `arg:"--balance" default:"uniform" help:"cut the layers into stages by uniform, params or flops"`
+	LayersPerStage  string        `arg:"--layers-per-stage" placeholder:"3,3,2,2" help:"explicit cut, one count per stage"`
+	Optimizer       string        `arg:"--optimizer" default:"adamw" help:"adamw or sgd"`
+	LR              float64       `arg:"--lr" default:"0.003" help:"peak learning rate"`
+	MinLR           float64       `arg:"--min-lr" default:"0.0003" help:"learning rate at the end of the cosine decay"`
+	Warmup          int           `arg:"--warmup" default:"5" help:"linear warmup steps"`
+	WeightDecay     float64       `arg:"--weight-decay" default:"0.1" help:"AdamW decoupled weight decay"`
+	Clip            float64       `arg:"--clip" default:"1" help:"clip gradients to this global norm (0: off)"`
+	Steps           int           `arg:"--steps" default:"40" help:"optimizer steps"`
+	EvalEvery       int           `arg:"--eval-every" default:"10" help:"validation loss every K steps (and at the end)"`
+	EvalBatches     int           `arg:"--eval-batches" default:"4" help:"held-out micro-batches per evaluation"`
+	Seed            uint64        `arg:"--seed" default:"1" help:"initialisation and data order"`
+	Data            string        `arg:"--data" placeholder:"PATH" help:"corpus file or directory [default: the embedded text]"`
+	Timeout         time.Duration `arg:"--timeout" default:"60s" help:"deadline of every wait (receive, send, reduction)"`
+	CheckpointDir   string        `arg:"--checkpoint-dir" placeholder:"DIR" help:"write checkpoints here (always the final one)"`
+	CheckpointEvery int           `arg:"--checkpoint-every" placeholder:"K" help:"also checkpoint every K steps"`
+	Resume          bool          `arg:"--resume" help:"continue from the newest complete checkpoint in --checkpoint-dir (a restart always does)"`
+	Metrics         string        `arg:"--metrics" placeholder:"FILE" help:"per-step JSON lines (rank 0)"`
+	Trace           string        `arg:"--trace" placeholder:"FILE" help:"measured timeline of every rank as Chrome-trace JSON"`
+	TraceSVG        string        `arg:"--trace-svg" placeholder:"FILE" help:"measured timeline as an SVG Gantt picture"`
+}
+
+// stallEnv is a TEST-ONLY hook: "RANK:STEP:ACTION" (e.g. "1:2:1F3") makes
+// that rank hang before that action of that step, the way a wedged peer
+// would, until the job is torn down. Only the rank reads it.
+const stallEnv = "PPLAUNCH_TEST_STALL"
+
+func (c *trainCmd) config() (ranks.TrainConfig, error) {
+	m, err := models.Preset(c.Model)
+	if err != nil {
+		return ranks.TrainConfig{}, err
+	}
+	for _, o := range []struct {
+		dst *int
+		v   int
+	}{{&m.Layers, c.Layers}, {&m.Width, c.Width}, {&m.Heads, c.Heads}, {&m.Seq, c.Seq}} {
+		if o.v != 0 {
+			*o.dst = o.v
+		}
+	}
+	m.Tied = m.Tied || c.Tied
+	if !strings.Contains(" gpipe 1f1b interleaved zb-h1 ", " "+c.Schedule+" ") {
+		return ranks.TrainConfig{}, fmt.Errorf("--schedule %q: want one of %s", c.Schedule, strings.Join(schedules.Names, ", "))
+	}
+	return ranks.TrainConfig{
+		Model: m, Schedule: c.Schedule, Virtual: c.Virtual, Micro: c.Microbatches, MicroSize: c.MicrobatchSize,
+		PP: c.PP, DP: c.DP, Recompute: c.Recompute, Balance: c.Balance, LayersPerStage: c.LayersPerStage,
+		Optimizer: c.Optimizer, LR: c.LR, MinLR: c.MinLR, Warmup: c.Warmup, WeightDecay: c.WeightDecay, Clip: c.Clip,
+		Steps: c.Steps, EvalEvery: c.EvalEvery, EvalBatches: c.EvalBatches, Seed: c.Seed, Data: c.Data,
+		Timeout: c.Timeout, CheckpointDir: c.CheckpointDir, CheckpointEvery: c.CheckpointEvery, Resume: c.Resume,
+	}, nil
+}
+
+func (c *trainCmd) run(ctx context.Context, stdout, stderr io.Writer) error {
+	cfg, err := c.config()
+	if err != nil {
+		return fmt.Errorf("train: %w", err)
+	}
+	be, err := tensor.NewCPUFromEnv()
+	if err != nil {
+		return fmt.Errorf("train: %w", err)
+	}
+	job := ranks.Job{Backend: be, Logf: func(f string, a ...any) { fmt.Fprintf(stdout, f+"\n", a...) }}
+	if os.Getenv(store.EnvRole) == store.RoleRank {
+		if err := joinFromEnv(ctx, &job, cfg.Timeout); err != nil {
+			return fmt.Errorf("train: %w", err)
+		}
+	} else {
+		comms, err := collective.NewMemoryWorld(1, collective.Options{Timeout: cfg.Timeout})
+		if err != nil {
+			return err
+		}
+		job.Size, job.Store, job.Comm = 1, store.NewMemory(), comms[0]
+	}
+	defer job.Comm.Close()
+	defer job.Store.Close()
+	if cfg.PP == 0 {
+		cfg.PP = job.Size / max(cfg.DP, 1)
+	}
+	if job.Stall, err = stallHook(os.Getenv(stallEnv), job.Rank); err != nil {
+		return fmt.Errorf("train: %s: %w", stallEnv, err)
+	}
+	var out *trainOutput
+	if job.Rank == 0 {
+		out, err = newTrainOutput(c, cfg, be.Name(), job.Size, stdout)
+		if err != nil {
+			return fmt.Errorf("train: %w", err)
+		}
+		defer out.close()
+		job.Report = out.step
+	}
+	res, err := ranks.Train(ctx, cfg, job)
+	if err != nil {
+		return err
+	}
+	if out != nil {
+		return out.finish(res)
+	}
+	return nil
+}
+
+// joinFromEnv connects a rank started by the agent (or srun/mpirun --direct)
+// to its store and communicator, from the rank environment contract.
+func joinFromEnv(ctx context.Context, job *ranks.Job, timeout time.Duration) error {
+	num := func(k string) (int, error) {
+		n, err := strconv.Atoi(os.Getenv(k))
+		if err != nil {
+			return 0, fmt.Errorf("rank environment: %s=%q: not a number", k, os.Getenv(k))
+		}
+		return n, nil
+	}
+	var err error
+	if job.Rank, err = num(store.EnvRank); err != nil {
+		return err
+	}
+	if job.Size, err = num(store.EnvWorldSize); err != nil {
+		return err
+	}
+	if job.Restart, err = num(store.EnvRestartCount); err != nil {
+		return err
+	}
+	addr, token := os.Getenv(store.EnvStoreAddr), os.Getenv(store.EnvToken)
+	if addr == "" {
+		return fmt.Errorf("rank %d: %s is not set", job.Rank, store.EnvStoreAddr)
+	}
+	dctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	ns := fmt.Sprintf("train/%s/attempt-%d/", os.Getenv(store.EnvRunID), job.Restart)
+	st, err := store.Dial(dctx, addr, token, ns)
+	if err != nil {
+		return fmt.Errorf("rank %d: store %s: %w", job.Rank, addr, err)
+	}
+	listen := "127.0.0.1:0"
+	if n, _ := strconv.Atoi(os.Getenv(store.EnvNumNodes)); n > 1 {
+		listen = "0.0.0.0:0"
+	}
+	comm, err := collective.NewTCP(dctx, st, job.Rank, job.Size, collective.TCPOptions{
+		Options: collective.Options{Timeout: timeout}, Token: token, Addr: listen,
+	})
+	if err != nil {
+		st.Close()
+		return fmt.Errorf("rank %d: communicator: %w", job.Rank, err)
+	}
+	job.Store, job.Comm = st, comm
+	return nil
+}
+
+// stallHook parses the test-only stall spec for this rank.
+func stallHook(spec string, rank int) (func(int, schedules.Action), error) {
+	if spec == "" {
+		return nil, nil
+	}
+	parts := strings.SplitN(spec, ":", 3)
+	if len(parts) != 3 {
+		return nil, fmt.Errorf("%q: want RANK:STEP:ACTION", spec)
+	}
+	r, err1 := strconv.Atoi(parts[0])
+	step, err2 := strconv.Atoi(parts[1])
+	if err := errors.Join(err1, err2); err != nil {
+		return nil, fmt.Errorf("%q: %w", spec, err)
+	}
+	if r != rank {
+		return nil, nil
+	}
+	sched, err := schedules.Parse(parts[2])
+	if err != nil || len(sched.Ranks) != 1 || len(sched.Ranks[0]) != 1 {
+		return nil, fmt.Errorf("%q: action %q is not one action in the text form", spec, parts[2])
+	}
+	want := sched.Ranks[0][0]
+	return func(s int, a schedules.Action) {
+		if s == step && a == want {
+			fmt.Fprintf(os.Stderr, "rank %d: %s: stalling before %s of step %d\n", rank, stallEnv, a, s)
+			select {} // hang until the agent ends the process
+		}
+	}, nil
+}
+
+// trainOutput is rank 0's console, metrics and trace.
+type trainOutput struct {
+	cfg     ranks.TrainConfig
+	w       io.Writer
+	tty     bool
+	metrics *os.File
+	enc     *json.Encoder
+	trace   *schedules.Timeline
+	c       *trainCmd
+	start   time.Time
+}
+
+func newTrainOutput(c *trainCmd, cfg ranks.TrainConfig, backend string, world int, w io.Writer) (*trainOutput, error) {
+	o := &trainOutput{cfg: cfg, w: w, c: c, start: time.Now()}
+	if f, ok := w.(*os.File); ok {
+		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+			o.tty = true
+		}
+	}
+	if c.Metrics != "" {
+		f, err := os.Create(c.Metrics)
+		if err != nil {
+			return nil, err
+		}
+		o.metrics, o.enc = f, json.NewEncoder(f)
+	}
+	if c.Trace != "" || c.TraceSVG != "" {
+		o.trace = &schedules.Timeline{Ranks: make([][]schedules.Span, world)}
+	}
+	v := ""
+	if cfg.Schedule == "interleaved" {
+		v = fmt.Sprintf(" v=%d", max(cfg.Virtual, 2))
+	}
+	fmt.Fprintf(w, "train: %s (%d parameters) on %s; %d ranks = pp %d × dp %d; schedule %s%s, %d micro-batches of %d sequences; %d steps; compute %s\n",
+		cfg.Model, cfg.Model.NumParams(), dataName(cfg.Data), world, cfg.PP, cfg.DP, cfg.Schedule, v, cfg.Micro, cfg.MicroSize, cfg.Steps, backend)
+	return o, nil
+}
+
+func dataName(p string) string {
+	if p == "" {
+		return "the embedded corpus"
+	}
+	return p
+}
+
+func mib(b int64) string { return fmt.Sprintf("%.1f", float64(b)/(1<<20)) }
+
+func (o *trainOutput) step(r ranks.StepRecord) {
+	if o.enc != nil {
+		o.enc.Encode(r)
+	}
+	if o.trace != nil {
+		for i, spans := range r.Timeline.Ranks {
+			o.trace.Ranks[i] = append(o.trace.Ranks[i], spans...)
+		}
+	}
+	peaks := make([]string, len(r.PeakActivation))
+	for i, p := range r.PeakActivation {
+		peaks[i] = mib(p)
+	}
+	val := ""
+	if r.ValLoss != nil {
+		val = fmt.Sprintf("  val %.4f", *r.ValLoss)
+	}
+	line := fmt.Sprintf("step %d/%d  loss %.4f%s  %.0f tok/s  %.3fs  bubble %.1f%% (sim %.1f%%)  peak act MiB [%s]",
+		r.Step+1, o.cfg.Steps, r.Loss, val, r.TokensPerS, r.StepS, 100*r.BubbleMeasured, 100*r.BubblePredicted, strings.Join(peaks, " "))
+	if o.tty {
+		const width = 20
+		done := width * (r.Step + 1) / max(o.cfg.Steps, 1)
+		fmt.Fprintf(o.w, "\r\033[K[%s%s] %s", strings.Repeat("#", done), strings.Repeat(".", width-done), line)
+		if r.ValLoss != nil || r.Step+1 == o.cfg.Steps {
+			fmt.Fprintln(o.w)
+		}
+		return
+	}
+	fmt.Fprintln(o.w, line)
+}
+
+func (o *trainOutput) close() {
+	if o.metrics != nil {
+		o.metrics.Close()
+	}
+}
+
+// finish writes the trace files and prints the summary.
+func (o *trainOutput) finish(res *ranks.Result) error {
+	if o.metrics != nil {
+		if err := o.metrics.Close(); err != nil {
+			return fmt.Errorf("train: --metrics: %w", err)
+		}
+		o.metrics = nil
+	}
+	if o.trace != nil {
+		if err := writeFile(o.c.Trace, func(w io.Writer) error { return schedules.WriteTrace(w, o.trace) }); err != nil {
+			return fmt.Errorf("train: --trace: %w", err)
+		}
+		if err := writeFile(o.c.TraceSVG, func(w io.Writer) error {
+			return schedules.WriteSVG(w, o.trace, fmt.Sprintf("measured: %s, pp %d × dp %d, %d micro-batches", o.cfg.Schedule, o.cfg.PP, o.cfg.DP, o.cfg.Micro))
+		}); err != nil {
+			return fmt.Errorf("train: --trace-svg: %w", err)
+		}
+	}
+	recs := res.Records
+	fmt.Fprintf(o.w, "\nsummary: steps %d..%d in %.1fs", res.FirstStep+1, res.Steps, time.Since(o.start).Seconds())
+	if len(recs) == 0 {
+		fmt.Fprintln(o.w, " (nothing to do)")
+		return nil
+	}
+	fmt.Fprintf(o.w, "\n  loss %.4f -> %.4f", recs[0].Loss, recs[len(recs)-1].Loss)
+	for i := len(recs) - 1; i >= 0; i-- {
+		if recs[i].ValLoss != nil {
+			fmt.Fprintf(o.w, ", validation loss %.4f", *recs[i].ValLoss)
+			break
+		}
+	}
+	// The first step pays for warm-up (allocation, connections): leave it out.
+	steady := recs
+	if len(steady) > 1 {
+		steady = steady[1:]
+	}
+	var tps, st, bm, bp float64
+	for _, r := range steady {
+		tps += r.TokensPerS
+		st += r.StepS
+		bm += r.BubbleMeasured
+		bp += r.BubblePredicted
+	}
+	n := float64(len(steady))
+	fmt.Fprintf(o.w, "\n  %.0f tokens/s, %.3fs per step, bubble %.1f%% measured, %.1f%% predicted from measured action times\n", tps/n, st/n, 100*bm/n, 100*bp/n)
+	last := recs[len(recs)-1]
+	for r, p := range last.PeakActivation {
+		fmt.Fprintf(o.w, "  rank %d: peak activations %s MiB (%.2f micro-batches)\n", r, mib(p), last.PeakMicroBatches[r])
+	}
+	if res.Checkpoint != "" {
+		fmt.Fprintf(o.w, "  checkpoint: %s\n", res.Checkpoint)
+	}
+	for _, f := range []string{o.c.Metrics, o.c.Trace, o.c.TraceSVG} {
+		if f != "" {
+			fmt.Fprintf(o.w, "  wrote %s\n", f)
+		}
+	}
+	return nil
+}
+
+func writeFile(path string, write func(io.Writer) error) error {
+	if path == "" {
+		return nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}

@@ -1,0 +1,232 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pplaunch/pplaunch/launch"
+	"github.com/pplaunch/pplaunch/ranks"
+)
+
+// The end-to-end tests run the built binary as ranks under the real agent
+// (launch.Run), over TCP. The binary is built once, without -race, so that the
+// many short jobs stay fast; the race detector covers the packages' own tests.
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+	// jobs bounds how many jobs run at once on this small machine.
+	jobs = make(chan struct{}, 3)
+)
+
+func binary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "pplaunch-train-test")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "pplaunch")
+		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+// jobResult is what one job left.
+type jobResult struct {
+	code    int
+	out     string
+	metrics []ranks.StepRecord
+}
+
+// runJob runs `pplaunch --nproc n [--max-restarts r] train ARGS` under the
+// agent, with extra environment env, and reads rank 0's --metrics.
+func runJob(t *testing.T, n, restarts int, env []string, args ...string) jobResult {
+	t.Helper()
+	bin := binary(t)
+	jobs <- struct{}{}
+	defer func() { <-jobs }()
+	metrics := filepath.Join(t.TempDir(), "metrics.jsonl")
+	args = append([]string{"train", "--metrics", metrics}, args...)
+	var out bytes.Buffer
+	w := &lockedWriter{w: &out}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var code int
+	if n == 0 { // one process, no agent
+		cmd := exec.CommandContext(ctx, bin, args...)
+		cmd.Env, cmd.Stdout, cmd.Stderr = append(os.Environ(), env...), w, w
+		if err := cmd.Run(); err != nil {
+			code = 1
+			if ee, ok := err.(*exec.ExitError); ok {
+				code = ee.ExitCode()
+			}
+		}
+	} else {
+		cfg, err := launch.Resolve(launch.Flags{
+			NProc: fmt.Sprint(n), Standalone: true, MaxRestarts: restarts,
+			RdzvTimeout: time.Minute, GracePeriod: 2 * time.Second, RdzvID: "test",
+		}, func(string) string { return "" })
+		if err != nil {
+			t.Fatal(err)
+		}
+		code = launch.Run(ctx, cfg, launch.Program{Path: bin, Args: args, Env: append(os.Environ(), env...), Stdout: w, Stderr: w}, nil)
+	}
+	res := jobResult{code: code, out: out.String()}
+	if f, err := os.Open(metrics); err == nil {
+		defer f.Close()
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			var r ranks.StepRecord
+			if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+				t.Fatalf("metrics line %q: %v", sc.Text(), err)
+			}
+			res.metrics = append(res.metrics, r)
+		}
+	}
+	return res
+}
+
+type lockedWriter struct {
+	mu sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// tinyModel is a model small enough for many short jobs, with 8 blocks so
+// that pp 4 × v 2 has a block per stage, and tied embeddings so that the
+// first and last stage exchange gradients.
+var tinyModel = []string{"--layers", "8", "--width", "32", "--heads", "2", "--seq", "16", "--tied",
+	"--microbatch-size", "2", "--steps", "2", "--eval-every", "0", "--eval-batches", "1", "--timeout", "60s"}
+
+func losses(r jobResult) []float64 {
+	var l []float64
+	for _, m := range r.metrics {
+		l = append(l, m.Loss)
+	}
+	return l
+}
+
+// compare runs `pplaunch checkpoint compare` (exact) on two checkpoint roots.
+func compare(t *testing.T, a, b string) {
+	t.Helper()
+	out, err := exec.Command(binary(t), "checkpoint", "compare", a, b).CombinedOutput()
+	if err != nil {
+		t.Errorf("checkpoint compare %s %s: %v\n%s", a, b, err, out)
+	}
+}
+
+func mustSucceed(t *testing.T, r jobResult, what string) {
+	t.Helper()
+	if r.code != 0 {
+		t.Fatalf("%s: exit %d\n%s", what, r.code, r.out)
+	}
+}
+
+// TestTrainEquivalence: every schedule, pp ∈ {1,2,4}, dp ∈ {1,2}, with and
+// without recomputation, gives bit for bit the losses and final parameters
+// (and optimizer state) of one process with the same global batch.
+func TestTrainEquivalence(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the equivalence matrix runs about fifty multi-process jobs")
+	}
+	const M = 4
+	refs := map[int]jobResult{}
+	refDir := map[int]string{}
+	for _, dp := range []int{1, 2} {
+		refDir[dp] = t.TempDir()
+		refs[dp] = runJob(t, 0, 0, nil, append([]string{"--microbatches", fmt.Sprint(dp * M), "--schedule", "gpipe", "--checkpoint-dir", refDir[dp]}, tinyModel...)...)
+		mustSucceed(t, refs[dp], "single-process reference")
+		if len(refs[dp].metrics) != 2 {
+			t.Fatalf("reference dp=%d: %d metric lines, want 2", dp, len(refs[dp].metrics))
+		}
+	}
+	for _, sched := range []string{"gpipe", "1f1b", "interleaved", "zb-h1"} {
+		for _, pp := range []int{1, 2, 4} {
+			for _, dp := range []int{1, 2} {
+				for _, rc := range []bool{false, true} {
+					name := fmt.Sprintf("%s/pp%d/dp%d/recompute=%v", sched, pp, dp, rc)
+					t.Run(name, func(t *testing.T) {
+						t.Parallel()
+						dir := t.TempDir()
+						args := append([]string{"--schedule", sched, "--microbatches", fmt.Sprint(M), "--dp", fmt.Sprint(dp), "--checkpoint-dir", dir}, tinyModel...)
+						if rc {
+							args = append(args, "--recompute")
+						}
+						r := runJob(t, pp*dp, 0, nil, args...)
+						mustSucceed(t, r, name)
+						if got, want := losses(r), losses(refs[dp]); fmt.Sprint(got) != fmt.Sprint(want) {
+							t.Errorf("losses %v, single process %v", got, want)
+						}
+						compare(t, dir, refDir[dp])
+					})
+				}
+			}
+		}
+	}
+}
+
+// TestTrainDefault runs the README's command as the agent runs it (4 ranks,
+// 1F1B, 8 micro-batches), shortened to a few steps, and checks the output.
+func TestTrainDefault(t *testing.T) {
+	dir := t.TempDir()
+	trace, svg := filepath.Join(dir, "trace.json"), filepath.Join(dir, "trace.svg")
+	r := runJob(t, 4, 0, nil, "--steps", "3", "--eval-every", "2", "--trace", trace, "--trace-svg", svg)
+	mustSucceed(t, r, "pplaunch --nproc 4 train --steps 3")
+	if len(r.metrics) != 3 {
+		t.Fatalf("%d metric lines, want 3\n%s", len(r.metrics), r.out)
+	}
+	m := r.metrics[1]
+	if m.ValLoss == nil || len(m.PeakActivation) != 4 || m.TokensPerS <= 0 || m.BubbleMeasured <= 0 || m.BubblePredicted <= 0 {
+		t.Errorf("step 2 record incomplete: %+v", m)
+	}
+	for _, want := range []string{"schedule 1f1b, 8 micro-batches", "step 3/3", "summary:", "rank 3: peak activations"} {
+		if !strings.Contains(r.out, want) {
+			t.Errorf("output lacks %q:\n%s", want, r.out)
+		}
+	}
+	var tr struct {
+		TraceEvents []struct {
+			Pid int `json:"pid"`
+		} `json:"traceEvents"`
+	}
+	b, err := os.ReadFile(trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &tr); err != nil {
+		t.Fatalf("trace is not JSON: %v", err)
+	}
+	pids := map[int]bool{}
+	for _, e := range tr.TraceEvents {
+		pids[e.Pid] = true
+	}
+	if len(pids) < 4 {
+		t.Errorf("trace has events of %d processes, want the 4 ranks", len(pids))
+	}
+	if b, err := os.ReadFile(svg); err != nil || !bytes.Contains(b, []byte("<svg")) {
+		t.Errorf("trace svg: %v", err)
+	}
+}
