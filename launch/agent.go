@@ -13,25 +13,27 @@ import (
 	"github.com/pplaunch/pplaunch/ranks/store"
 )
 
-// sampleEvery is how often the agent reads its ranks' memory and CPU from /proc.
+// sampleEvery is how often the agent reads its ranks' memory and CPU from
+// /proc (procfs): the peak RSS in the summary is the largest VmHWM seen.
 const sampleEvery = 200 * time.Millisecond
 
 // failure is the first failure of an attempt, shared with the other nodes
 // through the store.
 type failure struct {
-	Node   int    `json:"node"`
-	Host   string `json:"host"`
-	Rank   int    `json:"rank"`  // -1: not a rank (the agent got a signal, lost the store)
-	Local  int    `json:"local"` // local rank
-	Code   int    `json:"code"`  // the code the agents exit with
-	How    string `json:"how"`   // "exited with code 3", "killed by SIGKILL"
-	Pid    int    `json:"pid"`
-	After  string `json:"after"` // time since the attempt started
-	Final  bool   `json:"final"` // no restart (the job was told to stop)
-	Stderr []string
+	Node   int      `json:"node"`
+	Host   string   `json:"host"`
+	Rank   int      `json:"rank"`  // -1: not a rank (the agent got a signal, lost the store)
+	Local  int      `json:"local"` // local rank
+	Code   int      `json:"code"`  // the code the agents exit with
+	How    string   `json:"how"`   // "exited with code 3", "killed by SIGKILL"
+	Pid    int      `json:"pid"`
+	After  string   `json:"after"`  // time since the attempt started
+	Final  bool     `json:"final"`  // no restart (the job was told to stop)
+	Stderr []string `json:"stderr"` // its last lines
 }
 
-// Signals the agent forwards to its ranks; the first three also stop the job.
+// Forwarded are the signals the agent forwards to its ranks; SIGINT, SIGTERM
+// and SIGHUP also stop the job.
 var Forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGUSR1, syscall.SIGUSR2}
 
 func stopsJob(s syscall.Signal) bool {
@@ -46,6 +48,7 @@ type agent struct {
 	server   *store.Server // node 0 only
 	client   *store.Client // multi-node: the agents' namespace
 	sigs     <-chan os.Signal
+	formed   bool // a world formed: the other nodes use the store until they leave
 }
 
 // Run is the agent: it forms the world with the other nodes' agents, runs this
@@ -72,17 +75,32 @@ func (a *agent) logf(format string, args ...any) {
 }
 
 func (a *agent) run(ctx context.Context) (int, error) {
-	storeAddr, err := a.openStore(ctx)
+	var storeAddr string
+	sig, err := a.untilSignal(ctx, func(ctx context.Context) (err error) {
+		storeAddr, err = a.openStore(ctx)
+		return err
+	})
+	defer a.closeStore()
+	if sig != 0 {
+		return 128 + int(sig), fmt.Errorf("received %s while joining the rendezvous", signalName(sig))
+	}
 	if err != nil {
 		return 1, err
 	}
-	defer a.closeStore()
 	defer a.leave()
 	for restart := 0; ; restart++ {
-		w, err := a.rendezvous(ctx, restart, storeAddr)
+		var w World
+		sig, err := a.untilSignal(ctx, func(ctx context.Context) (err error) {
+			w, err = a.rendezvous(ctx, restart, storeAddr)
+			return err
+		})
+		if sig != 0 {
+			return 128 + int(sig), fmt.Errorf("received %s during the rendezvous", signalName(sig))
+		}
 		if err != nil {
 			return 1, err
 		}
+		a.formed = true
 		f, err := a.attempt(ctx, w, restart)
 		if err != nil {
 			return 1, err
@@ -94,6 +112,28 @@ func (a *agent) run(ctx context.Context) (int, error) {
 			return f.Code, nil
 		}
 		a.logf("restarting the group on every node (restart %d of %d)", restart+1, a.c.MaxRestarts)
+	}
+}
+
+// untilSignal runs f, cancelling it when a signal that stops the job arrives
+// (no ranks run yet, so there is nothing to forward). It returns that signal,
+// or 0 and f's error.
+func (a *agent) untilSignal(ctx context.Context, f func(ctx context.Context) error) (syscall.Signal, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- f(ctx) }()
+	for {
+		select {
+		case err := <-done:
+			return 0, err
+		case s := <-a.sigs:
+			if sig := s.(syscall.Signal); stopsJob(sig) {
+				cancel()
+				<-done
+				return sig, nil
+			}
+		}
 	}
 }
 
@@ -131,7 +171,7 @@ func (a *agent) openStore(ctx context.Context) (string, error) {
 // bounded while: a node may be gone) until every node has, so the store does
 // not vanish under a node still reading the outcome.
 func (a *agent) leave() {
-	if a.client == nil {
+	if a.client == nil || !a.formed {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), a.c.GracePeriod+10*time.Second)
@@ -253,14 +293,21 @@ func freePort(host string) (int, error) {
 // node succeeded, else the attempt's first failure.
 func (a *agent) attempt(ctx context.Context, w World, restart int) (*failure, error) {
 	start := time.Now()
+	failKey := fmt.Sprintf("attempt/%d/failed", restart)
 	g, err := startGroup(a.c, a.p, w, restart, a.out, a.err)
 	if err != nil {
+		if a.client != nil {
+			// The other nodes must not wait for ranks that will never start.
+			b, _ := json.Marshal(a.agentFailure(1, fmt.Sprintf("node %d could not start its ranks: %v", a.c.NodeRank, err), start))
+			pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			a.client.CompareAndSet(pctx, failKey, nil, b)
+			cancel()
+		}
 		return nil, err
 	}
 	// Other nodes' failures arrive through the store.
 	wctx, cancelWatch := context.WithCancel(ctx)
 	defer cancelWatch()
-	failKey := fmt.Sprintf("attempt/%d/failed", restart)
 	remote := make(chan *failure, 1)
 	if a.client != nil {
 		go func() {
@@ -305,6 +352,8 @@ func (a *agent) attempt(ctx context.Context, w World, restart int) (*failure, er
 			kill = time.After(a.c.GracePeriod)
 		}
 	}
+	// Sample soon after the start (short ranks), then every sampleEvery.
+	firstSample := time.After(10 * time.Millisecond)
 	ticker := time.NewTicker(sampleEvery)
 	defer ticker.Stop()
 	ctxDone := ctx.Done()
@@ -350,6 +399,8 @@ func (a *agent) attempt(ctx context.Context, w World, restart int) (*failure, er
 			}
 		case <-kill:
 			g.stop(syscall.SIGKILL)
+		case <-firstSample:
+			g.sample()
 		case <-ticker.C:
 			g.sample()
 		}

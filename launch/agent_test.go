@@ -295,7 +295,7 @@ func TestLogDirAndFilters(t *testing.T) {
 	for r := range 2 {
 		for _, stream := range []string{"stdout", "stderr"} {
 			b, err := os.ReadFile(filepath.Join(dir, "test-run", fmt.Sprintf("rank.%d", r), stream))
-			want := fmt.Sprintf("%s of %d\n", strings.TrimSuffix(stream[3:], "out")+map[string]string{"stdout": "out", "stderr": ""}[stream], r)
+			want := fmt.Sprintf("%s of %d\n", stream[3:], r)
 			if err != nil || string(b) != want {
 				t.Errorf("rank %d %s file = %q, %v; want %q", r, stream, b, err, want)
 			}
@@ -396,4 +396,42 @@ func freeTestPort(t *testing.T) int {
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port
+}
+
+func TestTwoNodesOneCannotStart(t *testing.T) {
+	port := freeTestPort(t)
+	codes := make([]int, 2)
+	errs := []*watchBuf{newWatchBuf(), newWatchBuf()}
+	var wg sync.WaitGroup
+	for n := range 2 {
+		c := testConfig(1)
+		c.NNodes, c.NodeRank, c.StorePort = 2, n, port
+		p := shell("exec sleep 1000", newWatchBuf(), errs[n])
+		if n == 1 {
+			p.Path = "no-such-program-pplaunch-test"
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			codes[n] = Run(context.Background(), c, p, make(chan os.Signal))
+		}()
+	}
+	wg.Wait()
+	if codes[0] != 1 || codes[1] != 1 || !strings.Contains(errs[0].String(), "node 1 could not start its ranks") {
+		t.Fatalf("exit codes %v, want 1 on both; node 0 stderr:\n%s\nnode 1 stderr:\n%s", codes, errs[0], errs[1])
+	}
+}
+
+func TestSignalDuringRendezvous(t *testing.T) {
+	// Node 1 of 2 waits for a node 0 that never comes; SIGTERM ends the wait.
+	c := testConfig(1)
+	c.NNodes, c.NodeRank, c.StorePort = 2, 1, freeTestPort(t)
+	sigs := make(chan os.Signal, 1)
+	errb := newWatchBuf()
+	done := make(chan int, 1)
+	go func() { done <- Run(context.Background(), c, shell("true", newWatchBuf(), errb), sigs) }()
+	sigs <- syscall.SIGTERM
+	if code := wait(t, done, errb); code != 143 || !strings.Contains(errb.String(), "received SIGTERM while joining the rendezvous") {
+		t.Fatalf("exit %d, stderr:\n%s", code, errb)
+	}
 }

@@ -28,18 +28,18 @@ type Flags struct {
 	NodeRank         *int          `arg:"--node-rank,env:PPLAUNCH_NODE_RANK" placeholder:"R" help:"this node's rank, 0..nnodes-1; node 0 hosts the store [default: SLURM_NODEID, else 0]"`
 	RdzvEndpoint     string        `arg:"--rdzv-endpoint,env:PPLAUNCH_RDZV_ENDPOINT" placeholder:"HOST[:PORT]" help:"rendezvous store on node 0 [default: first host of SLURM_STEP_NODELIST]"`
 	MasterAddr       string        `arg:"--master-addr,env:MASTER_ADDR" placeholder:"HOST" help:"node 0's host, when --rdzv-endpoint is not given"`
-	MasterPort       *int          `arg:"--master-port,env:MASTER_PORT" placeholder:"PORT" help:"rendezvous port [default: 29500; under Slurm 20000 + job id mod 10000]"`
+	MasterPort       *int          `arg:"--master-port,env:MASTER_PORT" placeholder:"PORT" help:"rendezvous port [default: a free port on one node, else 29500; under Slurm 20000 + job id mod 10000]"`
 	RdzvID           string        `arg:"--rdzv-id,env:PPLAUNCH_RDZV_ID" placeholder:"ID" help:"run id, the same on every node; the store token derives from it unless PPLAUNCH_TOKEN is set [default: slurm-JOB.STEP]"`
-	Standalone       bool          `arg:"--standalone" help:"one node, store on a free loopback port"`
+	Standalone       bool          `arg:"--standalone,env:PPLAUNCH_STANDALONE" help:"one node, store on a free loopback port"`
 	MaxRestarts      int           `arg:"--max-restarts,env:PPLAUNCH_MAX_RESTARTS" placeholder:"N" help:"restart the whole group up to N times after a failure"`
 	RdzvTimeout      time.Duration `arg:"--rdzv-timeout,env:PPLAUNCH_RDZV_TIMEOUT" default:"15m" placeholder:"DUR" help:"how long agents wait for each other (and ranks for the store)"`
 	GracePeriod      time.Duration `arg:"--grace-period,env:PPLAUNCH_GRACE_PERIOD" default:"10s" placeholder:"DUR" help:"SIGTERM to SIGKILL when the group stops"`
 	LogDir           string        `arg:"--log-dir,env:PPLAUNCH_LOG_DIR" placeholder:"DIR" help:"write each rank's output to DIR/RUN-ID/rank.N/{stdout,stderr} instead of the console"`
-	Tee              bool          `arg:"--tee" help:"with --log-dir, also print to the console"`
-	LocalRanksFilter string        `arg:"--local-ranks-filter" placeholder:"0,1,..." help:"print only these local ranks' output on the console"`
-	Tag              bool          `arg:"--tag" help:"prefix each output line with [rank N] (the default)"`
-	NoTag            bool          `arg:"--no-tag" help:"print ranks' output lines as they are"`
-	Direct           bool          `arg:"--direct" help:"no agent: this process is one rank of an srun or mpirun job (RANK from SLURM_PROCID, OMPI_COMM_WORLD_RANK, PMI_RANK)"`
+	Tee              bool          `arg:"--tee,env:PPLAUNCH_TEE" help:"with --log-dir, also print to the console"`
+	LocalRanksFilter string        `arg:"--local-ranks-filter,env:PPLAUNCH_LOCAL_RANKS_FILTER" placeholder:"0,1,..." help:"print only these local ranks' output on the console"`
+	Tag              bool          `arg:"--tag,env:PPLAUNCH_TAG" help:"prefix each output line with [rank N] (the default)"`
+	NoTag            bool          `arg:"--no-tag,env:PPLAUNCH_NO_TAG" help:"print ranks' output lines as they are"`
+	Direct           bool          `arg:"--direct,env:PPLAUNCH_DIRECT" help:"no agent: this process is one rank of an srun or mpirun job (RANK from SLURM_PROCID, OMPI_COMM_WORLD_RANK, PMI_RANK)"`
 }
 
 // Config is the agent's resolved configuration.
@@ -132,6 +132,9 @@ func Resolve(f Flags, getenv func(string) string) (Config, error) {
 		if c.NNodes != 1 {
 			return c, fmt.Errorf("--standalone is one node, but --nnodes is %d", c.NNodes)
 		}
+		if f.RdzvEndpoint != "" {
+			return c, fmt.Errorf("--standalone picks its own endpoint: drop --rdzv-endpoint %s", f.RdzvEndpoint)
+		}
 		c.StoreHost, c.StorePort = "127.0.0.1", 0
 	} else {
 		c.StoreHost, c.StorePort, err = endpoint(f, slurm)
@@ -142,7 +145,11 @@ func Resolve(f Flags, getenv func(string) string) (Config, error) {
 			if c.NNodes > 1 {
 				return c, fmt.Errorf("--nnodes %d needs --rdzv-endpoint HOST:PORT or --master-addr (or run inside srun)", c.NNodes)
 			}
+			// One node and no endpoint: as --standalone, unless a port was asked for.
 			c.StoreHost = "127.0.0.1"
+			if f.MasterPort == nil {
+				c.StorePort = 0
+			}
 		}
 	}
 

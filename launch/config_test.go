@@ -44,7 +44,8 @@ func TestResolve(t *testing.T) {
 		runID      string
 		tokenExact string
 	}{
-		{name: "single node", flags: func(f *Flags) {}, nnodes: 1, host: "127.0.0.1", port: DefaultPort},
+		{name: "single node", flags: func(f *Flags) {}, nnodes: 1, host: "127.0.0.1", port: 0},
+		{name: "single node with a port", flags: func(f *Flags) { f.MasterPort = intp(7000) }, nnodes: 1, host: "127.0.0.1", port: 7000},
 		{name: "standalone", flags: func(f *Flags) { f.Standalone = true }, nnodes: 1, host: "127.0.0.1", port: 0},
 		{name: "torchrun flags", flags: func(f *Flags) {
 			f.NNodes, f.NodeRank, f.RdzvEndpoint, f.RdzvID = intp(2), intp(1), "head:1234", "job7"
@@ -58,7 +59,7 @@ func TestResolve(t *testing.T) {
 		{name: "flags win over slurm", flags: func(f *Flags) { f.NodeRank, f.RdzvEndpoint = intp(0), "other:99" }, env: srunEnv(1, 0, 1),
 			nnodes: 2, nodeRank: 0, host: "other", port: 99, runID: "slurm-4242.0"},
 		{name: "token from the environment", flags: func(f *Flags) { f.RdzvID = "x" },
-			env: map[string]string{store.EnvToken: "secret"}, nnodes: 1, host: "127.0.0.1", port: DefaultPort, runID: "x", tokenExact: "secret"},
+			env: map[string]string{store.EnvToken: "secret"}, nnodes: 1, host: "127.0.0.1", port: 0, runID: "x", tokenExact: "secret"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -97,6 +98,7 @@ func TestResolveErrors(t *testing.T) {
 		{"multi-node without endpoint", func(f *Flags) { f.NNodes = intp(2) }, nil, "needs --rdzv-endpoint"},
 		{"standalone multi-node", func(f *Flags) { f.NNodes, f.Standalone = intp(2), true }, nil, "--standalone"},
 		{"bad port", func(f *Flags) { f.RdzvEndpoint = "h:x" }, nil, `port "x"`},
+		{"standalone with an endpoint", func(f *Flags) { f.Standalone, f.RdzvEndpoint = true, "h:1" }, nil, "--standalone picks"},
 		{"tee without log dir", func(f *Flags) { f.Tee = true }, nil, "--tee needs --log-dir"},
 		{"tag and no-tag", func(f *Flags) { f.Tag, f.NoTag = true, true }, nil, "--no-tag"},
 		{"filter out of range", func(f *Flags) { f.NProc, f.LocalRanksFilter = "2", "0,2" }, nil, "--local-ranks-filter"},

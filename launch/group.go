@@ -191,7 +191,7 @@ func (g *group) start(c Config, p Program, path string, w World, restart int, r 
 				r.sig = ws.Signal()
 			}
 			ru, _ := st.SysUsage().(*syscall.Rusage)
-			r.use = r.use.merge(ru)
+			r.use = r.use.addExit(ru)
 		}
 		g.mu.Unlock()
 		g.exits <- idx

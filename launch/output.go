@@ -28,7 +28,7 @@ func (c *console) write(prefix string, chunk []byte) {
 	c.w.Write(chunk)
 }
 
-// printf writes one of the agent's own lines.
+// line writes one of the agent's own lines.
 func (c *console) line(s string) {
 	c.write("", []byte(s+"\n"))
 }

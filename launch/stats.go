@@ -9,7 +9,7 @@ import (
 
 // usage is a rank's resource use.
 type usage struct {
-	peakRSS uint64        // bytes
+	peakRSS uint64        // bytes: VmHWM, sampled from /proc while the rank runs (0: never sampled)
 	cpu     time.Duration // user + system
 }
 
@@ -30,15 +30,12 @@ func sample(pid int) (usage, bool) {
 	return usage{peakRSS: st.VmHWM, cpu: time.Duration(stat.CPUTime() * float64(time.Second))}, true
 }
 
-// merge folds the kernel's accounting at exit (wait4's rusage: it covers the
-// rank's last moments and its reaped children, which /proc no longer shows)
-// into what was sampled from /proc while the rank ran.
-func (u usage) merge(ru *syscall.Rusage) usage {
-	if ru == nil {
-		return u
+// addExit folds in the kernel's CPU accounting at exit (wait4's rusage),
+// which covers the rank's last moments and its reaped children. Its ru_maxrss
+// is not used: Linux carries the forking agent's RSS into it across exec.
+func (u usage) addExit(ru *syscall.Rusage) usage {
+	if ru != nil {
+		u.cpu = max(u.cpu, time.Duration(ru.Utime.Nano()+ru.Stime.Nano()))
 	}
-	u.peakRSS = max(u.peakRSS, uint64(ru.Maxrss)*1024) // Linux reports KiB
-	cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-	u.cpu = max(u.cpu, cpu)
 	return u
 }

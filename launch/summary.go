@@ -36,6 +36,9 @@ func (a *agent) summary(first *failure, g *group, start time.Time, restart int) 
 }
 
 func mib(n uint64) string {
+	if n == 0 {
+		return "-" // ended before the first sample
+	}
 	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 }
 

@@ -10,22 +10,48 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/alexflint/go-arg"
+
+	"github.com/pplaunch/pplaunch/launch"
 )
 
-// cli is the whole command line. Launcher flags come first, then a subcommand.
+// cli is the whole command line. Launcher flags come first, then a subcommand
+// or `-- PROGRAM ARGS...`.
 type cli struct {
+	launch.Flags
 	Plan  *planCmd       `arg:"subcommand:plan" help:"generate, validate and simulate a pipeline schedule"`
 	Bench *benchCmd      `arg:"subcommand:bench" help:"benchmarks"`
-	Train *trainCmd      `arg:"subcommand:train" help:"pipeline-parallel training (run as ranks by the launcher)"`
+	Train *trainCmd      `arg:"subcommand:train" help:"pipeline-parallel training of a GPT (a rank job: runs under the launcher flags)"`
 	Ckpt  *checkpointCmd `arg:"subcommand:checkpoint" help:"tools over saved checkpoints"`
 }
 
 // benchCmd groups the benchmarks.
 type benchCmd struct {
-	Step *benchStepCmd `arg:"subcommand:step" help:"time one training step (forward, backward, AdamW) in one process"`
+	Step  *benchStepCmd  `arg:"subcommand:step" help:"time one training step (forward, backward, AdamW) in one process"`
+	Store *benchStoreCmd `arg:"subcommand:store" help:"store round-trip latency, measured by every rank (a rank job: runs under the launcher flags)"`
+}
+
+func (cli) Description() string {
+	return `pplaunch runs a job as ranks: a built-in job (a subcommand), or any program given
+after --, with torchrun's environment (RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR, ...).
+
+usage: pplaunch [LAUNCHER FLAGS] -- PROGRAM [ARGS...]
+       pplaunch [LAUNCHER FLAGS] SUBCOMMAND [FLAGS]
+`
+}
+
+func (cli) Epilogue() string {
+	return `Examples:
+  pplaunch --nproc 4 -- python train.py          4 ranks on this machine
+  pplaunch --nproc 4 bench store                 a built-in job as 4 ranks
+  pplaunch --nnodes 2 --node-rank 0 --rdzv-endpoint node0:29500 --nproc 4 -- ./worker
+  srun --ntasks-per-node=1 pplaunch --nproc 4 -- ./worker   (nodes and node rank from Slurm)
+  srun --ntasks-per-node=4 pplaunch --direct bench store    (each srun task is one rank)
+
+Flags win over their environment variables, which win over Slurm's.`
 }
 
 func main() {
@@ -34,13 +60,14 @@ func main() {
 
 // run parses argv, runs the chosen command and returns the process exit code.
 func run(argv []string, stdout, stderr io.Writer) int {
+	flagArgs, program, hasProgram := splitProgram(argv)
 	var c cli
 	p, err := arg.NewParser(arg.Config{Program: "pplaunch"}, &c)
 	if err != nil {
 		fmt.Fprintln(stderr, "pplaunch:", err)
 		return 2
 	}
-	if err := p.Parse(argv); err != nil {
+	if err := p.Parse(torchrunNames(flagArgs)); err != nil {
 		switch {
 		case errors.Is(err, arg.ErrHelp):
 			p.WriteHelpForSubcommand(stdout, p.SubcommandNames()...)
@@ -51,24 +78,73 @@ func run(argv []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	if hasProgram {
+		if p.Subcommand() != nil {
+			fmt.Fprintf(stderr, "pplaunch: give a subcommand (%s) or -- PROGRAM, not both\n", strings.Join(p.SubcommandNames(), " "))
+			return 2
+		}
+		if len(program) == 0 {
+			fmt.Fprintln(stderr, "pplaunch: nothing after --: give the program each rank runs")
+			return 2
+		}
+		return runProgram(c.Flags, program, stdout, stderr)
+	}
 	switch {
-	case c.Plan != nil:
-		err = c.Plan.run(ctx, stdout, stderr)
+	case c.Bench != nil && c.Bench.Store != nil:
+		return runAsRanks(c.Flags, argv, stdout, stderr, c.Bench.Store.job(stdout))
 	case c.Train != nil:
-		err = c.Train.run(ctx, stdout, stderr)
+		return runAsRanks(c.Flags, argv, stdout, stderr, c.Train.job(stdout))
 	case c.Ckpt != nil:
-		err = c.Ckpt.run(ctx, stdout, stderr)
+		return runInProcess(stderr, func(ctx context.Context) error { return c.Ckpt.run(ctx, stdout, stderr) })
+	case c.Plan != nil:
+		return runInProcess(stderr, func(ctx context.Context) error { return c.Plan.run(ctx, stdout, stderr) })
 	case c.Bench != nil && c.Bench.Step != nil:
-		err = c.Bench.Step.run(ctx, stdout, stderr)
+		return runInProcess(stderr, func(ctx context.Context) error { return c.Bench.Step.run(ctx, stdout, stderr) })
 	default:
 		p.WriteHelp(stdout)
 		return 2
 	}
-	if err != nil {
+}
+
+// runInProcess runs a command that needs no ranks (plan, bench step).
+func runInProcess(stderr io.Writer, f func(ctx context.Context) error) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := f(ctx); err != nil {
 		fmt.Fprintln(stderr, "pplaunch:", err)
 		return 1
 	}
 	return 0
+}
+
+// splitProgram cuts argv at the first "--": launcher flags and subcommand
+// before, the program and its arguments after.
+func splitProgram(argv []string) (flags, program []string, ok bool) {
+	for i, a := range argv {
+		if a == "--" {
+			return argv[:i], argv[i+1:], true
+		}
+	}
+	return argv, nil, false
+}
+
+// torchrunNames accepts torchrun's spellings: --nproc-per-node for --nproc,
+// and underscores for dashes (--nproc_per_node, --max_restarts, ...).
+func torchrunNames(args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if strings.HasPrefix(a, "--") {
+			name, val, hasVal := strings.Cut(a, "=")
+			name = strings.ReplaceAll(name, "_", "-")
+			if name == "--nproc-per-node" {
+				name = "--nproc"
+			}
+			if hasVal {
+				name += "=" + val
+			}
+			a = name
+		}
+		out[i] = a
+	}
+	return out
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -15,7 +16,6 @@ import (
 	"github.com/pplaunch/pplaunch/models"
 	"github.com/pplaunch/pplaunch/models/tensor"
 	"github.com/pplaunch/pplaunch/ranks"
-	"github.com/pplaunch/pplaunch/ranks/store"
 	"github.com/pplaunch/pplaunch/schedules"
 )
 
@@ -89,98 +89,69 @@ func (c *trainCmd) config() (ranks.TrainConfig, error) {
 	}, nil
 }
 
-func (c *trainCmd) run(ctx context.Context, stdout, stderr io.Writer) error {
-	cfg, err := c.config()
-	if err != nil {
-		return fmt.Errorf("train: %w", err)
-	}
-	be, err := tensor.NewCPUFromEnv()
-	if err != nil {
-		return fmt.Errorf("train: %w", err)
-	}
-	job := ranks.Job{Backend: be, Logf: func(f string, a ...any) { fmt.Fprintf(stdout, f+"\n", a...) }}
-	if os.Getenv(store.EnvRole) == store.RoleRank {
-		if err := joinFromEnv(ctx, &job, cfg.Timeout); err != nil {
+// job is the rank job the launcher runs on every rank (see runAsRanks).
+func (c *trainCmd) job(stdout io.Writer) func(ctx context.Context, r *ranks.Rank) error {
+	return func(ctx context.Context, r *ranks.Rank) error {
+		cfg, err := c.config()
+		if err != nil {
 			return fmt.Errorf("train: %w", err)
 		}
-	} else {
-		comms, err := collective.NewMemoryWorld(1, collective.Options{Timeout: cfg.Timeout})
+		be, err := tensor.NewCPUFromEnv()
+		if err != nil {
+			return fmt.Errorf("train: %w", err)
+		}
+		comm, err := openComm(ctx, r, cfg.Timeout)
 		if err != nil {
 			return err
 		}
-		job.Size, job.Store, job.Comm = 1, store.NewMemory(), comms[0]
-	}
-	defer job.Comm.Close()
-	defer job.Store.Close()
-	if cfg.PP == 0 {
-		cfg.PP = job.Size / max(cfg.DP, 1)
-	}
-	if job.Stall, err = stallHook(os.Getenv(stallEnv), job.Rank); err != nil {
-		return fmt.Errorf("train: %s: %w", stallEnv, err)
-	}
-	var out *trainOutput
-	if job.Rank == 0 {
-		out, err = newTrainOutput(c, cfg, be.Name(), job.Size, stdout)
-		if err != nil {
-			return fmt.Errorf("train: %w", err)
+		defer comm.Close()
+		job := ranks.Job{
+			Rank: r.Rank, Size: r.WorldSize, Store: r.Store, Comm: comm, Restart: r.RestartCount, Backend: be,
+			Logf: func(f string, a ...any) { fmt.Fprintf(stdout, f+"\n", a...) },
 		}
-		defer out.close()
-		job.Report = out.step
+		if cfg.PP == 0 {
+			cfg.PP = job.Size / max(cfg.DP, 1)
+		}
+		if job.Stall, err = stallHook(os.Getenv(stallEnv), job.Rank); err != nil {
+			return fmt.Errorf("train: %s: %w", stallEnv, err)
+		}
+		var out *trainOutput
+		if job.Rank == 0 {
+			if out, err = newTrainOutput(c, cfg, be.Name(), job.Size, stdout); err != nil {
+				return fmt.Errorf("train: %w", err)
+			}
+			defer out.close()
+			job.Report = out.step
+		}
+		res, err := ranks.Train(ctx, cfg, job)
+		if err != nil {
+			return err
+		}
+		if out != nil {
+			return out.finish(res)
+		}
+		return nil
 	}
-	res, err := ranks.Train(ctx, cfg, job)
-	if err != nil {
-		return err
-	}
-	if out != nil {
-		return out.finish(res)
-	}
-	return nil
 }
 
-// joinFromEnv connects a rank started by the agent (or srun/mpirun --direct)
-// to its store and communicator, from the rank environment contract.
-func joinFromEnv(ctx context.Context, job *ranks.Job, timeout time.Duration) error {
-	num := func(k string) (int, error) {
-		n, err := strconv.Atoi(os.Getenv(k))
-		if err != nil {
-			return 0, fmt.Errorf("rank environment: %s=%q: not a number", k, os.Getenv(k))
-		}
-		return n, nil
-	}
-	var err error
-	if job.Rank, err = num(store.EnvRank); err != nil {
-		return err
-	}
-	if job.Size, err = num(store.EnvWorldSize); err != nil {
-		return err
-	}
-	if job.Restart, err = num(store.EnvRestartCount); err != nil {
-		return err
-	}
-	addr, token := os.Getenv(store.EnvStoreAddr), os.Getenv(store.EnvToken)
-	if addr == "" {
-		return fmt.Errorf("rank %d: %s is not set", job.Rank, store.EnvStoreAddr)
+// openComm joins the TCP communicator of the job. Each rank listens on the
+// address it reaches the store from, which is one its peers can reach too
+// (loopback on one node, the node's interface across nodes).
+func openComm(ctx context.Context, r *ranks.Rank, timeout time.Duration) (collective.Comm, error) {
+	host := "127.0.0.1"
+	if c, err := net.Dial("udp", r.StoreAddr); err == nil {
+		host = c.LocalAddr().(*net.UDPAddr).IP.String()
+		c.Close()
 	}
 	dctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	ns := fmt.Sprintf("train/%s/attempt-%d/", os.Getenv(store.EnvRunID), job.Restart)
-	st, err := store.Dial(dctx, addr, token, ns)
-	if err != nil {
-		return fmt.Errorf("rank %d: store %s: %w", job.Rank, addr, err)
-	}
-	listen := "127.0.0.1:0"
-	if n, _ := strconv.Atoi(os.Getenv(store.EnvNumNodes)); n > 1 {
-		listen = "0.0.0.0:0"
-	}
-	comm, err := collective.NewTCP(dctx, st, job.Rank, job.Size, collective.TCPOptions{
-		Options: collective.Options{Timeout: timeout}, Token: token, Addr: listen,
+	comm, err := collective.NewTCP(dctx, r.Store, r.Rank, r.WorldSize, collective.TCPOptions{
+		Options: collective.Options{Timeout: timeout}, Token: r.Token, Addr: net.JoinHostPort(host, "0"),
 	})
 	if err != nil {
-		st.Close()
-		return fmt.Errorf("rank %d: communicator: %w", job.Rank, err)
+		return nil, fmt.Errorf("rank %d: communicator: %w", r.Rank, err)
 	}
-	job.Store, job.Comm = st, comm
-	return nil
+	return comm, nil
 }
 
 // stallHook parses the test-only stall spec for this rank.

@@ -14,12 +14,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pplaunch/pplaunch/launch"
 	"github.com/pplaunch/pplaunch/ranks"
 )
 
-// The end-to-end tests run the built binary as ranks under the real agent
-// (launch.Run), over TCP. The binary is built once, without -race, so that the
+// The end-to-end tests run the built binary: its agent starts the ranks, which
+// talk over TCP. The binary is built once, without -race, so that the
 // many short jobs stay fast; the race detector covers the packages' own tests.
 var (
 	buildOnce sync.Once
@@ -56,8 +55,8 @@ type jobResult struct {
 	metrics []ranks.StepRecord
 }
 
-// runJob runs `pplaunch --nproc n [--max-restarts r] train ARGS` under the
-// agent, with extra environment env, and reads rank 0's --metrics.
+// runJob runs `pplaunch --nproc n --standalone --max-restarts r train ARGS`,
+// with extra environment env, and reads rank 0's --metrics.
 func runJob(t *testing.T, n, restarts int, env []string, args ...string) jobResult {
 	t.Helper()
 	bin := binary(t)
@@ -69,25 +68,15 @@ func runJob(t *testing.T, n, restarts int, env []string, args ...string) jobResu
 	w := &lockedWriter{w: &out}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	var code int
-	if n == 0 { // one process, no agent
-		cmd := exec.CommandContext(ctx, bin, args...)
-		cmd.Env, cmd.Stdout, cmd.Stderr = append(os.Environ(), env...), w, w
-		if err := cmd.Run(); err != nil {
-			code = 1
-			if ee, ok := err.(*exec.ExitError); ok {
-				code = ee.ExitCode()
-			}
+	argv := append([]string{"--nproc", fmt.Sprint(max(n, 1)), "--standalone", "--max-restarts", fmt.Sprint(restarts), "--grace-period", "2s"}, args...)
+	cmd := exec.CommandContext(ctx, bin, argv...)
+	cmd.Env, cmd.Stdout, cmd.Stderr = append(os.Environ(), env...), w, w
+	code := 0
+	if err := cmd.Run(); err != nil {
+		code = -1
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
 		}
-	} else {
-		cfg, err := launch.Resolve(launch.Flags{
-			NProc: fmt.Sprint(n), Standalone: true, MaxRestarts: restarts,
-			RdzvTimeout: time.Minute, GracePeriod: 2 * time.Second, RdzvID: "test",
-		}, func(string) string { return "" })
-		if err != nil {
-			t.Fatal(err)
-		}
-		code = launch.Run(ctx, cfg, launch.Program{Path: bin, Args: args, Env: append(os.Environ(), env...), Stdout: w, Stderr: w}, nil)
 	}
 	res := jobResult{code: code, out: out.String()}
 	if f, err := os.Open(metrics); err == nil {
@@ -157,7 +146,7 @@ func TestTrainEquivalence(t *testing.T) {
 	refDir := map[int]string{}
 	for _, dp := range []int{1, 2} {
 		refDir[dp] = t.TempDir()
-		refs[dp] = runJob(t, 0, 0, nil, append([]string{"--microbatches", fmt.Sprint(dp * M), "--schedule", "gpipe", "--checkpoint-dir", refDir[dp]}, tinyModel...)...)
+		refs[dp] = runJob(t, 1, 0, nil, append([]string{"--microbatches", fmt.Sprint(dp * M), "--schedule", "gpipe", "--checkpoint-dir", refDir[dp]}, tinyModel...)...)
 		mustSucceed(t, refs[dp], "single-process reference")
 		if len(refs[dp].metrics) != 2 {
 			t.Fatalf("reference dp=%d: %d metric lines, want 2", dp, len(refs[dp].metrics))

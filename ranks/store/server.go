@@ -28,6 +28,7 @@ type Server struct {
 
 	mu    sync.Mutex
 	conns map[net.Conn]struct{}
+	left  chan struct{} // closed and replaced whenever a connection ends
 	done  bool
 	wg    sync.WaitGroup
 }
@@ -51,7 +52,7 @@ func Serve(ln net.Listener, token string, logf func(format string, args ...any))
 	if logf == nil {
 		logf = log.Printf
 	}
-	s := &Server{ln: ln, token: token, logf: logf, mem: NewMemory(), conns: map[net.Conn]struct{}{}}
+	s := &Server{ln: ln, token: token, logf: logf, mem: NewMemory(), conns: map[net.Conn]struct{}{}, left: make(chan struct{})}
 	s.wg.Add(1)
 	go s.accept()
 	return s
@@ -79,6 +80,25 @@ func (s *Server) Close() error {
 	return err
 }
 
+// WaitIdle blocks until no client is connected, or ctx ends. A rank that
+// hosts the store calls it before Close, so the store outlives every reply
+// its clients are still reading.
+func (s *Server) WaitIdle(ctx context.Context) error {
+	for {
+		s.mu.Lock()
+		n, left := len(s.conns), s.left
+		s.mu.Unlock()
+		if n == 0 {
+			return nil
+		}
+		select {
+		case <-left:
+		case <-ctx.Done():
+			return fmt.Errorf("store %s: %d clients still connected: %w", s.ln.Addr(), n, ctx.Err())
+		}
+	}
+}
+
 func (s *Server) accept() {
 	defer s.wg.Done()
 	for {
@@ -103,6 +123,8 @@ func (s *Server) accept() {
 			s.serveConn(c)
 			s.mu.Lock()
 			delete(s.conns, c)
+			close(s.left)
+			s.left = make(chan struct{})
 			s.mu.Unlock()
 			c.Close()
 		}()

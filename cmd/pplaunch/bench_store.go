@@ -1,0 +1,123 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	"github.com/pplaunch/pplaunch/ranks"
+	"github.com/pplaunch/pplaunch/ranks/store"
+)
+
+// benchStoreCmd is `pplaunch [launcher flags] bench store`: every rank
+// connects to the job's store, meets the others at a barrier and times round
+// trips of each operation; rank 0 prints one row per rank.
+type benchStoreCmd struct {
+	Iters int `arg:"--iters" default:"500" help:"round trips per operation and rank"`
+}
+
+// storeLatency is one rank's result: median and 99th percentile per operation.
+type storeLatency struct {
+	Rank int
+	P50  map[string]time.Duration
+	P99  map[string]time.Duration
+}
+
+var storeOps = []string{"set", "get", "add", "barrier"}
+
+func (c *benchStoreCmd) job(stdout io.Writer) func(ctx context.Context, r *ranks.Rank) error {
+	return func(ctx context.Context, r *ranks.Rank) error {
+		if c.Iters < 1 {
+			return fmt.Errorf("bench store: --iters %d: must be at least 1", c.Iters)
+		}
+		s := r.Store
+		if err := store.Barrier(ctx, s, "bench/start", r.WorldSize); err != nil {
+			return err
+		}
+		key := "bench/key/" + strconv.Itoa(r.Rank)
+		val := make([]byte, 64)
+		// Barriers involve every rank; fewer of them keep the run short.
+		barriers := max(1, c.Iters/10)
+		res := storeLatency{Rank: r.Rank, P50: map[string]time.Duration{}, P99: map[string]time.Duration{}}
+		for _, op := range storeOps {
+			n := c.Iters
+			if op == "barrier" {
+				n = barriers
+			}
+			times := make([]time.Duration, n)
+			for i := range n {
+				t0 := time.Now()
+				var err error
+				switch op {
+				case "set":
+					err = s.Set(ctx, key, val)
+				case "get":
+					_, err = s.Get(ctx, key)
+				case "add":
+					_, err = s.Add(ctx, "bench/counter", 1)
+				case "barrier":
+					err = store.Barrier(ctx, s, "bench/b/"+strconv.Itoa(i), r.WorldSize)
+				}
+				if err != nil {
+					return fmt.Errorf("bench store: %s %d of %d: %w", op, i+1, n, err)
+				}
+				times[i] = time.Since(t0)
+			}
+			slices.Sort(times)
+			res.P50[op], res.P99[op] = times[n/2], times[min(n-1, n*99/100)]
+		}
+		b, _ := json.Marshal(res)
+		if err := s.Set(ctx, "bench/result/"+strconv.Itoa(r.Rank), b); err != nil {
+			return err
+		}
+		if r.Rank != 0 {
+			return nil
+		}
+		results := make([]storeLatency, r.WorldSize)
+		for i := range results {
+			v, err := s.Get(ctx, "bench/result/"+strconv.Itoa(i))
+			if err != nil {
+				return fmt.Errorf("bench store: result of rank %d: %w", i, err)
+			}
+			if err := json.Unmarshal(v, &results[i]); err != nil {
+				return fmt.Errorf("bench store: result of rank %d: %w", i, err)
+			}
+		}
+		// Every add landed exactly once, or the store is wrong.
+		if err := store.Barrier(ctx, s, "bench/end", 1); err != nil {
+			return err
+		}
+		total, err := s.Add(ctx, "bench/counter", 0)
+		if err != nil {
+			return err
+		}
+		if want := int64(r.WorldSize * c.Iters); total != want {
+			return fmt.Errorf("bench store: counter is %d after %d adds", total, want)
+		}
+		fmt.Fprintf(stdout, "store round trips: %d ranks, store at %s, %d set/get/add and %d barriers per rank (p50 / p99)\n",
+			r.WorldSize, r.StoreAddr, c.Iters, barriers)
+		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprint(tw, "rank\t")
+		for _, op := range storeOps {
+			fmt.Fprintf(tw, "%s\t", op)
+		}
+		fmt.Fprintln(tw)
+		for _, res := range results {
+			fmt.Fprintf(tw, "%d\t", res.Rank)
+			for _, op := range storeOps {
+				fmt.Fprintf(tw, "%s / %s\t", us(res.P50[op]), us(res.P99[op]))
+			}
+			fmt.Fprintln(tw)
+		}
+		return tw.Flush()
+	}
+}
+
+func us(d time.Duration) string {
+	return fmt.Sprintf("%.0fµs", float64(d)/float64(time.Microsecond))
+}

@@ -1,0 +1,177 @@
+package ranks
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/pplaunch/pplaunch/ranks/store"
+)
+
+// Identity is a rank's place in its job, read from the environment the agent
+// (or `pplaunch --direct` under srun or mpirun) gives it. The variable names
+// are the constants in package store (store.EnvRank, ...).
+type Identity struct {
+	Rank           int    // RANK
+	LocalRank      int    // LOCAL_RANK
+	WorldSize      int    // WORLD_SIZE
+	LocalWorldSize int    // LOCAL_WORLD_SIZE
+	NodeRank       int    // NODE_RANK (= GROUP_RANK)
+	NumNodes       int    // GROUP_WORLD_SIZE
+	MasterAddr     string // MASTER_ADDR: node 0's host
+	MasterPort     int    // MASTER_PORT: a port left free on node 0 for the ranks
+	StoreAddr      string // PPLAUNCH_STORE_ADDR: the job's store, host:port
+	RunID          string // PPLAUNCH_RUN_ID
+	Token          string // PPLAUNCH_TOKEN: presented on every store connection
+	RestartCount   int    // PPLAUNCH_RESTART_COUNT: 0 on the first attempt
+	MaxRestarts    int    // PPLAUNCH_MAX_RESTARTS
+	HostsStore     bool   // PPLAUNCH_HOST_STORE=1: this rank serves the store (rank 0 under --direct)
+}
+
+// String is "rank 5 of 8 (local rank 1 of 4 on node 1)".
+func (id Identity) String() string {
+	return fmt.Sprintf("rank %d of %d (local rank %d of %d on node %d)", id.Rank, id.WorldSize, id.LocalRank, id.LocalWorldSize, id.NodeRank)
+}
+
+// IdentityFromEnv reads the rank contract through getenv (os.Getenv).
+func IdentityFromEnv(getenv func(string) string) (Identity, error) {
+	var id Identity
+	var err error
+	num := func(dst *int, name string, required bool, def int) {
+		if err != nil {
+			return
+		}
+		v := getenv(name)
+		if v == "" {
+			if required {
+				err = fmt.Errorf("rank identity: %s is not set (not started by pplaunch, or srun/mpirun without --direct?)", name)
+			}
+			*dst = def
+			return
+		}
+		n, perr := strconv.Atoi(v)
+		if perr != nil || n < 0 {
+			err = fmt.Errorf("rank identity: %s=%q is not a non-negative integer", name, v)
+			return
+		}
+		*dst = n
+	}
+	num(&id.Rank, store.EnvRank, true, 0)
+	num(&id.WorldSize, store.EnvWorldSize, true, 0)
+	num(&id.LocalRank, store.EnvLocalRank, true, 0)
+	num(&id.LocalWorldSize, store.EnvLocalWorldSize, true, 0)
+	num(&id.NodeRank, store.EnvNodeRank, false, 0)
+	num(&id.NumNodes, store.EnvNumNodes, false, 1)
+	num(&id.MasterPort, store.EnvMasterPort, false, 0)
+	num(&id.RestartCount, store.EnvRestartCount, false, 0)
+	num(&id.MaxRestarts, store.EnvMaxRestarts, false, 0)
+	if err != nil {
+		return id, err
+	}
+	switch {
+	case id.WorldSize < 1 || id.Rank >= id.WorldSize:
+		return id, fmt.Errorf("rank identity: RANK=%d is outside WORLD_SIZE=%d", id.Rank, id.WorldSize)
+	case id.LocalWorldSize < 1 || id.LocalRank >= id.LocalWorldSize || id.LocalWorldSize > id.WorldSize:
+		return id, fmt.Errorf("rank identity: LOCAL_RANK=%d, LOCAL_WORLD_SIZE=%d do not fit WORLD_SIZE=%d", id.LocalRank, id.LocalWorldSize, id.WorldSize)
+	}
+	id.MasterAddr = getenv(store.EnvMasterAddr)
+	id.StoreAddr = getenv(store.EnvStoreAddr)
+	if id.StoreAddr == "" && id.MasterAddr != "" && id.MasterPort > 0 {
+		id.StoreAddr = net.JoinHostPort(id.MasterAddr, strconv.Itoa(id.MasterPort))
+	}
+	id.RunID = getenv(store.EnvRunID)
+	id.Token = getenv(store.EnvToken)
+	id.HostsStore = getenv(store.EnvHostStore) == "1"
+	return id, nil
+}
+
+// Rank is a running rank: its identity and its connection to the job's store.
+// Store's keys live in a namespace of this attempt (restart), so a restarted
+// group never reads the keys of the one before.
+type Rank struct {
+	Identity
+	Store  *store.Client
+	server *store.Server // when HostsStore
+}
+
+// Connect joins the job's store: it serves it first when the identity says
+// so, then dials it, retrying until timeout while the store is not up yet.
+func Connect(ctx context.Context, id Identity, timeout time.Duration) (*Rank, error) {
+	if id.StoreAddr == "" {
+		return nil, fmt.Errorf("%v: no store address (%s, or %s and %s)", id, store.EnvStoreAddr, store.EnvMasterAddr, store.EnvMasterPort)
+	}
+	if id.Token == "" {
+		return nil, fmt.Errorf("%v: %s is not set; the store refuses connections without the job's token", id, store.EnvToken)
+	}
+	r := &Rank{Identity: id}
+	if id.HostsStore {
+		_, port, err := net.SplitHostPort(id.StoreAddr)
+		if err != nil {
+			return nil, fmt.Errorf("%v: store address %q: %w", id, id.StoreAddr, err)
+		}
+		// Every interface: ranks on other nodes dial MASTER_ADDR.
+		if r.server, err = store.Listen(net.JoinHostPort("", port), id.Token, nil); err != nil {
+			return nil, fmt.Errorf("%v hosts the store: %w", id, err)
+		}
+	}
+	dctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	c, err := store.Dial(dctx, id.StoreAddr, id.Token, fmt.Sprintf("ranks/%d/", id.RestartCount))
+	if err != nil {
+		if r.server != nil {
+			r.server.Close()
+		}
+		return nil, fmt.Errorf("%v: %w", id, err)
+	}
+	r.Store = c
+	return r, nil
+}
+
+// failedKey holds the first failure a rank reported with Fail.
+const failedKey = "pplaunch/failed"
+
+// Fail tells the other ranks that this one gives up with err, so their Close
+// returns at once instead of waiting at the last barrier for a rank that will
+// never come (under --direct no agent stops them).
+func (r *Rank) Fail(ctx context.Context, err error) {
+	r.Store.CompareAndSet(ctx, failedKey, nil, []byte(fmt.Sprintf("rank %d: %v", r.Rank, err)))
+}
+
+// Close leaves the job: every rank meets at a last barrier (so no rank tears
+// down what another still needs), then drops its connection; the rank that
+// serves the store waits for every other to go before closing it. When a rank
+// reported a failure (Fail), Close returns that failure instead of waiting.
+func (r *Rank) Close(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	failed := make(chan string, 1)
+	go func() {
+		if v, err := r.Store.Get(ctx, failedKey); err == nil {
+			failed <- string(v)
+		}
+	}()
+	barrier := make(chan error, 1)
+	go func() { barrier <- store.Barrier(ctx, r.Store, "pplaunch/close", r.WorldSize) }()
+	var err error
+	select {
+	case err = <-barrier:
+		if err != nil {
+			err = fmt.Errorf("%v: closing: %w", r.Identity, err)
+		}
+	case why := <-failed:
+		err = fmt.Errorf("%v: closing: %s", r.Identity, why)
+	}
+	cancel()
+	r.Store.Close()
+	if r.server != nil {
+		ictx, icancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if ierr := r.server.WaitIdle(ictx); ierr != nil && err == nil {
+			err = fmt.Errorf("%v: closing: %w", r.Identity, ierr)
+		}
+		icancel()
+		r.server.Close()
+	}
+	return err
+}
