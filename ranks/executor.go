@@ -55,6 +55,7 @@ type StepResult struct {
 }
 
 // ActionError is a failed or timed-out action, naming what the rank was doing.
+// Its text leaves out the rank itself, which the launcher's rank prefix gives.
 type ActionError struct {
 	Rank   int // this rank in Comm
 	Step   int
@@ -66,9 +67,9 @@ type ActionError struct {
 
 func (e *ActionError) Error() string {
 	if e.Peer >= 0 {
-		return fmt.Sprintf("rank %d: step %d: %s (global mb=%d) with rank %d: %v", e.Rank, e.Step, e.Action, e.Micro, e.Peer, e.Err)
+		return fmt.Sprintf("step %d: %s (global mb=%d) with rank %d: %v", e.Step, e.Action, e.Micro, e.Peer, e.Err)
 	}
-	return fmt.Sprintf("rank %d: step %d: %s (global mb=%d): %v", e.Rank, e.Step, e.Action, e.Micro, e.Err)
+	return fmt.Sprintf("step %d: %s (global mb=%d): %v", e.Step, e.Action, e.Micro, e.Err)
 }
 
 func (e *ActionError) Unwrap() error { return e.Err }

@@ -147,18 +147,11 @@ func Train(ctx context.Context, cfg TrainConfig, job Job) (*Result, error) {
 	}
 	t := &trainer{cfg: cfg, job: job, pRank: job.Rank % cfg.PP, dRank: job.Rank / cfg.PP}
 	if err := t.setup(ctx); err != nil {
-		return nil, fmt.Errorf("rank %d: %w", job.Rank, err)
-	}
-	res, err := t.loop(ctx)
-	if err != nil {
-		var ae *ActionError
-		if !errors.As(err, &ae) {
-			err = fmt.Errorf("rank %d: %w", job.Rank, err)
-		}
-		job.Comm.Abort(err)
 		return nil, err
 	}
-	return res, nil
+	// On an error the rank returns at once; the agent then stops the others,
+	// so the first error stays the root cause of the summary.
+	return t.loop(ctx)
 }
 
 func (t *trainer) setup(ctx context.Context) error {

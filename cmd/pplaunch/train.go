@@ -10,6 +10,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/pplaunch/pplaunch/collective"
@@ -44,8 +45,8 @@ type trainCmd struct {
 	Warmup          int           `arg:"--warmup" default:"5" help:"linear warmup steps"`
 	WeightDecay     float64       `arg:"--weight-decay" default:"0.1" help:"AdamW decoupled weight decay"`
 	Clip            float64       `arg:"--clip" default:"1" help:"clip gradients to this global norm (0: off)"`
-	Steps           int           `arg:"--steps" default:"40" help:"optimizer steps"`
-	EvalEvery       int           `arg:"--eval-every" default:"10" help:"validation loss every K steps (and at the end)"`
+	Steps           int           `arg:"--steps" default:"80" help:"optimizer steps"`
+	EvalEvery       int           `arg:"--eval-every" default:"20" help:"validation loss every K steps (and at the end)"`
 	EvalBatches     int           `arg:"--eval-batches" default:"4" help:"held-out micro-batches per evaluation"`
 	Seed            uint64        `arg:"--seed" default:"1" help:"initialisation and data order"`
 	Data            string        `arg:"--data" placeholder:"PATH" help:"corpus file or directory [default: the embedded text]"`
@@ -58,10 +59,17 @@ type trainCmd struct {
 	TraceSVG        string        `arg:"--trace-svg" placeholder:"FILE" help:"measured timeline as an SVG Gantt picture"`
 }
 
-// stallEnv is a TEST-ONLY hook: "RANK:STEP:ACTION" (e.g. "1:2:1F3") makes
-// that rank hang before that action of that step, the way a wedged peer
-// would, until the job is torn down. Only the rank reads it.
-const stallEnv = "PPLAUNCH_TEST_STALL"
+// Test-only fault hooks, read only inside a rank:
+//
+//	PPLAUNCH_TEST_STALL=RANK:STEP:ACTION (e.g. 1:2:1F3) makes that rank hang
+//	before that action of that step, as a wedged peer would, until the agent
+//	ends it.
+//	PPLAUNCH_TEST_KILL=RANK:STEP makes that rank SIGKILL itself before that
+//	step, on the first attempt only (restarts run normally).
+const (
+	stallEnv = "PPLAUNCH_TEST_STALL"
+	killEnv  = "PPLAUNCH_TEST_KILL"
+)
 
 func (c *trainCmd) config() (ranks.TrainConfig, error) {
 	m, err := models.Preset(c.Model)
@@ -112,8 +120,8 @@ func (c *trainCmd) job(stdout io.Writer) func(ctx context.Context, r *ranks.Rank
 		if cfg.PP == 0 {
 			cfg.PP = job.Size / max(cfg.DP, 1)
 		}
-		if job.Stall, err = stallHook(os.Getenv(stallEnv), job.Rank); err != nil {
-			return fmt.Errorf("train: %s: %w", stallEnv, err)
+		if job.Stall, err = faultHooks(os.Getenv(stallEnv), os.Getenv(killEnv), job.Rank, job.Restart); err != nil {
+			return fmt.Errorf("train: %w", err)
 		}
 		var out *trainOutput
 		if job.Rank == 0 {
@@ -154,34 +162,76 @@ func openComm(ctx context.Context, r *ranks.Rank, timeout time.Duration) (collec
 	return comm, nil
 }
 
-// stallHook parses the test-only stall spec for this rank.
-func stallHook(spec string, rank int) (func(int, schedules.Action), error) {
-	if spec == "" {
+// faultHooks parses the test-only hooks for this rank into one callback run
+// before every action.
+func faultHooks(stall, kill string, rank, restart int) (func(int, schedules.Action), error) {
+	var hooks []func(int, schedules.Action)
+	if stall != "" {
+		f, err := parseFault(stall, 3)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", stallEnv, err)
+		}
+		sched, err := schedules.Parse(f.action)
+		if err != nil || len(sched.Ranks) != 1 || len(sched.Ranks[0]) != 1 {
+			return nil, fmt.Errorf("%s=%q: %q is not one action in the text form", stallEnv, stall, f.action)
+		}
+		want := sched.Ranks[0][0]
+		if f.rank == rank {
+			hooks = append(hooks, func(s int, a schedules.Action) {
+				if s == f.step && a == want {
+					fmt.Fprintf(os.Stderr, "rank %d: %s: stalling before %s of step %d\n", rank, stallEnv, a, s)
+					for {
+						time.Sleep(time.Hour) // until the agent ends this process
+					}
+				}
+			})
+		}
+	}
+	if kill != "" {
+		f, err := parseFault(kill, 2)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", killEnv, err)
+		}
+		if f.rank == rank && restart == 0 {
+			hooks = append(hooks, func(s int, _ schedules.Action) {
+				if s == f.step {
+					fmt.Fprintf(os.Stderr, "rank %d: %s: SIGKILL before step %d\n", rank, killEnv, s)
+					syscall.Kill(os.Getpid(), syscall.SIGKILL)
+				}
+			})
+		}
+	}
+	if len(hooks) == 0 {
 		return nil, nil
 	}
-	parts := strings.SplitN(spec, ":", 3)
-	if len(parts) != 3 {
-		return nil, fmt.Errorf("%q: want RANK:STEP:ACTION", spec)
+	return func(s int, a schedules.Action) {
+		for _, h := range hooks {
+			h(s, a)
+		}
+	}, nil
+}
+
+type fault struct {
+	rank, step int
+	action     string
+}
+
+// parseFault reads "RANK:STEP" (n=2) or "RANK:STEP:ACTION" (n=3).
+func parseFault(spec string, n int) (fault, error) {
+	parts := strings.SplitN(spec, ":", n)
+	if len(parts) != n {
+		return fault{}, fmt.Errorf("%q: want RANK:STEP%s", spec, strings.Repeat(":ACTION", n-2))
 	}
 	r, err1 := strconv.Atoi(parts[0])
 	step, err2 := strconv.Atoi(parts[1])
 	if err := errors.Join(err1, err2); err != nil {
-		return nil, fmt.Errorf("%q: %w", spec, err)
+		return fault{}, fmt.Errorf("%q: %w", spec, err)
 	}
-	if r != rank {
-		return nil, nil
+	f := fault{rank: r, step: step}
+	if n == 3 {
+		f.action = parts[2]
 	}
-	sched, err := schedules.Parse(parts[2])
-	if err != nil || len(sched.Ranks) != 1 || len(sched.Ranks[0]) != 1 {
-		return nil, fmt.Errorf("%q: action %q is not one action in the text form", spec, parts[2])
-	}
-	want := sched.Ranks[0][0]
-	return func(s int, a schedules.Action) {
-		if s == step && a == want {
-			fmt.Fprintf(os.Stderr, "rank %d: %s: stalling before %s of step %d\n", rank, stallEnv, a, s)
-			select {} // hang until the agent ends the process
-		}
-	}, nil
+	return f, nil
 }
 
 // trainOutput is rank 0's console, metrics and trace.

@@ -9,12 +9,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/pplaunch/pplaunch/ranks"
+	"github.com/pplaunch/pplaunch/schedules"
 )
 
 // The end-to-end tests run the built binary: its agent starts the ranks, which
@@ -218,4 +220,81 @@ func TestTrainDefault(t *testing.T) {
 	if b, err := os.ReadFile(svg); err != nil || !bytes.Contains(b, []byte("<svg")) {
 		t.Errorf("trace svg: %v", err)
 	}
+}
+
+// TestTrainKilledRankRestarts: rank 2 of a 4-rank job is SIGKILLed before
+// step 3 (test hook); with --max-restarts 1 the agent restarts the group,
+// which resumes from the step-2 checkpoint and ends with the parameters of
+// an uninterrupted run.
+func TestTrainKilledRankRestarts(t *testing.T) {
+	args := append([]string{"--microbatches", "4", "--checkpoint-every", "2"}, tinyModel...)
+	args = append(args, "--steps", "5")
+	ref, killed := t.TempDir(), t.TempDir()
+	r := runJob(t, 4, 0, nil, append(args, "--checkpoint-dir", ref)...)
+	mustSucceed(t, r, "uninterrupted run")
+	k := runJob(t, 4, 1, []string{killEnv + "=2:3"}, append(args, "--checkpoint-dir", killed)...)
+	mustSucceed(t, k, "run with a killed rank and --max-restarts 1")
+	for _, want := range []string{"SIGKILL before step 3", "resumed from " + filepath.Join(killed, "step-000002")} {
+		if !strings.Contains(k.out, want) {
+			t.Errorf("output lacks %q:\n%s", want, k.out)
+		}
+	}
+	compare(t, killed, ref)
+}
+
+// TestTrainStalledRank: rank 1 hangs before its forward of micro-batch 2 in
+// step 1 (test hook). Its neighbours' waits time out after --timeout; the job
+// fails within timeout plus grace, and the summary names the rank that timed
+// out, the action it waited in and the stalled peer.
+func TestTrainStalledRank(t *testing.T) {
+	args := append([]string{"--microbatches", "4"}, tinyModel...)
+	args = append(args, "--steps", "3", "--timeout", "3s")
+	r := runJob(t, 4, 0, []string{stallEnv + "=1:1:1F2"}, args...)
+	if r.code == 0 || r.code == -1 {
+		t.Fatalf("exit %d, want the failure code of the rank that timed out\n%s", r.code, r.out)
+	}
+	if !strings.Contains(r.out, "stalling before 1F2 of step 1") {
+		t.Fatalf("the hook did not fire:\n%s", r.out)
+	}
+	// Rank 2 waits for 1F2's activation (2RECV_F2), rank 0 for a gradient
+	// from rank 1: whichever times out first is the root cause, naming rank 1.
+	re := regexp.MustCompile(`rank [02]: step 1: \dRECV_[FB]\d+ \(global mb=\d+\) with rank 1: .*timeout after 3[.0-9]*s`)
+	if !re.MatchString(r.out) {
+		t.Errorf("no timeout error naming the action and peer rank 1 (want %s):\n%s", re, r.out)
+	}
+}
+
+// TestTrainActivationMemory: measured peak activations per rank, in
+// micro-batch units, are what the simulator predicts for GPipe and 1F1B, and
+// 1F1B's are at most GPipe's on every rank.
+func TestTrainActivationMemory(t *testing.T) {
+	const P, M = 4, 8
+	peaks := map[string][]int64{}
+	for _, name := range []string{"gpipe", "1f1b"} {
+		r := runJob(t, P, 0, nil, append([]string{"--schedule", name, "--microbatches", fmt.Sprint(M)}, append(tinyModel, "--steps", "1")...)...)
+		mustSucceed(t, r, name)
+		s, err := schedules.Generate(name, P, M, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tl, err := schedules.Simulate(s, schedules.Costs{Default: schedules.StageCost{F: 1, B: 2, I: 1, W: 1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := schedules.Analyze(s, tl, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := r.metrics[0].PeakMicroBatches
+		if fmt.Sprint(got) != fmt.Sprint(st.PeakLive) {
+			t.Errorf("%s: measured peak activations %v micro-batches per rank, simulator %v", name, got, st.PeakLive)
+		}
+		peaks[name] = r.metrics[0].PeakActivation
+	}
+	for r := range P {
+		if peaks["1f1b"][r] > peaks["gpipe"][r] {
+			t.Errorf("rank %d: 1F1B holds %d activation bytes at peak, GPipe %d", r, peaks["1f1b"][r], peaks["gpipe"][r])
+		}
+	}
+	t.Logf("peak activation bytes per rank: gpipe %v, 1f1b %v", peaks["gpipe"], peaks["1f1b"])
 }
