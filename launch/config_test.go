@@ -223,3 +223,12 @@ func TestRankEnvThreads(t *testing.T) {
 		t.Errorf("one rank per node got OMP_NUM_THREADS=%q", v)
 	}
 }
+
+func TestNProcAuto(t *testing.T) {
+	f := baseFlags()
+	f.NProc = "auto"
+	c, err := Resolve(f, envFunc(map[string]string{"CUDA_VISIBLE_DEVICES": "0,1,2"}))
+	if err != nil || c.NProc != 3 {
+		t.Fatalf("auto with 3 visible GPUs: %d ranks, %v", c.NProc, err)
+	}
+}

@@ -79,7 +79,6 @@ func (r *rank) how() string {
 // group is the local ranks of one attempt.
 type group struct {
 	ranks []*rank
-	procs []*os.Process
 	exits chan int // index of each rank as it ends
 	out   sync.WaitGroup
 	files []*os.File
@@ -145,9 +144,17 @@ func (g *group) start(c Config, p Program, path string, w World, restart int, r 
 		outW.Close()
 		return err
 	}
+	// Only rank 0 reads the agent's stdin (as under mpirun); the others read /dev/null.
+	stdin := os.Stdin
+	if r.global != 0 {
+		if stdin, err = os.Open(os.DevNull); err != nil {
+			return err
+		}
+		defer stdin.Close()
+	}
 	proc, err := os.StartProcess(path, append([]string{p.Path}, p.Args...), &os.ProcAttr{
 		Env:   rankEnv(p.Env, c, w, r.local, restart),
-		Files: []*os.File{os.Stdin, outW, errW},
+		Files: []*os.File{stdin, outW, errW},
 		Sys: &syscall.SysProcAttr{
 			Setpgid:   true,            // the agent alone decides which signals reach the ranks
 			Pdeathsig: syscall.SIGKILL, // no orphans if the agent itself is killed
@@ -162,7 +169,6 @@ func (g *group) start(c Config, p Program, path string, w World, restart int, r 
 	}
 	r.pid, r.start = proc.Pid, time.Now()
 	g.ranks = append(g.ranks, r)
-	g.procs = append(g.procs, proc)
 	var outCon, errCon *console
 	if show {
 		outCon, errCon = stdout, stderr

@@ -16,7 +16,11 @@ func (a *agent) summary(first *failure, g *group, start time.Time, restart int) 
 		fmt.Fprintf(&b, "run %s failed (restart %d of %d): %s\n", a.c.RunID, restart, a.c.MaxRestarts, first.headline())
 		fmt.Fprintf(&b, "root cause: %s\n", first.detail())
 		if len(first.Stderr) > 0 {
-			fmt.Fprintf(&b, "last %d lines of rank %d's stderr:\n", len(first.Stderr), first.Rank)
+			lines := fmt.Sprintf("last %d lines", len(first.Stderr))
+			if len(first.Stderr) == 1 {
+				lines = "last line"
+			}
+			fmt.Fprintf(&b, "%s of rank %d's stderr:\n", lines, first.Rank)
 			for _, l := range first.Stderr {
 				fmt.Fprintf(&b, "  | %s\n", l)
 			}

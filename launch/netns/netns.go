@@ -61,6 +61,12 @@ func Available() error {
 			return fmt.Errorf("%s not found (install iproute2, util-linux and hostname): %v", p, err)
 		}
 	}
+	// Opening for append changes nothing; it only asks whether we may.
+	f, err := os.OpenFile(HostsFile, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return fmt.Errorf("host names go in %s, which cannot be written: %v", HostsFile, err)
+	}
+	f.Close()
 	out, err := exec.Command("unshare", "--net", "--uts", "true").CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("cannot create network and UTS namespaces: unshare --net --uts: %v: %s", err, bytes.TrimSpace(out))

@@ -3,6 +3,8 @@ package slurmtest
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -28,15 +30,15 @@ var programs = []string{"munged", "munge", "slurmctld", "slurmd", "sbatch", "sru
 type Options struct {
 	Nodes []string // node names, also the hosts' names; default n1, n2
 	CPUs  int      // CPUs each node declares (more than the machine has is fine); default 8
+	GPUs  int      // fake GPUs each node declares (gres gpu; character devices like /dev/null); default none
 }
 
 // Cluster is a running Slurm cluster whose nodes are netns hosts.
 type Cluster struct {
-	Dir       string        // slurm.conf, state, spool directories, logs, job output
-	Conf      string        // path of slurm.conf
-	Partition string        // the one partition, the default
-	Net       *netns.Net    // the simulated hosts; Nodes[i] is Net.Hosts[i]
-	Nodes     []*netns.Host // in the order of Options.Nodes
+	Dir   string        // slurm.conf, state, spool directories, logs, job output
+	Conf  string        // path of slurm.conf
+	Net   *netns.Net    // the simulated hosts; Nodes[i] is Net.Hosts[i]
+	Nodes []*netns.Host // in the order of Options.Nodes; one partition, the default, holds them all
 
 	t       testing.TB
 	daemons []*daemon
@@ -72,6 +74,9 @@ func Start(t testing.TB, opts Options) *Cluster {
 	}
 	start := time.Now()
 	installed, err := ensureInstalled(5 * time.Minute)
+	if errors.Is(err, errNoInstaller) {
+		t.Skip("slurmtest: " + err.Error())
+	}
 	if err != nil {
 		t.Fatalf("slurmtest: %v", err)
 	}
@@ -88,7 +93,7 @@ func Start(t testing.TB, opts Options) *Cluster {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	c := &Cluster{Dir: dir, Conf: filepath.Join(dir, "slurm.conf"), Partition: "test", t: t}
+	c := &Cluster{Dir: dir, Conf: filepath.Join(dir, "slurm.conf"), t: t}
 	// From here on, every wait polls a state and a minute is ample (it takes
 	// under a second here).
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -105,7 +110,7 @@ func Start(t testing.TB, opts Options) *Cluster {
 	if err != nil {
 		t.Fatalf("slurmtest: munge: %v", err)
 	}
-	if err := c.writeConf(sock, opts.CPUs); err != nil {
+	if err := c.writeConf(sock, opts); err != nil {
 		t.Fatalf("slurmtest: %v", err)
 	}
 	if err := c.start("slurmctld", exec.Command("slurmctld", "-D", "-f", c.Conf), filepath.Join(dir, "slurmctld.log")); err != nil {
@@ -141,6 +146,9 @@ func (c *Cluster) nodeAddrs() string {
 	return strings.Join(s, " ")
 }
 
+// errNoInstaller: Slurm is missing and this is not a Debian machine.
+var errNoInstaller = errors.New("no apt-get to install Slurm with")
+
 // ensureInstalled installs Packages with apt-get, within limit, when a program
 // is missing, and reports whether it did.
 func ensureInstalled(limit time.Duration) (bool, error) {
@@ -154,7 +162,7 @@ func ensureInstalled(limit time.Duration) (bool, error) {
 		return false, nil
 	}
 	if _, err := exec.LookPath("apt-get"); err != nil {
-		return false, fmt.Errorf("%s missing and no apt-get to install %s", strings.Join(missing, ", "), strings.Join(Packages, " "))
+		return false, fmt.Errorf("%s missing: %w (install Debian's %s)", strings.Join(missing, ", "), errNoInstaller, strings.Join(Packages, " "))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
@@ -184,8 +192,11 @@ func (c *Cluster) startMunge(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("user munge (created by the munge package): %v", err)
 	}
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
+	uid, err1 := strconv.Atoi(u.Uid)
+	gid, err2 := strconv.Atoi(u.Gid)
+	if err := errors.Join(err1, err2); err != nil {
+		return "", fmt.Errorf("user munge: %v", err)
+	}
 	mdir := filepath.Join(c.Dir, "munge")
 	key := filepath.Join(mdir, "munge.key")
 	sock := filepath.Join(mdir, "munge.socket")
@@ -193,15 +204,7 @@ func (c *Cluster) startMunge(ctx context.Context) (string, error) {
 		return "", err
 	}
 	secret := make([]byte, 1024)
-	f, err := os.Open("/dev/urandom")
-	if err != nil {
-		return "", err
-	}
-	_, err = f.Read(secret)
-	f.Close()
-	if err != nil {
-		return "", err
-	}
+	rand.Read(secret)
 	if err := os.WriteFile(key, secret, 0o600); err != nil {
 		return "", err
 	}
@@ -223,11 +226,21 @@ func (c *Cluster) startMunge(ctx context.Context) (string, error) {
 	})
 }
 
-// Conf renders slurm.conf. Everything lives under dir; slurmctld runs on the
-// machine (ctldHost, reached at ctldAddr, the bridge), one slurmd per node at
-// its namespace's address, all on one partition.
-func Conf(dir, ctldHost, ctldAddr string, ctldPort int, mungeSocket string, nodes []*netns.Host, cpus int) string {
-	var b strings.Builder
+// ConfParams is what Conf needs to know.
+type ConfParams struct {
+	Dir         string // everything lives under it; gres.conf's device files in Dir/dev
+	CtldHost    string // slurmctld's host name (the machine's short name)
+	CtldAddr    string // where the nodes reach slurmctld: the bridge
+	CtldPort    int
+	MungeSocket string
+	Nodes       []*netns.Host // one slurmd each, at its namespace's address
+	CPUs, GPUs  int           // per node
+}
+
+// Conf renders slurm.conf and gres.conf (empty without GPUs): slurmctld on the
+// machine, one slurmd per node, all nodes in one default partition.
+func Conf(p ConfParams) (slurmConf, gresConf string) {
+	var b, g strings.Builder
 	fmt.Fprintf(&b, `# Written by launch/slurmtest for one test run.
 ClusterName=pplaunchtest
 SlurmctldHost=%[2]s(%[3]s)
@@ -260,17 +273,25 @@ JobCompType=jobcomp/none
 KillWait=5
 MinJobAge=300
 InactiveLimit=0
-`, dir, ctldHost, ctldAddr, ctldPort, mungeSocket)
+`, p.Dir, p.CtldHost, p.CtldAddr, p.CtldPort, p.MungeSocket)
+	gres := ""
+	if p.GPUs > 0 {
+		b.WriteString("GresTypes=gpu\n")
+		gres = fmt.Sprintf(" Gres=gpu:%d", p.GPUs)
+	}
 	var names []string
-	for _, h := range nodes {
-		fmt.Fprintf(&b, "NodeName=%s NodeAddr=%s CPUs=%d State=UNKNOWN\n", h.Name, h.Addr, cpus)
+	for _, h := range p.Nodes {
+		fmt.Fprintf(&b, "NodeName=%s NodeAddr=%s CPUs=%d%s State=UNKNOWN\n", h.Name, h.Addr, p.CPUs, gres)
+		if p.GPUs > 0 {
+			fmt.Fprintf(&g, "NodeName=%s Name=gpu File=%s/dev/gpu[0-%d]\n", h.Name, p.Dir, p.GPUs-1)
+		}
 		names = append(names, h.Name)
 	}
 	fmt.Fprintf(&b, "PartitionName=test Nodes=%s Default=YES MaxTime=10 State=UP\n", strings.Join(names, ","))
-	return b.String()
+	return b.String(), g.String()
 }
 
-func (c *Cluster) writeConf(mungeSocket string, cpus int) error {
+func (c *Cluster) writeConf(mungeSocket string, opts Options) error {
 	host, err := os.Hostname()
 	if err != nil {
 		return err
@@ -284,17 +305,36 @@ func (c *Cluster) writeConf(mungeSocket string, cpus int) error {
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
-	for _, d := range []string{"state"} {
+	dirs := []string{"state", "dev"}
+	for _, h := range c.Nodes {
+		dirs = append(dirs, filepath.Join("spool", h.Name))
+	}
+	for _, d := range dirs {
 		if err := os.MkdirAll(filepath.Join(c.Dir, d), 0o755); err != nil {
 			return err
 		}
 	}
-	for _, h := range c.Nodes {
-		if err := os.MkdirAll(filepath.Join(c.Dir, "spool", h.Name), 0o755); err != nil {
+	// Slurm only checks that a GPU's file is a character device; these are
+	// /dev/null's numbers, so nothing can be harmed through them.
+	for i := range opts.GPUs {
+		dev := filepath.Join(c.Dir, "dev", fmt.Sprintf("gpu%d", i))
+		if err := syscall.Mknod(dev, syscall.S_IFCHR|0o666, int(unixMkdev(1, 3))); err != nil {
+			return fmt.Errorf("fake GPU %s: mknod: %v", dev, err)
+		}
+	}
+	conf, gres := Conf(ConfParams{Dir: c.Dir, CtldHost: host, CtldAddr: c.Net.Gateway.String(), CtldPort: port,
+		MungeSocket: mungeSocket, Nodes: c.Nodes, CPUs: opts.CPUs, GPUs: opts.GPUs})
+	if gres != "" {
+		if err := os.WriteFile(filepath.Join(c.Dir, "gres.conf"), []byte(gres), 0o644); err != nil {
 			return err
 		}
 	}
-	return os.WriteFile(c.Conf, []byte(Conf(c.Dir, host, c.Net.Gateway.String(), port, mungeSocket, c.Nodes, cpus)), 0o644)
+	return os.WriteFile(c.Conf, []byte(conf), 0o644)
+}
+
+// unixMkdev packs a device number as Linux does (glibc's makedev).
+func unixMkdev(major, minor uint64) uint64 {
+	return (major&0xfff)<<8 | (major&^0xfff)<<32 | minor&0xff | (minor&^0xff)<<12
 }
 
 // start runs a foreground daemon, reaps it when it exits, and registers its
@@ -382,16 +422,30 @@ func (c *Cluster) poll(ctx context.Context, what string, check func() (bool, str
 	}
 }
 
-// env is the environment for Slurm commands: the test's, without any SLURM_
-// variables of an allocation the test itself may run in, and with SLURM_CONF.
-func (c *Cluster) env() []string {
+// CleanEnv is the test's environment without the variables that would place a
+// process in some other job: Slurm's, Open MPI's and PMI's (should the tests run
+// inside an allocation), pplaunch's and the torchrun contract (should they run
+// under a launcher). pplaunch reads these, so jobs and agents the tests start
+// get only what the test gives them.
+func CleanEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "SLURM_") {
+		k, _, _ := strings.Cut(kv, "=")
+		switch {
+		case strings.HasPrefix(k, "SLURM_"), strings.HasPrefix(k, "OMPI_"), strings.HasPrefix(k, "PMI_"),
+			strings.HasPrefix(k, "PPLAUNCH_"), strings.HasPrefix(k, "TORCHELASTIC_"):
+		case k == "RANK", k == "LOCAL_RANK", k == "WORLD_SIZE", k == "LOCAL_WORLD_SIZE", k == "GROUP_RANK",
+			k == "NODE_RANK", k == "MASTER_ADDR", k == "MASTER_PORT", k == "MPI_LOCALRANKID", k == "MPI_LOCALNRANKS":
+		default:
 			env = append(env, kv)
 		}
 	}
-	return append(env, "SLURM_CONF="+c.Conf)
+	return env
+}
+
+// env is the environment for Slurm commands (and, through sbatch, for jobs).
+func (c *Cluster) env() []string {
+	return append(CleanEnv(), "SLURM_CONF="+c.Conf)
 }
 
 // Command prepares a Slurm client command (sinfo, srun, ...) against this cluster.
@@ -402,7 +456,9 @@ func (c *Cluster) Command(ctx context.Context, name string, args ...string) *exe
 	return cmd
 }
 
-// WaitIdle waits until every node is idle.
+// WaitIdle waits until every node is idle. A job submitted while a node is
+// still completing the last one waits for Slurm's next scheduling pass
+// (seconds); after WaitIdle it starts at once.
 func (c *Cluster) WaitIdle(ctx context.Context) error {
 	return c.poll(ctx, "nodes to be idle", func() (bool, string, error) {
 		out, err := c.Command(ctx, "sinfo", "-h", "-N", "-o", "%N|%T").CombinedOutput()

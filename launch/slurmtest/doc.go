@@ -10,7 +10,10 @@
 // scontrol every 100 ms: sbatch --wait backs off for seconds). Nothing is sent
 // anywhere but loopback and the namespaces' own addresses.
 //
-// The package's own test submits the sbatch scripts in examples/slurm, both ways
+// The package's own tests submit the sbatch scripts in examples/slurm, both ways
 // (one pplaunch agent per node, and one rank per srun task with --direct), and
-// checks that the ranks form the right world across the nodes (CheckWorld).
+// run two agents on two hosts without Slurm; ranks run ReportScript, and
+// CheckWorld checks that they form the right world across the nodes. Tests of
+// other packages use the same pieces (Start, CleanEnv, ReportScript, ParseReport,
+// CheckWorld) for their multi-node jobs.
 package slurmtest

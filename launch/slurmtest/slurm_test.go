@@ -9,9 +9,55 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/pplaunch/pplaunch/launch/netns"
 )
+
+// leakCheck notes what the cluster is made of, and returns a function that
+// lists what of it still exists: processes in its namespaces (found by the
+// namespaces' inode numbers, which outlive their names), the bridge, the
+// /etc/hosts lines, the directory.
+func leakCheck(t *testing.T, c *Cluster) func() []string {
+	var inodes []uint64
+	for _, h := range c.Nodes {
+		var st syscall.Stat_t
+		if err := syscall.Stat(h.NetNS, &st); err != nil {
+			t.Fatal(err)
+		}
+		inodes = append(inodes, st.Ino)
+	}
+	return func() []string {
+		var left []string
+		procs, _ := filepath.Glob("/proc/[0-9]*/ns/net")
+		for _, p := range procs {
+			var st syscall.Stat_t
+			if syscall.Stat(p, &st) == nil && slices.Contains(inodes, st.Ino) {
+				pid := strings.Split(p, "/")[2]
+				if stat, err := os.ReadFile("/proc/" + pid + "/stat"); err == nil && !strings.Contains(string(stat), ") Z ") {
+					left = append(left, "process "+pid+": "+string(stat))
+				}
+			}
+		}
+		if _, err := os.Stat("/sys/class/net/" + c.Net.Bridge); err == nil {
+			left = append(left, "bridge "+c.Net.Bridge)
+		}
+		hosts, _ := os.ReadFile(netns.HostsFile)
+		for _, line := range strings.Split(string(hosts), "\n") {
+			for _, h := range c.Nodes {
+				if f := strings.Fields(line); len(f) > 1 && f[0] == h.Addr.String() {
+					left = append(left, netns.HostsFile+": "+line)
+				}
+			}
+		}
+		if _, err := os.Stat(c.Dir); err == nil {
+			left = append(left, c.Dir)
+		}
+		return left
+	}
+}
 
 // moduleRoot is the repository root: examples/ and cmd/ live there.
 func moduleRoot(t *testing.T) string {
@@ -56,6 +102,32 @@ func readReports(t *testing.T, dir string) []Rank {
 	return ranks
 }
 
+// command is the shell command that submits job, for the test log; an
+// argument equal to the report script shows as abbrev.
+func command(job Job, abbrev string) string {
+	var words []string
+	for _, kv := range job.Env {
+		k, v, _ := strings.Cut(kv, "=")
+		words = append(words, k+"="+quote(v))
+	}
+	words = append(words, "sbatch")
+	for _, a := range append(append(slices.Clone(job.Sbatch), job.Script), job.Args...) {
+		if a == ReportScript && abbrev != "" {
+			words = append(words, abbrev)
+			continue
+		}
+		words = append(words, quote(a))
+	}
+	return strings.Join(words, " ")
+}
+
+func quote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
 // summary says where each rank ran, for the test log.
 func summary(ranks []Rank) string {
 	byHost := map[string][]int{}
@@ -83,7 +155,17 @@ func summary(ranks []Rank) string {
 // ranks form one 8-rank world across the two nodes.
 func TestSlurmTwoNodes(t *testing.T) {
 	began := time.Now()
-	c := Start(t, Options{Nodes: []string{"n1", "n2"}})
+	var leaks func() []string
+	// Registered first, so it runs after every teardown: nothing may be left.
+	t.Cleanup(func() {
+		if leaks != nil {
+			if left := leaks(); len(left) > 0 {
+				t.Errorf("left behind after teardown: %q", left)
+			}
+		}
+	})
+	c := Start(t, Options{Nodes: []string{"n1", "n2"}, GPUs: 3})
+	leaks = leakCheck(t, c)
 	root := moduleRoot(t)
 	bin := buildPplaunch(t, root, c.Dir)
 	names := []string{c.Nodes[0].Name, c.Nodes[1].Name}
@@ -91,14 +173,19 @@ func TestSlurmTwoNodes(t *testing.T) {
 	const perNode = 4
 
 	for _, mode := range []struct {
-		name   string
-		script string
-		env    []string
+		name    string
+		script  string
+		env     []string
+		sbatch  []string
+		perNode int
 	}{
 		// srun --ntasks-per-node=1 pplaunch --nproc 4: one agent per node.
-		{"agent-per-node", "agent-per-node.sbatch", []string{"NPROC=" + strconv.Itoa(perNode)}},
+		{"agent-per-node", "agent-per-node.sbatch", []string{"NPROC=" + strconv.Itoa(perNode)}, nil, perNode},
 		// srun --ntasks-per-node=4 pplaunch --direct: every task is a rank.
-		{"rank-per-task", "rank-per-task.sbatch", nil},
+		{"rank-per-task", "rank-per-task.sbatch", nil, nil, perNode},
+		// --nproc auto: one rank per GPU that Slurm gives the step (3 a node
+		// here, so neither the CPU count nor the default).
+		{"agent-per-node-gpus", "agent-per-node.sbatch", []string{"NPROC=auto"}, []string{"--gpus-per-node=3"}, 3},
 	} {
 		t.Run(mode.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
@@ -111,6 +198,10 @@ func TestSlurmTwoNodes(t *testing.T) {
 				Script: filepath.Join(root, "examples", "slurm", mode.script),
 				Args:   []string{"--", "sh", "-c", ReportScript, "sh", reports},
 				Env:    append([]string{"PPLAUNCH=" + bin}, mode.env...),
+				Sbatch: mode.sbatch,
+			}
+			if err := c.WaitIdle(ctx); err != nil {
+				t.Fatal(err)
 			}
 			start := time.Now()
 			r, err := c.Run(ctx, job)
@@ -118,7 +209,7 @@ func TestSlurmTwoNodes(t *testing.T) {
 				t.Fatal(err)
 			}
 			ranks := readReports(t, reports)
-			if err := CheckWorld(ranks, names, perNode, masters); err != nil {
+			if err := CheckWorld(ranks, names, mode.perNode, masters); err != nil {
 				t.Errorf("job %d (%s): the ranks do not form the right world:\n%v\njob output:\n%s", r.ID, mode.script, err, r.Output)
 			}
 			// Every rank ran inside this job, and agrees with the others on the run id.
@@ -136,11 +227,43 @@ func TestSlurmTwoNodes(t *testing.T) {
 			if len(ranks) > 0 {
 				any = ranks[0]
 			}
-			t.Logf("ran: %s=%s %s sbatch %s %s\n  job %d %s (exit %s) on %s in %v; %d ranks: %s; MASTER_ADDR=%s MASTER_PORT=%s PPLAUNCH_RUN_ID=%s",
-				"PPLAUNCH", bin, strings.Join(mode.env, " "), job.Script, strings.Join(job.Args[:3], " ")+" REPORT sh "+reports,
-				r.ID, r.State, r.ExitCode, r.Nodes, time.Since(start).Round(time.Millisecond), len(ranks), summary(ranks),
-				any.Env["MASTER_ADDR"], any.Env["MASTER_PORT"], any.Env["PPLAUNCH_RUN_ID"])
+			t.Logf("ran: %s\n  (REPORT: %s)\n  job %d %s (exit %s) on %s in %v; %d ranks: %s; MASTER_ADDR=%s MASTER_PORT=%s PPLAUNCH_RUN_ID=%s CUDA_VISIBLE_DEVICES=%q",
+				command(job, "REPORT"), ReportScript, r.ID, r.State, r.ExitCode, r.Nodes, time.Since(start).Round(time.Millisecond), len(ranks), summary(ranks),
+				any.Env["MASTER_ADDR"], any.Env["MASTER_PORT"], any.Env["PPLAUNCH_RUN_ID"], any.Env["CUDA_VISIBLE_DEVICES"])
 		})
 	}
-	t.Logf("slurm test: %v in all (cluster start, build, two jobs)", time.Since(began).Round(time.Millisecond))
+
+	// A rank on the second node fails: both agents stop their ranks (the
+	// others would sleep for a minute) and the job fails with the rank's exit
+	// code, the root cause named in the output.
+	t.Run("agent-per-node rank fails", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+		defer cancel()
+		if err := c.WaitIdle(ctx); err != nil {
+			t.Fatal(err)
+		}
+		job := Job{
+			Script: filepath.Join(root, "examples", "slurm", "agent-per-node.sbatch"),
+			Args:   []string{"--", "sh", "-c", `if [ "$RANK" = 5 ]; then echo "rank 5 gives up" >&2; exit 3; fi; exec sleep 60`},
+			Env:    []string{"PPLAUNCH=" + bin, "NPROC=4"},
+		}
+		start := time.Now()
+		r, err := c.Run(ctx, job)
+		if err == nil || r.State != "FAILED" || r.ExitCode != "3:0" {
+			t.Fatalf("job %d: %s, exit code %q (%v); want FAILED with 3:0 from rank 5", r.ID, r.State, r.ExitCode, err)
+		}
+		var cause string
+		for _, line := range strings.Split(r.Output, "\n") {
+			if strings.Contains(line, "root cause") {
+				cause = line
+				break
+			}
+		}
+		if !strings.Contains(cause, "rank 5 ") || !strings.Contains(cause, c.Nodes[1].Name) || !strings.Contains(cause, "3") {
+			t.Errorf("job %d: root cause line %q does not name rank 5 on %s and its exit code 3; output:\n%s", r.ID, cause, c.Nodes[1].Name, r.Output)
+		}
+		t.Logf("ran: %s\n  job %d %s (exit %s) in %v; %s",
+			command(job, ""), r.ID, r.State, r.ExitCode, time.Since(start).Round(time.Millisecond), strings.TrimSpace(cause))
+	})
+	t.Logf("slurm test: %v in all (install check, cluster start, build, four jobs)", time.Since(began).Round(time.Millisecond))
 }
