@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pplaunch/pplaunch/launch/netns"
 	"github.com/pplaunch/pplaunch/ranks"
 	"github.com/pplaunch/pplaunch/schedules"
 )
@@ -297,4 +298,59 @@ func TestTrainActivationMemory(t *testing.T) {
 		}
 	}
 	t.Logf("peak activation bytes per rank: gpipe %v, 1f1b %v", peaks["gpipe"], peaks["1f1b"])
+}
+
+// TestTrainTwoNodes runs a pp=4 job on two simulated hosts (network
+// namespaces, 2 ranks each), one agent per host as a user would start them
+// on two machines, and checks it equals one process bit for bit.
+func TestTrainTwoNodes(t *testing.T) {
+	n := netns.New(t, "trn1", "trn2") // skips without root, saying why
+	bin := binary(t)
+	args := append([]string{"--microbatches", "4"}, tinyModel...)
+	refDir, dir := t.TempDir(), t.TempDir()
+	ref := runJob(t, 1, 0, nil, append(args, "--checkpoint-dir", refDir)...)
+	mustSucceed(t, ref, "single-process reference")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	metrics := filepath.Join(dir, "metrics.jsonl")
+	endpoint := n.Hosts[0].Name + ":29400"
+	outs := make([][]byte, len(n.Hosts))
+	errs := make([]error, len(n.Hosts))
+	var wg sync.WaitGroup
+	for i, h := range n.Hosts {
+		argv := append([]string{"--nnodes", "2", "--node-rank", fmt.Sprint(i), "--rdzv-endpoint", endpoint,
+			"--rdzv-id", "train-two-nodes", "--rdzv-timeout", "60s", "--nproc", "2",
+			"train", "--metrics", metrics, "--checkpoint-dir", filepath.Join(dir, "ckpt")}, args...)
+		cmd := h.Command(ctx, bin, argv...)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			outs[i], errs[i] = cmd.CombinedOutput()
+		}()
+	}
+	wg.Wait()
+	for i := range n.Hosts {
+		if errs[i] != nil {
+			t.Fatalf("agent on %s: %v\n%s", n.Hosts[i].Name, errs[i], outs[i])
+		}
+	}
+	if !strings.Contains(string(outs[0]), "4 ranks = pp 4 × dp 1") {
+		t.Errorf("node 0's output does not show a 4-rank pipeline:\n%s", outs[0])
+	}
+	compare(t, filepath.Join(dir, "ckpt"), refDir)
+	b, err := os.ReadFile(metrics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []float64
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var r ranks.StepRecord
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, r.Loss)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(losses(ref)) {
+		t.Errorf("losses %v on two nodes, one process %v", got, losses(ref))
+	}
 }
