@@ -1,3 +1,5 @@
 // Package bench holds benchmark drivers and their reports (tables, JSON) over the
 // packages of pplaunch: transfers, training steps, pipeline overhead, launch time.
+// Step times one training step of a whole model in one process (pplaunch bench
+// step).
 package bench

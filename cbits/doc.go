@@ -1,4 +1,8 @@
-// Package cbits is a small cgo shim that dlopens native libraries at run time
-// (OpenBLAS, and the NVIDIA libraries where present), so one binary builds with no
-// native files and runs on CPU-only and GPU machines alike.
+// Package cbits is a small cgo shim that dlopens native libraries at run time,
+// so one binary builds with only cgo and -ldl and runs on machines with or
+// without them. Today it loads OpenBLAS (checked to be OpenBLAS, held
+// single-threaded, with its kernels chosen from the CPU's features); the NVIDIA
+// libraries (CUDA, cuBLAS, NVRTC, NCCL) are to be loaded the same way: open the
+// library, resolve every symbol up front, report the first one missing by name.
+// Without cgo, loading fails with an error that says so.
 package cbits

@@ -15,6 +15,21 @@ static void pp_sgemm(void *fn, int ta, int tb, int m, int n, int k, float alpha,
 }
 static const char *pp_config(void *fn) { return ((pp_config_fn)fn)(); }
 static void pp_set_threads(void *fn, int n) { ((pp_threads_fn)fn)(n); }
+
+#include <stdlib.h>
+// pp_best_coretype names the OpenBLAS kernel family this CPU supports, or NULL.
+static const char *pp_best_coretype(void) {
+#if defined(__x86_64__)
+	__builtin_cpu_init();
+	if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+	    __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
+		return "SKYLAKEX";
+	if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+		return "HASWELL";
+#endif
+	return NULL;
+}
+static void pp_setenv(const char *k, const char *v) { setenv(k, v, 0); }
 */
 import "C"
 
@@ -49,6 +64,16 @@ func LoadOpenBLAS() (*OpenBLAS, error) {
 }
 
 func loadOpenBLAS() (*OpenBLAS, error) {
+	// OpenBLAS picks its kernels from CPUID when it loads, and under some
+	// hypervisors it does not recognise the CPU and falls back to Prescott
+	// (SSE3) kernels, ten times slower. Unless the user chose a core with
+	// OPENBLAS_CORETYPE, name the best family the CPU's features allow. Set in
+	// the C environment only, so child processes decide for themselves.
+	if ct := C.pp_best_coretype(); ct != nil {
+		k := C.CString("OPENBLAS_CORETYPE")
+		C.pp_setenv(k, ct)
+		C.free(unsafe.Pointer(k))
+	}
 	lib, err := open(OpenBLASSoname)
 	if err != nil {
 		return nil, err

@@ -1,3 +1,18 @@
-// Package models holds the layers (with explicit forward and backward), the GPT and
-// MLP models cut into pipeline stages, optimizers, data and checkpoints.
+// Package models holds the layers (with explicit forward and backward, split into
+// input and weight parts), the GPT-2 and MLP models, and the Stage: a contiguous
+// slice of a model that a pipeline executor drives micro-batch by micro-batch.
+//
+// The numbers never depend on how the model is run. Initialisation is a function
+// of (seed, parameter name); a stage's weight gradient for each micro-batch goes
+// into a buffer of its own and an Accumulator adds the buffers along a pairwise
+// tree over global micro-batch indices; tied embeddings keep two gradients that
+// are added in a fixed order; the global gradient norm is combined in name order.
+// So a model cut into any number of stages, with or without recomputation, full
+// or split backward, gives the uncut model's losses and gradients bit for bit.
+//
+// Also here: optimizers (AdamW, SGD with momentum, warmup and cosine schedule,
+// clipping by a norm supplied from outside), partitioning (uniform, by
+// parameters, by FLOPs, explicit), and the bridge to checkpoints and
+// --init-from. The data and the checkpoint format live in the subpackages data,
+// checkpoint and safetensors.
 package models

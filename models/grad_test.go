@@ -57,7 +57,9 @@ func checkSublayer(t *testing.T, be tensor.Backend, sl sublayer, in func() *flow
 		p.off = off
 		off += p.Numel()
 	}
+	ar := newArena()
 	f0 := in()
+	f0.al = &alloc{a: ar}
 	x0 := f0.x
 	tp := sl.forward(be, f0)
 	var R *tensor.Tensor
@@ -66,7 +68,7 @@ func checkSublayer(t *testing.T, be tensor.Backend, sl sublayer, in func() *flow
 	}
 	loss := func() float64 {
 		f := in()
-		f.x = x0
+		f.x, f.al = x0, &alloc{a: ar}
 		sl.forward(be, f)
 		if R == nil {
 			return f.loss
@@ -77,7 +79,7 @@ func checkSublayer(t *testing.T, be tensor.Backend, sl sublayer, in func() *flow
 		}
 		return s
 	}
-	dx := tp.backwardInput(be, R, 1)
+	dx := tp.backwardInput(be, f0.al, R, 1)
 	g := make(gradBuf, off)
 	tp.backwardWeight(be, g)
 	numeric := func(v *float32) float64 {
@@ -192,8 +194,7 @@ func TestGradientWholeGPT(t *testing.T) {
 				if _, err := s.BackwardInput(99, nil); err != nil {
 					t.Fatal(err)
 				}
-				delete(s.mbs, 99) // discard without accumulating
-				s.cur = 0
+				s.Discard(99) // nothing accumulated
 				return out.Loss
 			}
 			if err := s.BeginStep(0, 1); err != nil {

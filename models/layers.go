@@ -10,6 +10,7 @@ type flow struct {
 	tokens  []int32        // read by the embedding
 	targets []int32        // read by the head
 	loss    float64        // set by the head
+	al      *alloc         // where the micro-batch's buffers come from
 }
 
 // sublayer is one piece of a unit with an explicit forward and a backward split
@@ -27,7 +28,7 @@ type sublayer interface {
 type tape interface {
 	// backwardInput returns the gradient for the sublayer's input and keeps only
 	// what backwardWeight needs. scale seeds the head's loss gradient.
-	backwardInput(be tensor.Backend, dy *tensor.Tensor, scale float32) *tensor.Tensor
+	backwardInput(be tensor.Backend, al *alloc, dy *tensor.Tensor, scale float32) *tensor.Tensor
 	// backwardWeight writes the parameter gradients into g.
 	backwardWeight(be tensor.Backend, g gradBuf)
 	// bytes counts the activations held now.
@@ -52,8 +53,6 @@ func sizeOf(ts ...*tensor.Tensor) int64 {
 	return n
 }
 
-func like(t *tensor.Tensor) *tensor.Tensor { return tensor.New(t.Shape...) }
-
 // linear is a fully connected layer with bias; w is [out, in].
 type linear struct{ w, b *Param }
 
@@ -62,15 +61,15 @@ type layerNorm struct{ g, b *Param }
 
 type lnTape struct{ x, mean, rstd, dy *tensor.Tensor }
 
-func (l layerNorm) forward(be tensor.Backend, x *tensor.Tensor) (*tensor.Tensor, *lnTape) {
+func (l layerNorm) forward(be tensor.Backend, al *alloc, x *tensor.Tensor) (*tensor.Tensor, *lnTape) {
 	n, _ := x.Rows()
-	y, mean, rstd := like(x), tensor.New(n), tensor.New(n)
+	y, mean, rstd := al.like(x), al.new(n), al.new(n)
 	be.LayerNorm(y, mean, rstd, x, l.g.Value, l.b.Value, LayerNormEps)
 	return y, &lnTape{x: x, mean: mean, rstd: rstd}
 }
 
-func (l layerNorm) backwardInput(be tensor.Backend, t *lnTape, dy *tensor.Tensor) *tensor.Tensor {
-	dx := like(t.x)
+func (l layerNorm) backwardInput(be tensor.Backend, al *alloc, t *lnTape, dy *tensor.Tensor) *tensor.Tensor {
+	dx := al.like(t.x)
 	be.LayerNormBackwardInput(dx, dy, t.x, t.mean, t.rstd, l.g.Value)
 	t.dy = dy
 	return dx
@@ -104,26 +103,26 @@ func (m *residualMLP) forward(be tensor.Backend, fl *flow) tape {
 	x := fl.x
 	n, _ := x.Rows()
 	hidden := m.fc.w.Shape[0]
-	a, lt := m.ln.forward(be, x)
-	f := tensor.New(n, hidden)
+	a, lt := m.ln.forward(be, fl.al, x)
+	f := fl.al.new(n, hidden)
 	be.Linear(f, a, m.fc.w.Value, m.fc.b.Value, nil)
-	th, g := like(f), like(f)
+	th, g := fl.al.like(f), fl.al.like(f)
 	be.Gelu(g, th, f)
-	y := like(x)
+	y := fl.al.like(x)
 	be.Linear(y, g, m.proj.w.Value, m.proj.b.Value, x)
 	fl.x = y
 	return &mlpTape{m: m, ln: lt, a: a, f: f, th: th, g: g}
 }
 
-func (t *mlpTape) backwardInput(be tensor.Backend, dy *tensor.Tensor, _ float32) *tensor.Tensor {
+func (t *mlpTape) backwardInput(be tensor.Backend, al *alloc, dy *tensor.Tensor, _ float32) *tensor.Tensor {
 	m := t.m
-	dg := like(t.g)
+	dg := al.like(t.g)
 	be.LinearBackwardInput(dg, dy, m.proj.w.Value)
 	df := dg // GELU's backward may write over its input gradient
 	be.GeluBackward(df, dg, t.f, t.th)
-	da := like(t.a)
+	da := al.like(t.a)
 	be.LinearBackwardInput(da, df, m.fc.w.Value)
-	dx := m.ln.backwardInput(be, t.ln, da)
+	dx := m.ln.backwardInput(be, al, t.ln, da)
 	be.Add(dx, dx, dy)
 	t.df, t.dy = df, dy
 	t.f, t.th = nil, nil
@@ -161,26 +160,26 @@ func (m *residualAttention) params() []*Param {
 func (m *residualAttention) forward(be tensor.Backend, fl *flow) tape {
 	x := fl.x
 	B, T, D := x.Shape[0], x.Shape[1], x.Shape[2]
-	in, lt := m.ln.forward(be, x)
-	qkv := tensor.New(B, T, 3*D)
+	in, lt := m.ln.forward(be, fl.al, x)
+	qkv := fl.al.new(B, T, 3*D)
 	be.Linear(qkv, in, m.qkv.w.Value, m.qkv.b.Value, nil)
-	att, probs := like(x), tensor.New(B, m.heads, T, T)
+	att, probs := fl.al.like(x), fl.al.new(B, m.heads, T, T)
 	be.Attention(att, probs, qkv, m.heads)
-	y := like(x)
+	y := fl.al.like(x)
 	be.Linear(y, att, m.proj.w.Value, m.proj.b.Value, x)
 	fl.x = y
 	return &attnTape{a: m, ln: lt, in: in, qkv: qkv, probs: probs, att: att}
 }
 
-func (t *attnTape) backwardInput(be tensor.Backend, dy *tensor.Tensor, _ float32) *tensor.Tensor {
+func (t *attnTape) backwardInput(be tensor.Backend, al *alloc, dy *tensor.Tensor, _ float32) *tensor.Tensor {
 	m := t.a
-	datt := like(t.att)
+	datt := al.like(t.att)
 	be.LinearBackwardInput(datt, dy, m.proj.w.Value)
-	dqkv := like(t.qkv)
+	dqkv := al.like(t.qkv)
 	be.AttentionBackward(dqkv, datt, t.qkv, t.probs, m.heads)
-	din := like(t.in)
+	din := al.like(t.in)
 	be.LinearBackwardInput(din, dqkv, m.qkv.w.Value)
-	dx := m.ln.backwardInput(be, t.ln, din)
+	dx := m.ln.backwardInput(be, al, t.ln, din)
 	be.Add(dx, dx, dy)
 	t.dqkv, t.dy = dqkv, dy
 	t.qkv, t.probs = nil, nil
@@ -219,7 +218,7 @@ func (e *embedding) params() []*Param {
 
 func (e *embedding) forward(be tensor.Backend, fl *flow) tape {
 	D := e.wte.Shape[1]
-	y := tensor.New(len(fl.tokens)/e.seq, e.seq, D)
+	y := fl.al.new(len(fl.tokens)/e.seq, e.seq, D)
 	var wpe *tensor.Tensor
 	if e.wpe != nil {
 		wpe = e.wpe.Value
@@ -230,7 +229,7 @@ func (e *embedding) forward(be tensor.Backend, fl *flow) tape {
 }
 
 // backwardInput has no input gradient to give (token ids are not differentiable).
-func (t *embedTape) backwardInput(_ tensor.Backend, dy *tensor.Tensor, _ float32) *tensor.Tensor {
+func (t *embedTape) backwardInput(_ tensor.Backend, _ *alloc, dy *tensor.Tensor, _ float32) *tensor.Tensor {
 	t.dy = dy
 	return nil
 }
@@ -261,9 +260,9 @@ type headTape struct {
 func (h *head) params() []*Param { return []*Param{h.ln.g, h.ln.b, h.w} }
 
 func (h *head) forward(be tensor.Backend, fl *flow) tape {
-	z, lt := h.ln.forward(be, fl.x)
+	z, lt := h.ln.forward(be, fl.al, fl.x)
 	n, _ := z.Rows()
-	logits := tensor.New(n, h.w.Shape[0])
+	logits := fl.al.new(n, h.w.Shape[0])
 	be.Linear(logits, z, h.w.Value, nil, nil)
 	fl.loss = be.CrossEntropy(logits, logits, fl.targets)
 	fl.x = nil
@@ -271,12 +270,12 @@ func (h *head) forward(be tensor.Backend, fl *flow) tape {
 }
 
 // backwardInput starts from d(loss)/d(loss) = scale.
-func (t *headTape) backwardInput(be tensor.Backend, _ *tensor.Tensor, scale float32) *tensor.Tensor {
+func (t *headTape) backwardInput(be tensor.Backend, al *alloc, _ *tensor.Tensor, scale float32) *tensor.Tensor {
 	dlogit := t.probs // the probabilities are not needed after this
 	be.CrossEntropyBackward(dlogit, t.probs, t.targets, scale)
-	dz := like(t.z)
+	dz := al.like(t.z)
 	be.LinearBackwardInput(dz, dlogit, t.h.w.Value)
-	dx := t.h.ln.backwardInput(be, t.ln, dz)
+	dx := t.h.ln.backwardInput(be, al, t.ln, dz)
 	t.dlogit, t.probs = dlogit, nil
 	return dx
 }

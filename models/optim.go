@@ -20,13 +20,51 @@ type Optimizer interface {
 	SetState(OptimizerState) error
 }
 
-// OptimizerState is an optimizer's state as named tensors: "<param>.exp_avg" and
-// "<param>.exp_avg_sq" for AdamW, "<param>.momentum" for SGD, with the number of
-// steps taken.
+// OptimizerState is an optimizer's state: per slot ("adam_m" and "adam_v" for
+// AdamW, "momentum" for SGD, as models/checkpoint names them) the values for
+// each parameter by name, and the number of steps taken.
 type OptimizerState struct {
-	Kind    string
-	Steps   int
-	Tensors map[string][]float32
+	Kind  string
+	Steps int
+	Slots map[string]map[string][]float32
+}
+
+// Optimizer state slots.
+const (
+	SlotAdamM    = "adam_m"
+	SlotAdamV    = "adam_v"
+	SlotMomentum = "momentum"
+)
+
+// exportSlots deep-copies per-parameter slices into a slot.
+func exportSlots(src map[string][]float32) map[string][]float32 {
+	dst := make(map[string][]float32, len(src))
+	for name, v := range src {
+		dst[name] = slices.Clone(v)
+	}
+	return dst
+}
+
+// importSlots checks a state against the expected kind and slots and copies it.
+func importSlots(st OptimizerState, kind string, slots ...string) ([]map[string][]float32, error) {
+	if st.Kind != kind {
+		return nil, fmt.Errorf("optimizer state is %q, want %s", st.Kind, kind)
+	}
+	for slot := range st.Slots {
+		if !slices.Contains(slots, slot) {
+			return nil, fmt.Errorf("%s state: unexpected slot %q", kind, slot)
+		}
+	}
+	out := make([]map[string][]float32, len(slots))
+	for i, slot := range slots {
+		out[i] = exportSlots(st.Slots[slot])
+		for name, v := range out[i] {
+			if other := out[0][name]; len(other) != len(v) {
+				return nil, fmt.Errorf("%s state: %s has %d values in %s and %d in %s", kind, name, len(other), slots[0], len(v), slot)
+			}
+		}
+	}
+	return out, nil
 }
 
 // optGrain is the block of elements one task updates.
@@ -64,50 +102,38 @@ func (o *AdamW) Step(params []*Param, lr, gradScale float64) error {
 			decay = 1 - lr*o.WeightDecay
 		}
 		w, g := p.Value.Data, p.Grad.Data
+		// float32 arithmetic, as torch's CPU AdamW on float32 parameters.
+		b1, b2 := float32(o.Beta1), float32(o.Beta2)
+		c1, c2 := 1-b1, 1-b2
+		gs, dec, step := float32(gradScale), float32(decay), float32(lr/bc1)
+		ibc2, eps := float32(1/bc2), float32(o.Eps)
 		tensor.ParallelRange(len(w), optGrain, func(lo, hi int) {
-			for i := lo; i < hi; i++ {
-				gi := float64(g[i]) * gradScale
-				mi := o.Beta1*float64(m[i]) + (1-o.Beta1)*gi
-				vi := o.Beta2*float64(v[i]) + (1-o.Beta2)*gi*gi
-				m[i], v[i] = float32(mi), float32(vi)
-				w[i] = float32(float64(w[i])*decay - lr/bc1*mi/(math.Sqrt(vi)/bc2+o.Eps))
+			ws, gs_, ms, vs := w[lo:hi], g[lo:hi], m[lo:hi], v[lo:hi]
+			for i, gi := range gs_ {
+				gi *= gs
+				mi := b1*ms[i] + c1*gi
+				vi := b2*vs[i] + c2*gi*gi
+				ms[i], vs[i] = mi, vi
+				ws[i] = ws[i]*dec - step*mi/(float32(math.Sqrt(float64(vi)))*ibc2+eps)
 			}
 		})
 	}
 	return nil
 }
 
-// State exports the moments.
+// State exports a copy of the moments.
 func (o *AdamW) State() OptimizerState {
-	st := OptimizerState{Kind: "adamw", Steps: o.steps, Tensors: map[string][]float32{}}
-	for name, m := range o.m {
-		st.Tensors[name+".exp_avg"] = slices.Clone(m)
-		st.Tensors[name+".exp_avg_sq"] = slices.Clone(o.v[name])
-	}
-	return st
+	return OptimizerState{Kind: "adamw", Steps: o.steps,
+		Slots: map[string]map[string][]float32{SlotAdamM: exportSlots(o.m), SlotAdamV: exportSlots(o.v)}}
 }
 
-// SetState restores the moments.
+// SetState restores a copy of the moments.
 func (o *AdamW) SetState(st OptimizerState) error {
-	if st.Kind != "adamw" {
-		return fmt.Errorf("optimizer state is %q, want adamw", st.Kind)
+	sl, err := importSlots(st, "adamw", SlotAdamM, SlotAdamV)
+	if err != nil {
+		return err
 	}
-	o.steps, o.m, o.v = st.Steps, map[string][]float32{}, map[string][]float32{}
-	for key, t := range st.Tensors {
-		switch {
-		case hasSuffix(key, ".exp_avg"):
-			o.m[key[:len(key)-len(".exp_avg")]] = slices.Clone(t)
-		case hasSuffix(key, ".exp_avg_sq"):
-			o.v[key[:len(key)-len(".exp_avg_sq")]] = slices.Clone(t)
-		default:
-			return fmt.Errorf("adamw state: unexpected tensor %q", key)
-		}
-	}
-	for name, m := range o.m {
-		if v := o.v[name]; len(v) != len(m) {
-			return fmt.Errorf("adamw state: %s has exp_avg of %d values and exp_avg_sq of %d", name, len(m), len(v))
-		}
-	}
+	o.steps, o.m, o.v = st.Steps, sl[0], sl[1]
 	return nil
 }
 
@@ -152,31 +178,21 @@ func (o *SGD) Step(params []*Param, lr, gradScale float64) error {
 	return nil
 }
 
-// State exports the momentum buffers.
+// State exports a copy of the momentum buffers.
 func (o *SGD) State() OptimizerState {
-	st := OptimizerState{Kind: "sgd", Steps: o.steps, Tensors: map[string][]float32{}}
-	for name, b := range o.buf {
-		st.Tensors[name+".momentum"] = slices.Clone(b)
-	}
-	return st
+	return OptimizerState{Kind: "sgd", Steps: o.steps,
+		Slots: map[string]map[string][]float32{SlotMomentum: exportSlots(o.buf)}}
 }
 
-// SetState restores the momentum buffers.
+// SetState restores a copy of the momentum buffers.
 func (o *SGD) SetState(st OptimizerState) error {
-	if st.Kind != "sgd" {
-		return fmt.Errorf("optimizer state is %q, want sgd", st.Kind)
+	sl, err := importSlots(st, "sgd", SlotMomentum)
+	if err != nil {
+		return err
 	}
-	o.steps, o.buf = st.Steps, map[string][]float32{}
-	for key, t := range st.Tensors {
-		if !hasSuffix(key, ".momentum") {
-			return fmt.Errorf("sgd state: unexpected tensor %q", key)
-		}
-		o.buf[key[:len(key)-len(".momentum")]] = slices.Clone(t)
-	}
+	o.steps, o.buf = st.Steps, sl[0]
 	return nil
 }
-
-func hasSuffix(s, suf string) bool { return len(s) >= len(suf) && s[len(s)-len(suf):] == suf }
 
 // NewOptimizer returns "adamw" or "sgd" (momentum 0.9) with the given weight decay.
 func NewOptimizer(name string, weightDecay float64) (Optimizer, error) {

@@ -116,6 +116,9 @@ func ParseLayersPerStage(s string, layers int) ([]int, error) {
 		if n < 1 {
 			return nil, fmt.Errorf("layers per stage %q: stage %d has %d layers, want at least 1", s, i, n)
 		}
+		if n > layers {
+			return nil, fmt.Errorf("layers per stage %q: stage %d has %d layers, but the model has only %d", s, i, n, layers)
+		}
 		cut = append(cut, n)
 		total += n
 	}

@@ -96,3 +96,27 @@ func TestConfigAndPresets(t *testing.T) {
 		t.Fatalf("width 256 with 3 heads: %v", err)
 	}
 }
+
+// FuzzParseLayersPerStage: any string either parses into positive counts that
+// add up to the model's layers, or is refused with an error.
+func FuzzParseLayersPerStage(f *testing.F) {
+	for _, s := range []string{"3,3,2,2", "1", "", ",", "4,-1", " 2 , 2", "9999999999999999999", "1,,1"} {
+		f.Add(s, 4)
+	}
+	f.Fuzz(func(t *testing.T, s string, layers int) {
+		cut, err := ParseLayersPerStage(s, layers)
+		if err != nil {
+			return
+		}
+		total := 0
+		for _, n := range cut {
+			if n < 1 {
+				t.Fatalf("%q: stage with %d layers accepted", s, n)
+			}
+			total += n
+		}
+		if total != layers {
+			t.Fatalf("%q: adds up to %d, accepted for %d layers", s, total, layers)
+		}
+	})
+}

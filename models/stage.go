@@ -58,6 +58,7 @@ type Stage struct {
 	byName map[string]*Param
 	grad   []float32 // flat gradient, viewed by every Param.Grad
 	pool   [][]float32
+	arena  *arena
 
 	scale     float32
 	mbs       map[int]*mbState
@@ -67,6 +68,7 @@ type Stage struct {
 
 type mbState struct {
 	in        Input
+	al        *alloc
 	tapes     []tape
 	inputDone bool
 	bytes     int64
@@ -85,7 +87,7 @@ func NewStage(cfg Config, cut []int, index int, be tensor.Backend, opts StageOpt
 		return nil, fmt.Errorf("stage %d of a %d-stage cut does not exist", index, len(cut))
 	}
 	s := &Stage{cfg: cfg, be: be, opts: opts, index: index, num: len(cut), numLayers: cut[index],
-		byName: map[string]*Param{}, scale: 1, mbs: map[int]*mbState{}}
+		byName: map[string]*Param{}, scale: 1, mbs: map[int]*mbState{}, arena: newArena()}
 	for _, n := range cut[:index] {
 		s.firstLayer += n
 	}
@@ -267,8 +269,8 @@ func (s *Stage) checkInput(mb int, in Input) (int, error) {
 }
 
 // run does the forward pass over all sublayers, returning tapes and the output.
-func (s *Stage) run(in Input) ([]tape, Output) {
-	fl := &flow{x: in.Act, tokens: in.Tokens, targets: in.Targets}
+func (s *Stage) run(in Input, al *alloc) ([]tape, Output) {
+	fl := &flow{x: in.Act, tokens: in.Tokens, targets: in.Targets, al: al}
 	tapes := make([]tape, len(s.subs))
 	for i, sl := range s.subs {
 		tapes[i] = sl.forward(s.be, fl)
@@ -301,12 +303,14 @@ func (s *Stage) Forward(mb int, in Input) (Output, error) {
 	if _, err := s.checkInput(mb, in); err != nil {
 		return Output{}, err
 	}
-	tapes, out := s.run(in)
-	st := &mbState{in: in}
+	st := &mbState{in: in, al: &alloc{a: s.arena}}
+	tapes, out := s.run(in, st.al)
+	st.al.escape(out.Act)
 	s.mbs[mb] = st
 	if s.opts.Recompute {
 		s.setBytes(st, tapeBytes(tapes)) // the peak includes the forward itself
 		s.setBytes(st, sizeOf(in.Act)+4*int64(len(in.Tokens)+len(in.Targets)))
+		st.al.release()
 	} else {
 		st.tapes = tapes
 		s.setBytes(st, tapeBytes(tapes))
@@ -343,13 +347,14 @@ func (s *Stage) BackwardInput(mb int, gradOut *tensor.Tensor) (*tensor.Tensor, e
 		}
 	}
 	if st.tapes == nil {
-		st.tapes, _ = s.run(st.in)
+		st.tapes, _ = s.run(st.in, st.al)
 		s.setBytes(st, st.bytes+tapeBytes(st.tapes))
 	}
 	d := gradOut
 	for i := len(st.tapes) - 1; i >= 0; i-- {
-		d = st.tapes[i].backwardInput(s.be, d, s.scale)
+		d = st.tapes[i].backwardInput(s.be, st.al, d, s.scale)
 	}
+	st.al.escape(d)
 	st.inputDone = true
 	s.setBytes(st, tapeBytes(st.tapes))
 	return d, nil
@@ -376,6 +381,7 @@ func (s *Stage) BackwardWeight(mb int) error {
 		return fmt.Errorf("stage %d: %w", s.index, err)
 	}
 	s.setBytes(st, 0)
+	st.al.release()
 	delete(s.mbs, mb)
 	return nil
 }
@@ -420,5 +426,15 @@ func (s *Stage) SumLocalTiedGrads() {
 func AddTiedGrads(dst, embedding, head []float32) {
 	for i := range dst {
 		dst[i] = embedding[i] + head[i]
+	}
+}
+
+// Discard drops a micro-batch's saved state without a backward pass (for
+// evaluation: forward only, nothing accumulated).
+func (s *Stage) Discard(mb int) {
+	if st, ok := s.mbs[mb]; ok {
+		s.setBytes(st, 0)
+		st.al.release()
+		delete(s.mbs, mb)
 	}
 }

@@ -2,13 +2,34 @@ package main
 
 import (
 	"context"
-	"errors"
 	"io"
+
+	"github.com/pplaunch/pplaunch/bench"
 )
 
 // benchStepCmd is `pplaunch bench step`.
-type benchStepCmd struct{}
+type benchStepCmd struct {
+	modelFlags
+	Batch   int    `arg:"--batch" default:"16" help:"sequences per step"`
+	Threads int    `arg:"--threads" default:"1" help:"threads (GOMAXPROCS) while timing"`
+	Steps   int    `arg:"--steps" default:"5" help:"timed steps; the median is reported"`
+	Warmup  int    `arg:"--warmup" default:"1" help:"untimed steps first"`
+	BLAS    string `arg:"--blas,env:PPLAUNCH_BLAS" default:"auto" help:"matrix products: auto, openblas or gonum"`
+	JSON    bool   `arg:"--json" help:"print the report as JSON"`
+}
 
 func (c *benchStepCmd) run(ctx context.Context, stdout, stderr io.Writer) error {
-	return errors.New("bench step: not built yet")
+	cfg, err := c.config()
+	if err != nil {
+		return err
+	}
+	rep, err := bench.Step(bench.StepOptions{Model: cfg, Batch: c.Batch, Threads: c.Threads,
+		Steps: c.Steps, Warmup: c.Warmup, BLAS: c.BLAS, Seed: 1})
+	if err != nil {
+		return err
+	}
+	if c.JSON {
+		return rep.WriteJSON(stdout)
+	}
+	return rep.WriteText(stdout)
 }

@@ -41,7 +41,14 @@ func (c *checkpointCompareCmd) run(_ context.Context, stdout, _ io.Writer) error
 	if err != nil {
 		return fmt.Errorf("checkpoint compare: %w", err)
 	}
-	fmt.Fprintf(stdout, "a: %s\nb: %s\nmatch: |a-b| <= %g + %g*|b|\n\n", dirA, dirB, c.ATol, c.RTol)
+	for _, d := range []struct{ label, dir string }{{"a", dirA}, {"b", dirB}} {
+		m, err := checkpoint.ReadManifest(d.dir)
+		if err != nil {
+			return fmt.Errorf("checkpoint compare: %w", err)
+		}
+		fmt.Fprintf(stdout, "%s: %s (step %d, %d stages)\n", d.label, d.dir, m.Step, m.NumStages)
+	}
+	fmt.Fprintf(stdout, "match: |a-b| <= %g + %g*|b|\n\n", c.ATol, c.RTol)
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "tensor\tshape\tmax |a-b|\tmax |a-b|/|b|\tresult")
 	for _, d := range r.Diffs {

@@ -493,3 +493,36 @@ func TestCommitGatheredEqualsScanned(t *testing.T) {
 		t.Fatalf("swapped entries: %v", err)
 	}
 }
+
+// A checkpoint saved with 3 stages restores a run cut into 2, each stage reading only
+// the shards that hold its parameters.
+func TestGatherOtherLayout(t *testing.T) {
+	dir := t.TempDir()
+	ps := params()
+	if err := Save(dir, manifest(2), split(ps, 2, 2, 2)); err != nil {
+		t.Fatal(err)
+	}
+	want := split(ps, 4, 2)
+	// Stage 1 of the new layout needs only the old stage 2's shard: damage stage 0's.
+	p := filepath.Join(dir, "stage-000-of-003.safetensors")
+	b, _ := os.ReadFile(p)
+	b[len(b)-1] ^= 1
+	os.WriteFile(p, b, 0o644)
+	_, got, err := Gather(dir, Expect{Model: model, Params: specs(want[1].Params)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !equalTensors(got.Params, want[1].Params) || !equalTensors(got.State["adam_m"], want[1].State["adam_m"]) {
+		t.Fatal("gathered stage 1 differs")
+	}
+	// Stage 0 needs the damaged shard, and is refused.
+	if _, _, err := Gather(dir, Expect{Params: specs(want[0].Params)}); err == nil || !strings.Contains(err.Error(), "stage-000-of-003") {
+		t.Fatalf("damaged shard: %v", err)
+	}
+	if _, _, err := Gather(dir, Expect{Params: []TensorSpec{{"h.7.w", nil}, {"h.1.b", nil}}}); err == nil || !strings.Contains(err.Error(), "[h.7.w]") {
+		t.Fatalf("unknown parameter: %v", err)
+	}
+	if _, _, err := Gather(dir, Expect{Params: []TensorSpec{{"h.1.b", []int{5}}}}); err == nil || !strings.Contains(err.Error(), "shape [4], this run expects [5]") {
+		t.Fatalf("other shape: %v", err)
+	}
+}

@@ -17,10 +17,12 @@
 // rename, fsync of the directory. In a pipeline each rank calls WriteShard for its
 // stage; after a barrier one rank calls Commit, which hashes the shards and writes the
 // manifest. Latest finds the newest complete checkpoint under a root, ignoring
-// directories without a manifest (a save that was cut short). Loading verifies sizes
-// and checksums and the manifest against what the caller expects, and refuses any
-// difference with a message naming the file and what differs. Compare matches two
-// checkpoints tensor by tensor whatever stage layout each was saved with.
+// directories without a manifest (a save that was cut short). LoadStage loads one
+// stage of the saved layout, Load the whole model, Gather any set of parameters from
+// any layout (a run cut differently). Loading verifies sizes and checksums and the
+// manifest against what the caller expects, and refuses any difference with a message
+// naming the file and what differs. Compare matches two checkpoints tensor by tensor
+// whatever stage layout each was saved with.
 //
 // The package knows nothing of the models package: it deals in named float32 tensors.
 package checkpoint

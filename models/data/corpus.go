@@ -180,6 +180,8 @@ func (c *Corpus) check(split string, n, step, index, batchSize, seqLen int) erro
 		return fmt.Errorf("corpus %s: sequence length %d must be positive", c.name, seqLen)
 	case batchSize <= 0:
 		return fmt.Errorf("corpus %s: batch size %d must be positive", c.name, batchSize)
+	case uint64(batchSize)*uint64(seqLen) > 1<<31:
+		return fmt.Errorf("corpus %s: batch %d x sequence %d is too large", c.name, batchSize, seqLen)
 	case step < 0 || index < 0:
 		return fmt.Errorf("corpus %s: negative step %d or batch index %d", c.name, step, index)
 	case n < seqLen+1:

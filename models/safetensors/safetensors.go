@@ -426,6 +426,9 @@ func Decode(b []byte) (*File, error) {
 			return nil, fmt.Errorf("safetensors: header: duplicate key %q", name)
 		}
 		seen[name] = true
+		if name == "" {
+			return nil, errors.New("safetensors: header: empty tensor name")
+		}
 		if name == metaKey {
 			if err := dec.Decode(&f.Metadata); err != nil {
 				return nil, fmt.Errorf("safetensors: header: %s must map strings to strings: %w", metaKey, err)

@@ -206,6 +206,7 @@ func TestDecodeRejects(t *testing.T) {
 		{"overlap", file(`{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}}`, 8), "contiguous"},
 		{"duplicate", file(`{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}}`, 8), "duplicate"},
 		{"bad metadata", file(`{"__metadata__":{"k":1}}`, 0), "__metadata__"},
+		{"empty name", file(`{"":{"dtype":"F32","shape":[0],"data_offsets":[0,0]}}`, 0), "empty tensor name"},
 		{"bad utf8", file("{\"\xff\":1}", 0), "UTF-8"},
 	}
 	for _, c := range cases {

@@ -10,8 +10,8 @@ const rowGrain = 64
 
 // colGrain is the fixed number of columns one task sums over all rows in
 // column reductions (bias and LayerNorm weight gradients): each column is summed
-// in row order by exactly one task.
-const colGrain = 32
+// in row order by exactly one task. Wide blocks keep the inner loops long.
+const colGrain = 256
 
 // MatMul computes c = alpha·op(a)·op(b) + beta·c.
 func (c *CPU) MatMul(cc, a *Tensor, ta bool, b *Tensor, tb bool, alpha, beta float32) {
@@ -80,23 +80,31 @@ func (c *CPU) LinearBackwardWeight(dw, dbias, dy, x *Tensor) {
 	c.gemm(true, false, out, in, n, 1, dy.Data, out, x.Data, in, 0, dw.Data, in)
 	if dbias != nil {
 		mustLen("linear backward weight", "dbias", dbias, out)
-		colSums(dbias.Data, dy.Data, n, out)
+		c.colSums(dbias.Data, dy.Data, n, out)
 	}
 }
 
-// colSums sets s[j] = Σ_r m[r,j], each column summed in row order.
-func colSums(s, m []float32, rows, cols int) {
-	parallelRange(cols, colGrain, func(lo, hi int) {
-		acc := s[lo:hi]
-		clear(acc)
-		for r := range rows {
-			row := m[r*cols+lo : r*cols+hi]
-			for j, v := range row {
-				acc[j] += v
-			}
-		}
-	})
+// colSums sets s[j] = Σ_r m[r,j] as the product mᵀ·1, which the BLAS does with
+// vector instructions; the blocks of the product depend on the shape only.
+func (c *CPU) colSums(s, m []float32, rows, cols int) {
+	ones := c.scratch(rows)
+	for i := range ones {
+		ones[i] = 1
+	}
+	c.gemm(true, false, cols, 1, rows, 1, m, cols, ones, 1, 0, s, 1)
+	c.release(ones)
 }
+
+// scratch returns a buffer of n floats (contents undefined) from a pool.
+func (c *CPU) scratch(n int) []float32 {
+	if p, ok := c.pool.Get().(*[]float32); ok && cap(*p) >= n {
+		return (*p)[:n]
+	}
+	return make([]float32, n)
+}
+
+// release returns a scratch buffer to the pool.
+func (c *CPU) release(b []float32) { c.pool.Put(&b) }
 
 // LayerNorm normalises each row of x.
 func (c *CPU) LayerNorm(y, mean, rstd, x, gamma, beta *Tensor, eps float32) {
@@ -109,25 +117,52 @@ func (c *CPU) LayerNorm(y, mean, rstd, x, gamma, beta *Tensor, eps float32) {
 	parallelRange(n, rowGrain, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			xr := x.Data[r*d : (r+1)*d]
-			var s float64
-			for _, v := range xr {
-				s += float64(v)
-			}
-			mu := s / float64(d)
-			var ss float64
-			for _, v := range xr {
-				dv := float64(v) - mu
-				ss += dv * dv
-			}
-			rs := float32(1 / math.Sqrt(ss/float64(d)+float64(eps)))
-			m := float32(mu)
+			m := sum4(xr, 0) / float32(d)
+			v := sumSq4(xr, m) / float32(d)
+			rs := float32(1 / math.Sqrt(float64(v+eps)))
 			mean.Data[r], rstd.Data[r] = m, rs
 			yr := y.Data[r*d : (r+1)*d]
-			for j, v := range xr {
-				yr[j] = (v-m)*rs*gamma.Data[j] + beta.Data[j]
+			g, b := gamma.Data[:len(xr)], beta.Data[:len(xr)]
+			for j, xv := range xr {
+				yr[j] = (xv-m)*rs*g[j] + b[j]
 			}
 		}
 	})
+}
+
+// sum4 is Σ x - shift with four running sums (a fixed order, and four times the
+// throughput of one dependent chain).
+func sum4(x []float32, shift float32) float32 {
+	var s0, s1, s2, s3 float32
+	j := 0
+	for ; j+4 <= len(x); j += 4 {
+		s0 += x[j] - shift
+		s1 += x[j+1] - shift
+		s2 += x[j+2] - shift
+		s3 += x[j+3] - shift
+	}
+	for ; j < len(x); j++ {
+		s0 += x[j] - shift
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
+// sumSq4 is Σ (x - m)² with four running sums.
+func sumSq4(x []float32, m float32) float32 {
+	var s0, s1, s2, s3 float32
+	j := 0
+	for ; j+4 <= len(x); j += 4 {
+		a, b, c, d := x[j]-m, x[j+1]-m, x[j+2]-m, x[j+3]-m
+		s0 += a * a
+		s1 += b * b
+		s2 += c * c
+		s3 += d * d
+	}
+	for ; j < len(x); j++ {
+		a := x[j] - m
+		s0 += a * a
+	}
+	return (s0 + s1) + (s2 + s3)
 }
 
 // LayerNormBackwardInput computes dx = rstd·(g·dy - mean(g·dy) - x̂·mean(g·dy·x̂)).
@@ -139,17 +174,26 @@ func (c *CPU) LayerNormBackwardInput(dx, dy, x, mean, rstd, gamma *Tensor) {
 		for r := lo; r < hi; r++ {
 			xr, dyr := x.Data[r*d:(r+1)*d], dy.Data[r*d:(r+1)*d]
 			m, rs := mean.Data[r], rstd.Data[r]
-			var s1, s2 float64
-			for j, v := range dyr {
-				g := v * gamma.Data[j]
-				s1 += float64(g)
-				s2 += float64(g * (xr[j] - m) * rs)
+			g := gamma.Data[:len(dyr)]
+			var a0, a1, b0, b1 float32
+			j := 0
+			for ; j+2 <= len(dyr); j += 2 {
+				g0, g1 := dyr[j]*g[j], dyr[j+1]*g[j+1]
+				a0 += g0
+				a1 += g1
+				b0 += g0 * (xr[j] - m)
+				b1 += g1 * (xr[j+1] - m)
 			}
-			a, b := float32(s1/float64(d)), float32(s2/float64(d))
+			for ; j < len(dyr); j++ {
+				g0 := dyr[j] * g[j]
+				a0 += g0
+				b0 += g0 * (xr[j] - m)
+			}
+			a, b := (a0+a1)/float32(d), (b0+b1)*rs/float32(d)
 			dxr := dx.Data[r*d : (r+1)*d]
 			for j, v := range dyr {
 				xh := (xr[j] - m) * rs
-				dxr[j] = rs * (v*gamma.Data[j] - a - xh*b)
+				dxr[j] = rs * (v*g[j] - a - xh*b)
 			}
 		}
 	})
@@ -159,19 +203,21 @@ func (c *CPU) LayerNormBackwardInput(dx, dy, x, mean, rstd, gamma *Tensor) {
 func (c *CPU) LayerNormBackwardWeight(dgamma, dbeta, dy, x, mean, rstd *Tensor) {
 	n, d := x.Rows()
 	mustLen("layernorm backward weight", "dy", dy, n*d)
-	parallelRange(d, colGrain, func(lo, hi int) {
-		dg, db := dgamma.Data[lo:hi], dbeta.Data[lo:hi]
-		clear(dg)
-		clear(db)
-		for r := range n {
+	mustLen("layernorm backward weight", "dgamma", dgamma, d)
+	// dgamma = Σ_rows dy·x̂: form dy·x̂ row by row, then sum columns like dbeta.
+	prod := c.scratch(n * d)
+	parallelRange(n, rowGrain, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
 			m, rs := mean.Data[r], rstd.Data[r]
-			xr, dyr := x.Data[r*d+lo:r*d+hi], dy.Data[r*d+lo:r*d+hi]
+			xr, dyr, pr := x.Data[r*d:(r+1)*d], dy.Data[r*d:(r+1)*d], prod[r*d:(r+1)*d]
 			for j, v := range dyr {
-				dg[j] += v * (xr[j] - m) * rs
-				db[j] += v
+				pr[j] = v * ((xr[j] - m) * rs)
 			}
 		}
 	})
+	c.colSums(dgamma.Data, prod, n, d)
+	c.colSums(dbeta.Data, dy.Data, n, d)
+	c.release(prod)
 }
 
 const (
@@ -184,13 +230,42 @@ func (c *CPU) Gelu(y, th, x *Tensor) {
 	mustLen("gelu", "y", y, x.Len())
 	mustLen("gelu", "th", th, x.Len())
 	parallelRange(x.Len(), rowGrain*256, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			v := x.Data[i]
-			t := tanh32(geluC * (v + geluA*v*v*v))
-			th.Data[i] = t
-			y.Data[i] = 0.5 * v * (1 + t)
-		}
+		xs, ts, ys := x.Data[lo:hi], th.Data[lo:hi], y.Data[lo:hi]
+		n := geluVector(xs, ts, ys)
+		geluScalar(xs[n:], ts[n:], ys[n:])
 	})
+}
+
+// geluScalar is GELU on each element; geluVector (assembly where the CPU has
+// it) computes the same operations in the same order, so the bits agree.
+func geluScalar(xs, ts, ys []float32) {
+	ts, ys = ts[:len(xs)], ys[:len(xs)]
+	for i, v := range xs {
+		// tanh(u) as a ratio of odd and even polynomials on [-7.9, 7.9] (the
+		// approximation Eigen uses, within a few ulp); beyond, tanh is ±1 in
+		// float32.
+		u := geluC * (v + geluA*v*v*v)
+		if u > tanhClamp {
+			u = tanhClamp
+		} else if u < -tanhClamp {
+			u = -tanhClamp
+		}
+		u2 := u * u
+		p := float32(tanhA13)
+		p = p*u2 + tanhA11
+		p = p*u2 + tanhA9
+		p = p*u2 + tanhA7
+		p = p*u2 + tanhA5
+		p = p*u2 + tanhA3
+		p = p*u2 + tanhA1
+		q := float32(tanhB6)
+		q = q*u2 + tanhB4
+		q = q*u2 + tanhB2
+		q = q*u2 + tanhB0
+		t := u * p / q
+		ts[i] = t
+		ys[i] = 0.5 * v * (1 + t)
+	}
 }
 
 // GeluBackward computes dx = dy·gelu'(x).
@@ -198,12 +273,21 @@ func (c *CPU) GeluBackward(dx, dy, x, th *Tensor) {
 	mustLen("gelu backward", "dx", dx, x.Len())
 	mustLen("gelu backward", "dy", dy, x.Len())
 	parallelRange(x.Len(), rowGrain*256, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			v, t := x.Data[i], th.Data[i]
-			g := 0.5*(1+t) + 0.5*v*(1-t*t)*geluC*(1+3*geluA*v*v)
-			dx.Data[i] = dy.Data[i] * g
-		}
+		xs, ts, dys, dxs := x.Data[lo:hi], th.Data[lo:hi], dy.Data[lo:hi], dx.Data[lo:hi]
+		n := geluBackVector(xs, ts, dys, dxs)
+		geluBackScalar(xs[n:], ts[n:], dys[n:], dxs[n:])
 	})
+}
+
+// geluBackScalar is GELU's derivative times dy; geluBackVector does the same
+// operations in the same order.
+func geluBackScalar(xs, ts, dys, dxs []float32) {
+	ts, dys, dxs = ts[:len(xs)], dys[:len(xs)], dxs[:len(xs)]
+	for i, v := range xs {
+		t := ts[i]
+		g := 0.5*(1+t) + 0.5*v*(1-t*t)*geluC*(1+3*geluA*v*v)
+		dxs[i] = dys[i] * g
+	}
 }
 
 // attnDims checks the attention shapes and returns B, T, D and the head width.

@@ -68,7 +68,7 @@ func TestMatMulAgainstReference(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for _, be := range backends(t) {
 		// The larger shapes take the blocked parallel path (rows, then columns).
-		for _, sh := range [][3]int{{3, 5, 7}, {300, 70, 60}, {40, 300, 90}} {
+		for _, sh := range [][3]int{{3, 5, 7}, {1100, 40, 30}, {40, 1100, 30}} {
 			for _, ta := range []bool{false, true} {
 				for _, tb := range []bool{false, true} {
 					m, n, k := sh[0], sh[1], sh[2]
@@ -244,5 +244,71 @@ func TestNewCPUChoice(t *testing.T) {
 	g, err := NewCPU("gonum")
 	if err != nil || g.Name() != "cpu/gonum" {
 		t.Fatalf("NewCPU(gonum) = %v, %v", g, err)
+	}
+}
+
+func TestLayerNormAgainstReference(t *testing.T) {
+	r := rand.New(rand.NewPCG(15, 16))
+	n, d := 7, 37
+	x, g, b := randTensor(r, n, d), randTensor(r, d), randTensor(r, d)
+	for i := range x.Data {
+		x.Data[i] = x.Data[i]*3 + 5 // an offset mean, as activations have
+	}
+	for _, be := range backends(t) {
+		y, mean, rstd := New(n, d), New(n), New(n)
+		be.LayerNorm(y, mean, rstd, x, g, b, 1e-5)
+		want := make([]float32, n*d)
+		for i := range n {
+			row := x.Data[i*d : (i+1)*d]
+			var mu, v float64
+			for _, xv := range row {
+				mu += float64(xv)
+			}
+			mu /= float64(d)
+			for _, xv := range row {
+				v += (float64(xv) - mu) * (float64(xv) - mu)
+			}
+			rs := 1 / math.Sqrt(v/float64(d)+1e-5)
+			for j, xv := range row {
+				want[i*d+j] = float32((float64(xv)-mu)*rs*float64(g.Data[j]) + float64(b.Data[j]))
+			}
+		}
+		closeTo(t, be.Name()+" layernorm", y.Data, want, 2e-5)
+	}
+}
+
+// TestGeluVectorMatchesScalar: the vector kernel gives the scalar loop's bits,
+// including for saturated, infinite and NaN inputs.
+func TestGeluVectorMatchesScalar(t *testing.T) {
+	r := rand.New(rand.NewPCG(17, 18))
+	n := 1003
+	xs := make([]float32, n)
+	for i := range xs {
+		xs[i] = float32(r.NormFloat64() * 4)
+	}
+	xs[0], xs[1], xs[2], xs[3] = float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), 30
+	t1, y1 := make([]float32, n), make([]float32, n)
+	t2, y2 := make([]float32, n), make([]float32, n)
+	done := geluVector(xs, t1, y1)
+	if done == 0 {
+		t.Skip("no vector GELU kernel on this CPU or architecture")
+	}
+	geluScalar(xs[done:], t1[done:], y1[done:])
+	geluScalar(xs, t2, y2)
+	dy := make([]float32, n)
+	for i := range dy {
+		dy[i] = float32(r.NormFloat64())
+	}
+	d1, d2 := make([]float32, n), make([]float32, n)
+	done = geluBackVector(xs, t2, dy, d1)
+	geluBackScalar(xs[done:], t2[done:], dy[done:], d1[done:])
+	geluBackScalar(xs, t2, dy, d2)
+	for i := range xs {
+		if math.Float32bits(t1[i]) != math.Float32bits(t2[i]) || math.Float32bits(y1[i]) != math.Float32bits(y2[i]) {
+			t.Fatalf("x=%v: vector (%v, %v), scalar (%v, %v)", xs[i], t1[i], y1[i], t2[i], y2[i])
+		}
+		if math.Float32bits(d1[i]) != math.Float32bits(d2[i]) {
+			t.Fatalf("x=%v: derivative vector %v, scalar %v", xs[i], d1[i], d2[i])
+		}
 	}
 }

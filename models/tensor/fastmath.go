@@ -4,7 +4,7 @@ import "math"
 
 // exp32 is e^x in float32 to within a few ulp: x = n·ln2 + r with |r| ≤ ln2/2,
 // e^r by a degree-6 polynomial, scaled by 2^n. math.Exp in float64 costs several
-// times more and the softmax and GELU passes would dominate a step.
+// times more and the softmax passes would show in a step's time.
 func exp32(x float32) float32 {
 	if x > 88.37 {
 		return float32(math.Inf(1))
@@ -17,7 +17,8 @@ func exp32(x float32) float32 {
 		ln2hi = 0.693359375
 		ln2lo = -2.12194440e-4
 	)
-	n := float32(math.Floor(float64(x*log2e + 0.5)))
+	// x·log2e + 128.5 is positive here, so truncation rounds to nearest.
+	n := float32(int32(x*log2e+128.5) - 128)
 	r := x - n*ln2hi - n*ln2lo
 	p := float32(1.0/720)*r + float32(1.0/120)
 	p = p*r + float32(1.0/24)
@@ -28,22 +29,18 @@ func exp32(x float32) float32 {
 	return p * math.Float32frombits(uint32(int32(n)+127)<<23)
 }
 
-// tanh32 is tanh(x) through exp32, odd by construction.
-func tanh32(x float32) float32 {
-	a := x
-	if a < 0 {
-		a = -a
-	}
-	if a > 9 {
-		a = 1
-	} else if a < 0.0004 {
-		// tanh a = a - a³/3 + ...; below this the cubic term is under one ulp.
-	} else {
-		e := exp32(-2 * a)
-		a = (1 - e) / (1 + e)
-	}
-	if x < 0 {
-		return -a
-	}
-	return a
-}
+// Coefficients of the rational tanh that GELU uses (Eigen's float32 tanh).
+const (
+	tanhClamp = 7.90531110763549805
+	tanhA1    = 4.89352455891786e-03
+	tanhA3    = 6.37261928875436e-04
+	tanhA5    = 1.48572235717979e-05
+	tanhA7    = 5.12229709037114e-08
+	tanhA9    = -8.60467152213735e-11
+	tanhA11   = 2.00018790482477e-13
+	tanhA13   = -2.76076847742355e-16
+	tanhB0    = 4.89352518554385e-03
+	tanhB2    = 2.26843463243900e-03
+	tanhB4    = 1.18534705686654e-04
+	tanhB6    = 1.19825839466702e-06
+)

@@ -1,0 +1,48 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/pplaunch/pplaunch/models"
+)
+
+func TestStepReport(t *testing.T) {
+	cfg := models.Config{Kind: "gpt", Vocab: 256, Layers: 2, Width: 32, Heads: 2, Seq: 16}
+	rep, err := Step(StepOptions{Model: cfg, Batch: 2, Threads: 1, Steps: 2, Warmup: 0, BLAS: "auto", Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.StepMS <= 0 || rep.TokensPerSec <= 0 || rep.GFLOP != cfg.StepFLOPs(2)/1e9 || rep.Threads != 1 || rep.Loss < 5 {
+		t.Fatalf("implausible report %+v", rep)
+	}
+	var text, js bytes.Buffer
+	if err := rep.WriteText(&text); err != nil || !strings.Contains(text.String(), "tokens/s") {
+		t.Fatalf("text report %q: %v", text.String(), err)
+	}
+	if err := rep.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	var back StepReport
+	if err := json.Unmarshal(js.Bytes(), &back); err != nil || back.Batch != 2 || back.Model != cfg {
+		t.Fatalf("JSON report does not read back: %v %+v", err, back)
+	}
+	if _, err := Step(StepOptions{Model: cfg, Batch: 0, Steps: 1}); err == nil {
+		t.Fatal("batch 0 accepted")
+	}
+}
+
+// BenchmarkStep times the reference step: GPT, vocab 256, width 256,
+// 4 heads, 4 layers, sequence 128, batch 16, one thread.
+func BenchmarkStep(b *testing.B) {
+	cfg, _ := models.Preset("gpt-small")
+	for b.Loop() {
+		rep, err := Step(StepOptions{Model: cfg, Batch: 16, Threads: 1, Steps: 1, BLAS: "auto", Seed: 1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(rep.StepMS, "ms/step")
+	}
+}

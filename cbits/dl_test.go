@@ -1,0 +1,26 @@
+//go:build cgo
+
+package cbits
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestLoaderErrors: a missing library and a missing symbol are errors that name
+// what was looked for (the check that refuses a BLAS that is not OpenBLAS).
+func TestLoaderErrors(t *testing.T) {
+	if _, err := open("libpplaunch-missing.so.0"); err == nil || !strings.Contains(err.Error(), "dlopen libpplaunch-missing.so.0") {
+		t.Fatalf("missing library: %v", err)
+	}
+	libc, err := open("libc.so.6")
+	if err != nil {
+		t.Skipf("no libc.so.6 to test symbol lookup against: %v", err)
+	}
+	if _, err := libc.sym("malloc"); err != nil {
+		t.Fatalf("malloc in libc: %v", err)
+	}
+	if _, err := libc.sym("openblas_get_config"); err == nil || err.Error() != "libc.so.6: symbol openblas_get_config not found" {
+		t.Fatalf("missing symbol: %v", err)
+	}
+}

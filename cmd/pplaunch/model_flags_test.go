@@ -1,0 +1,60 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/pplaunch/pplaunch/models"
+)
+
+func TestModelFlags(t *testing.T) {
+	for _, c := range []struct {
+		f    modelFlags
+		want models.Config
+		err  string
+	}{
+		{modelFlags{Model: "gpt-small"}, models.Config{Kind: "gpt", Vocab: 256, Layers: 4, Width: 256, Heads: 4, Seq: 128}, ""},
+		{modelFlags{Model: "gpt-tiny", Layers: 2, Width: 64, Heads: 2, Seq: 32, Tied: true}, models.Config{Kind: "gpt", Vocab: 256, Layers: 2, Width: 64, Heads: 2, Seq: 32, Tied: true}, ""},
+		{modelFlags{Model: "gpt-xl"}, models.Config{}, `--model: unknown model "gpt-xl"`},
+		{modelFlags{Model: "gpt-tiny", Heads: 3}, models.Config{}, "width 128 is not divisible by 3 heads"},
+		{modelFlags{Model: "gpt-tiny", Seq: -1}, models.Config{}, "--seq -1"},
+	} {
+		got, err := c.f.config()
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%+v: error %v, want %q", c.f, err, c.err)
+			}
+			continue
+		}
+		if err != nil || got != c.want {
+			t.Errorf("%+v: %+v, %v; want %+v", c.f, got, err, c.want)
+		}
+	}
+}
+
+func TestBenchStepCommand(t *testing.T) {
+	var out, errb bytes.Buffer
+	rc := run([]string{"bench", "step", "--model", "gpt-tiny", "--layers", "1", "--width", "32", "--heads", "2",
+		"--seq", "16", "--batch", "2", "--steps", "1", "--warmup", "0", "--threads", "1", "--json"}, &out, &errb)
+	if rc != 0 {
+		t.Fatalf("exit %d: %s", rc, errb.String())
+	}
+	var rep struct {
+		Model   models.Config `json:"model"`
+		StepMS  float64       `json:"step_ms"`
+		Backend string        `json:"backend"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil || rep.Model.Width != 32 || rep.StepMS <= 0 || !strings.HasPrefix(rep.Backend, "cpu/") {
+		t.Fatalf("report %q: %v", out.String(), err)
+	}
+	errb.Reset()
+	if rc := run([]string{"bench", "step", "--heads", "5"}, &out, &errb); rc != 1 || !strings.Contains(errb.String(), "not divisible by 5 heads") {
+		t.Fatalf("bad heads: exit %d, %q", rc, errb.String())
+	}
+	errb.Reset()
+	if rc := run([]string{"bench", "step", "--blas", "mkl"}, &out, &errb); rc != 1 || !strings.Contains(errb.String(), `unknown BLAS "mkl"`) {
+		t.Fatalf("bad BLAS: exit %d, %q", rc, errb.String())
+	}
+}

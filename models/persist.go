@@ -1,0 +1,113 @@
+package models
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/pplaunch/pplaunch/models/checkpoint"
+	"github.com/pplaunch/pplaunch/models/safetensors"
+)
+
+// JSON is the config as the checkpoint manifest records it.
+func (c Config) JSON() json.RawMessage {
+	b, _ := json.Marshal(c) // a struct of ints, strings and a bool always marshals
+	return b
+}
+
+// TensorSpecs lists the stage's parameters for checkpoint.Expect.
+func (s *Stage) TensorSpecs() []checkpoint.TensorSpec {
+	specs := make([]checkpoint.TensorSpec, len(s.params))
+	for i, p := range s.params {
+		specs[i] = checkpoint.TensorSpec{Name: p.Name, Shape: slices.Clone(p.Shape)}
+	}
+	return specs
+}
+
+// Shard is what the stage saves: its parameters and the optimizer's slots for
+// them (zeros for a parameter the optimizer has not touched yet). The tensors
+// alias live buffers: write the shard before the next step.
+func (s *Stage) Shard(opt Optimizer) checkpoint.Shard {
+	sh := checkpoint.Shard{State: map[string][]checkpoint.Tensor{}}
+	st := opt.State()
+	for _, p := range s.params {
+		sh.Params = append(sh.Params, checkpoint.Tensor{Name: p.Name, Shape: p.Shape, Data: p.Value.Data})
+		for slot, vals := range st.Slots {
+			v := vals[p.Name]
+			if v == nil {
+				v = make([]float32, p.Numel())
+			}
+			sh.State[slot] = append(sh.State[slot], checkpoint.Tensor{Name: p.Name, Shape: p.Shape, Data: v})
+		}
+	}
+	return sh
+}
+
+// LoadShard restores the stage's parameters and the optimizer's state (which
+// has taken steps optimizer steps) from a loaded shard. Names and shapes must
+// match the stage exactly.
+func (s *Stage) LoadShard(sh checkpoint.Shard, opt Optimizer, steps int) error {
+	byName := map[string]checkpoint.Tensor{}
+	for _, t := range sh.Params {
+		byName[t.Name] = t
+	}
+	if len(byName) != len(s.params) {
+		return fmt.Errorf("stage %d: shard has %d parameters, stage has %d", s.index, len(byName), len(s.params))
+	}
+	for _, p := range s.params {
+		t, ok := byName[p.Name]
+		if !ok {
+			return fmt.Errorf("stage %d: shard has no parameter %s", s.index, p.Name)
+		}
+		if !slices.Equal(t.Shape, p.Shape) || len(t.Data) != p.Numel() {
+			return fmt.Errorf("stage %d: parameter %s has shape %v in the shard, %v in the model", s.index, p.Name, t.Shape, p.Shape)
+		}
+	}
+	st := OptimizerState{Kind: opt.State().Kind, Steps: steps, Slots: map[string]map[string][]float32{}}
+	for slot, ts := range sh.State {
+		st.Slots[slot] = map[string][]float32{}
+		for _, t := range ts {
+			st.Slots[slot][t.Name] = t.Data
+		}
+	}
+	if err := opt.SetState(st); err != nil {
+		return fmt.Errorf("stage %d: %w", s.index, err)
+	}
+	for _, p := range s.params {
+		copy(p.Value.Data, byName[p.Name].Data)
+	}
+	return nil
+}
+
+// InitFrom replaces the stage's parameters with the tensors of the same names in
+// a safetensors file made elsewhere (for example nanoGPT's state_dict, whose
+// names and [out, in] layouts these are). F32, F64, F16 and BF16 are accepted. A
+// tied LM head missing from the file takes the token embedding. Every parameter
+// must be present with the right shape; tensors the stage does not hold are
+// ignored (they belong to other stages).
+func (s *Stage) InitFrom(path string) error {
+	f, err := safetensors.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("init from %s: %w", path, err)
+	}
+	vals := make([][]float32, len(s.params))
+	for i, p := range s.params {
+		t, ok := f.Get(p.Name)
+		if !ok && p.TiedTo != "" {
+			t, ok = f.Get(p.TiedTo)
+		}
+		if !ok {
+			return fmt.Errorf("init from %s: no tensor %s (stage %d)", path, p.Name, s.index)
+		}
+		if !slices.Equal(t.Shape, p.Shape) {
+			return fmt.Errorf("init from %s: %s has shape %v, the model wants %v", path, p.Name, t.Shape, p.Shape)
+		}
+		if vals[i], err = t.Float32s(); err != nil {
+			return fmt.Errorf("init from %s: %s: %w", path, p.Name, err)
+		}
+	}
+	for i, p := range s.params {
+		copy(p.Value.Data, vals[i])
+	}
+	return nil
+}
