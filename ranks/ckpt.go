@@ -5,58 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 
-	"github.com/pplaunch/pplaunch/models"
 	"github.com/pplaunch/pplaunch/models/checkpoint"
 )
 
-// Optimizer state tensors are "<param>.<suffix>" in models and "<slot>/<param>"
-// in a checkpoint.
-var slotOf = map[string]string{"exp_avg": "adam_m", "exp_avg_sq": "adam_v", "momentum": "momentum"}
-
-// shard is what stage s saves: parameters and optimizer state.
-func (t *trainer) shard(s int) (checkpoint.Shard, error) {
-	st := t.stages[s]
-	sh := checkpoint.Shard{State: map[string][]checkpoint.Tensor{}}
-	state := t.opts[s].State()
-	for _, p := range st.Params() {
-		sh.Params = append(sh.Params, checkpoint.Tensor{Name: p.Name, Shape: slices.Clone(p.Shape), Data: slices.Clone(p.Value.Data)})
-	}
-	for key, v := range state.Tensors {
-		i := strings.LastIndexByte(key, '.')
-		slot := slotOf[key[i+1:]]
-		if i < 0 || slot == "" {
-			return sh, fmt.Errorf("stage %d: optimizer state %q has no checkpoint slot", s, key)
-		}
-		sh.State[slot] = append(sh.State[slot], checkpoint.Tensor{Name: key[:i], Data: v})
-	}
-	// Each slot in the parameters' order, with their shapes.
-	for slot, ts := range sh.State {
-		byName := map[string][]float32{}
-		for _, x := range ts {
-			byName[x.Name] = x.Data
-		}
-		out := make([]checkpoint.Tensor, 0, len(sh.Params))
-		for _, p := range sh.Params {
-			d, ok := byName[p.Name]
-			if !ok {
-				return sh, fmt.Errorf("stage %d: optimizer slot %s lacks %s", s, slot, p.Name)
-			}
-			out = append(out, checkpoint.Tensor{Name: p.Name, Shape: p.Shape, Data: d})
-		}
-		sh.State[slot] = out
-	}
-	return sh, nil
-}
-
-func (t *trainer) manifest(step int) (checkpoint.Manifest, error) {
-	model, err := json.Marshal(t.cfg.Model)
+func (t *trainer) manifest(step int) checkpoint.Manifest {
 	return checkpoint.Manifest{
 		Step: step, Data: checkpoint.DataPosition{Seed: t.cfg.Seed, Step: step},
-		Model: model, Optimizer: t.cfg.Optimizer, NumStages: t.sched.Stages(),
-	}, err
+		Model: t.cfg.Model.JSON(), Optimizer: t.cfg.Optimizer, NumStages: t.sched.Stages(),
+	}
 }
 
 // save writes the checkpoint after step steps: replica 0's ranks write their
@@ -68,11 +25,7 @@ func (t *trainer) save(ctx context.Context, step int) (string, error) {
 	key := func(s int) string { return fmt.Sprintf("ckpt/%d/stage/%d", step, s) }
 	if t.dRank == 0 {
 		for _, s := range t.order {
-			sh, err := t.shard(s)
-			if err != nil {
-				return "", err
-			}
-			info, err := checkpoint.WriteShard(dir, s, S, sh)
+			info, err := checkpoint.WriteShard(dir, s, S, t.stages[s].Shard(t.opts[s]))
 			if err != nil {
 				return "", fmt.Errorf("checkpoint step %d: %w", step, err)
 			}
@@ -85,10 +38,7 @@ func (t *trainer) save(ctx context.Context, step int) (string, error) {
 	if t.job.Rank != 0 {
 		return dir, nil
 	}
-	m, err := t.manifest(step)
-	if err != nil {
-		return "", err
-	}
+	m := t.manifest(step)
 	for s := range S {
 		wctx, cancel := t.waitCtx(ctx)
 		b, err := t.job.Store.Get(wctx, key(s))
@@ -127,37 +77,33 @@ func (t *trainer) restore(context.Context) (int, error) {
 	if m.Data.Seed != c.Seed {
 		return 0, fmt.Errorf("checkpoint %s was trained with --seed %d, not %d", dir, m.Data.Seed, c.Seed)
 	}
-	want, err := t.manifest(0)
-	if err != nil {
-		return 0, err
-	}
 	var specs []checkpoint.TensorSpec
 	for _, p := range c.Model.Params() {
 		specs = append(specs, checkpoint.TensorSpec{Name: p.Name, Shape: p.Shape})
 	}
-	_, sh, err := checkpoint.Load(dir, checkpoint.Expect{Model: want.Model, Optimizer: c.Optimizer, Params: specs})
+	_, all, err := checkpoint.Load(dir, checkpoint.Expect{Model: c.Model.JSON(), Optimizer: c.Optimizer, Params: specs})
 	if err != nil {
 		return 0, err
 	}
-	index := map[string]int{}
-	for i, p := range sh.Params {
-		index[p.Name] = i
-	}
-	suffix := map[string]string{}
-	for suf, slot := range slotOf {
-		suffix[slot] = suf
-	}
+	// The whole model is loaded; each stage takes its own tensors, so the
+	// checkpoint may come from any stage layout.
 	for _, s := range t.order {
-		st := models.OptimizerState{Kind: c.Optimizer, Steps: m.Step, Tensors: map[string][]float32{}}
+		mine := map[string]bool{}
 		for _, p := range t.stages[s].Params() {
-			i := index[p.Name]
-			copy(p.Value.Data, sh.Params[i].Data)
-			for slot, ts := range sh.State {
-				st.Tensors[p.Name+"."+suffix[slot]] = ts[i].Data
+			mine[p.Name] = true
+		}
+		sh := checkpoint.Shard{State: map[string][]checkpoint.Tensor{}}
+		for i, p := range all.Params {
+			if !mine[p.Name] {
+				continue
+			}
+			sh.Params = append(sh.Params, p)
+			for slot, ts := range all.State {
+				sh.State[slot] = append(sh.State[slot], ts[i])
 			}
 		}
-		if err := t.opts[s].SetState(st); err != nil {
-			return 0, fmt.Errorf("checkpoint %s: stage %d: %w", dir, s, err)
+		if err := t.stages[s].LoadShard(sh, t.opts[s], m.Step); err != nil {
+			return 0, fmt.Errorf("checkpoint %s: %w", dir, err)
 		}
 	}
 	t.logf("resumed from %s (step %d)", dir, m.Step)

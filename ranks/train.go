@@ -36,6 +36,7 @@ type TrainConfig struct {
 	EvalBatches    int
 	Seed           uint64
 	Data           string // corpus path; "" the embedded default
+	InitFrom       string // safetensors weights to start from instead of the seed
 	Timeout        time.Duration
 
 	CheckpointDir   string
@@ -193,6 +194,11 @@ func (t *trainer) setup(ctx context.Context) error {
 		st, err := models.NewStage(c.Model, t.cut, s, t.job.Backend, models.StageOptions{Seed: c.Seed, Recompute: c.Recompute})
 		if err != nil {
 			return err
+		}
+		if c.InitFrom != "" {
+			if err := st.InitFrom(c.InitFrom); err != nil {
+				return err
+			}
 		}
 		st.SetLossScale(float32(1 / float64(c.DP*c.Micro)))
 		t.stages[s] = st

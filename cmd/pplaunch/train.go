@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/pplaunch/pplaunch/collective"
-	"github.com/pplaunch/pplaunch/models"
 	"github.com/pplaunch/pplaunch/models/tensor"
 	"github.com/pplaunch/pplaunch/ranks"
 	"github.com/pplaunch/pplaunch/schedules"
@@ -24,6 +23,8 @@ import (
 // a GPT on the embedded corpus (or --data). Run by the agent, each rank runs
 // it with the rank environment; run alone, it is a one-rank world.
 type trainCmd struct {
+	modelFlags
+	InitFrom        string        `arg:"--init-from" placeholder:"FILE.safetensors" help:"start from these weights (e.g. nanoGPT's state_dict) instead of the seed"`
 	Schedule        string        `arg:"--schedule" default:"1f1b" help:"gpipe, 1f1b, interleaved or zb-h1"`
 	Virtual         int           `arg:"--virtual" default:"0" help:"virtual stages per rank (interleaved; 0 means 2 there, 1 elsewhere)"`
 	Microbatches    int           `arg:"--microbatches" default:"8" help:"micro-batches per step per data-parallel replica"`
@@ -31,12 +32,6 @@ type trainCmd struct {
 	PP              int           `arg:"--pp" default:"0" help:"pipeline ranks [default: world / dp]"`
 	DP              int           `arg:"--dp" default:"1" help:"data-parallel replicas"`
 	Recompute       bool          `arg:"--recompute" help:"recompute activations during backward instead of keeping them"`
-	Model           string        `arg:"--model" default:"gpt-tiny" help:"model preset"`
-	Layers          int           `arg:"--layers" help:"override the preset's layers"`
-	Width           int           `arg:"--width" help:"override the preset's width"`
-	Heads           int           `arg:"--heads" help:"override the preset's heads"`
-	Seq             int           `arg:"--seq" help:"override the preset's sequence length"`
-	Tied            bool          `arg:"--tied" help:"tie the LM head to the token embedding"`
 	Balance         string        `arg:"--balance" default:"uniform" help:"cut the layers into stages by uniform, params or flops"`
 	LayersPerStage  string        `arg:"--layers-per-stage" placeholder:"3,3,2,2" help:"explicit cut, one count per stage"`
 	Optimizer       string        `arg:"--optimizer" default:"adamw" help:"adamw or sgd"`
@@ -72,19 +67,10 @@ const (
 )
 
 func (c *trainCmd) config() (ranks.TrainConfig, error) {
-	m, err := models.Preset(c.Model)
+	m, err := c.modelFlags.config()
 	if err != nil {
 		return ranks.TrainConfig{}, err
 	}
-	for _, o := range []struct {
-		dst *int
-		v   int
-	}{{&m.Layers, c.Layers}, {&m.Width, c.Width}, {&m.Heads, c.Heads}, {&m.Seq, c.Seq}} {
-		if o.v != 0 {
-			*o.dst = o.v
-		}
-	}
-	m.Tied = m.Tied || c.Tied
 	if !strings.Contains(" gpipe 1f1b interleaved zb-h1 ", " "+c.Schedule+" ") {
 		return ranks.TrainConfig{}, fmt.Errorf("--schedule %q: want one of %s", c.Schedule, strings.Join(schedules.Names, ", "))
 	}
@@ -93,7 +79,7 @@ func (c *trainCmd) config() (ranks.TrainConfig, error) {
 		PP: c.PP, DP: c.DP, Recompute: c.Recompute, Balance: c.Balance, LayersPerStage: c.LayersPerStage,
 		Optimizer: c.Optimizer, LR: c.LR, MinLR: c.MinLR, Warmup: c.Warmup, WeightDecay: c.WeightDecay, Clip: c.Clip,
 		Steps: c.Steps, EvalEvery: c.EvalEvery, EvalBatches: c.EvalBatches, Seed: c.Seed, Data: c.Data,
-		Timeout: c.Timeout, CheckpointDir: c.CheckpointDir, CheckpointEvery: c.CheckpointEvery, Resume: c.Resume,
+		InitFrom: c.InitFrom, Timeout: c.Timeout, CheckpointDir: c.CheckpointDir, CheckpointEvery: c.CheckpointEvery, Resume: c.Resume,
 	}, nil
 }
 
