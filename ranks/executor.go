@@ -11,6 +11,23 @@ import (
 	"github.com/pplaunch/pplaunch/schedules"
 )
 
+// Stage is what the executor drives: *models.Stage, or a stand-in with
+// a known cost per action (the runtime-overhead benchmark).
+type Stage interface {
+	IsFirst() bool
+	IsLast() bool
+	ActShape(batch int) []int
+	BeginStep(first, count int) error
+	Forward(mb int, in models.Input) (models.Output, error)
+	Backward(mb int, gradOut *tensor.Tensor) (*tensor.Tensor, error)
+	BackwardInput(mb int, gradOut *tensor.Tensor) (*tensor.Tensor, error)
+	BackwardWeight(mb int) error
+	FinishStep() error
+	ActivationBytes() int64
+	PeakActivationBytes() int64
+	ResetPeak()
+}
+
 // Batches gives the executor a micro-batch's tokens and targets by global
 // micro-batch index (the first stage reads tokens, the last targets).
 type Batches func(globalMicro int) (tokens, targets []int32, err error)
@@ -23,8 +40,8 @@ type Batches func(globalMicro int) (tokens, targets []int32, err error)
 // micro-batches in global micro-batch order (models.Accumulator).
 type Executor struct {
 	Sched  *schedules.Schedule
-	PRank  int                   // this rank's pipeline rank (its list in Sched)
-	Stages map[int]*models.Stage // the virtual stages this rank holds, by stage index
+	PRank  int           // this rank's pipeline rank (its list in Sched)
+	Stages map[int]Stage // the virtual stages this rank holds, by stage index
 	Comm   collective.Comm
 	// Peer maps a pipeline rank to its rank in Comm (the same data-parallel replica).
 	Peer func(pipelineRank int) int

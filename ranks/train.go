@@ -97,6 +97,7 @@ type trainer struct {
 	opts   map[int]models.Optimizer
 	corpus *data.Corpus
 	exec   *Executor
+	execSt map[int]Stage
 	names  []string // every non-tied parameter of the model, in model order
 	origin time.Time
 	offset time.Duration // add to this rank's clock to get rank 0's
@@ -211,8 +212,12 @@ func (t *trainer) setup(ctx context.Context) error {
 			t.names = append(t.names, p.Name)
 		}
 	}
+	t.execSt = map[int]Stage{}
+	for s, st := range t.stages {
+		t.execSt[s] = st
+	}
 	t.exec = &Executor{
-		Sched: sched, PRank: t.pRank, Stages: t.stages, Comm: t.job.Comm,
+		Sched: sched, PRank: t.pRank, Stages: t.execSt, Comm: t.job.Comm,
 		Peer:      func(p int) int { return t.world(p, t.dRank) },
 		First:     t.dRank * c.Micro,
 		MicroSize: c.MicroSize,

@@ -26,10 +26,10 @@ type trainCmd struct {
 	modelFlags
 	InitFrom        string        `arg:"--init-from" placeholder:"FILE.safetensors" help:"start from these weights (e.g. nanoGPT's state_dict) instead of the seed"`
 	Schedule        string        `arg:"--schedule" default:"1f1b" help:"gpipe, 1f1b, interleaved or zb-h1"`
-	Virtual         int           `arg:"--virtual" default:"0" help:"virtual stages per rank (interleaved; 0 means 2 there, 1 elsewhere)"`
+	Virtual         int           `arg:"--virtual" help:"virtual stages per rank (interleaved; 0 means 2 there, 1 elsewhere)"`
 	Microbatches    int           `arg:"--microbatches" default:"8" help:"micro-batches per step per data-parallel replica"`
 	MicrobatchSize  int           `arg:"--microbatch-size" default:"4" help:"sequences per micro-batch"`
-	PP              int           `arg:"--pp" default:"0" help:"pipeline ranks [default: world / dp]"`
+	PP              int           `arg:"--pp" help:"pipeline ranks [default: world / dp]"`
 	DP              int           `arg:"--dp" default:"1" help:"data-parallel replicas"`
 	Recompute       bool          `arg:"--recompute" help:"recompute activations during backward instead of keeping them"`
 	Balance         string        `arg:"--balance" default:"uniform" help:"cut the layers into stages by uniform, params or flops"`
@@ -40,8 +40,8 @@ type trainCmd struct {
 	Warmup          int           `arg:"--warmup" default:"5" help:"linear warmup steps"`
 	WeightDecay     float64       `arg:"--weight-decay" default:"0.1" help:"AdamW decoupled weight decay"`
 	Clip            float64       `arg:"--clip" default:"1" help:"clip gradients to this global norm (0: off)"`
-	Steps           int           `arg:"--steps" default:"80" help:"optimizer steps"`
-	EvalEvery       int           `arg:"--eval-every" default:"20" help:"validation loss every K steps (and at the end)"`
+	Steps           int           `arg:"--steps" default:"200" help:"optimizer steps"`
+	EvalEvery       int           `arg:"--eval-every" default:"50" help:"validation loss every K steps (and at the end)"`
 	EvalBatches     int           `arg:"--eval-batches" default:"4" help:"held-out micro-batches per evaluation"`
 	Seed            uint64        `arg:"--seed" default:"1" help:"initialisation and data order"`
 	Data            string        `arg:"--data" placeholder:"PATH" help:"corpus file or directory [default: the embedded text]"`
