@@ -20,7 +20,7 @@ import (
 // time, so the ideal step time is known from the simulator.
 type OverheadOptions struct {
 	Schedule string
-	P, M, V  int // V: virtual stages per rank (interleaved; 2 when left 0)
+	P, M, V  int                 // V: virtual stages per rank (interleaved; 2 when left 0)
 	Cost     schedules.StageCost // nominal time of each action of one stage (split over v virtual stages)
 	ActElems int                 // float32 values in one activation message
 	Steps    int                 // timed steps (one more runs first, untimed)
