@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/pplaunch/pplaunch/models"
 	"github.com/pplaunch/pplaunch/ranks"
 	"github.com/pplaunch/pplaunch/schedules"
 )
@@ -115,7 +116,8 @@ func steady(recs []ranks.StepRecord) (stepS, tokS, bubble, predicted float64) {
 // BenchmarkTrainSchedules prints the default job (`pplaunch --nproc 4 train`:
 // gpt-tiny, 4 stages, 8 micro-batches of 4) for each schedule: tokens/s,
 // step time, measured bubble and the simulator's bubble for the measured
-// action times, over 30 steps (the first left out).
+// action times, over 30 steps (the first left out). The model has 8 layers
+// instead of the preset's 4 so that interleaved (v=2) has one per stage.
 //
 //	go test -run '^$' -bench TrainSchedules -benchtime 1x ./bench/
 func BenchmarkTrainSchedules(b *testing.B) {
@@ -128,7 +130,7 @@ func BenchmarkTrainSchedules(b *testing.B) {
 	for range b.N {
 		rows = rows[:0]
 		for _, name := range schedules.Names {
-			recs := trainJob(b, bin, 4, "--schedule", name, "--steps", "30", "--eval-every", "0", "--eval-batches", "0")
+			recs := trainJob(b, bin, 4, "--schedule", name, "--layers", "8", "--steps", "30", "--eval-every", "0", "--eval-batches", "0")
 			r := row{name: name}
 			r.stepS, r.tokS, r.bub, r.predict = steady(recs)
 			rows = append(rows, r)
@@ -158,8 +160,18 @@ func BenchmarkTrainTwoRanks(b *testing.B) {
 		bub         float64
 	}
 	var rows []row
+	var one [2]StepReport
 	for range b.N {
 		rows = rows[:0]
+		cfg, err := models.Preset("gpt-small")
+		if err != nil {
+			b.Fatal(err)
+		}
+		for i, threads := range []int{1, 2} {
+			if one[i], err = Step(StepOptions{Model: cfg, Batch: 16, Threads: threads, Steps: 5, Warmup: 1, BLAS: "auto", Seed: 1}); err != nil {
+				b.Fatal(err)
+			}
+		}
 		for _, m := range []int{4, 8} {
 			for _, name := range []string{"gpipe", "1f1b"} {
 				recs := trainJob(b, bin, 2, "--model", "gpt-small", "--schedule", name, "--microbatches", fmt.Sprint(m),
@@ -171,9 +183,12 @@ func BenchmarkTrainTwoRanks(b *testing.B) {
 		}
 	}
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "schedule\tmicro-batches\tstep ms\ttokens/s\tbubble measured\t\n")
+	fmt.Fprintf(tw, "run\tmicro-batches\tstep ms\ttokens/s\tbubble measured\t\n")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.0f\t%.1f%%\t\n", r.name, r.m, 1e3*r.stepS, r.tokS, 100*r.bub)
+		fmt.Fprintf(tw, "2 ranks %s\t%d\t%.1f\t%.0f\t%.1f%%\t\n", r.name, r.m, 1e3*r.stepS, r.tokS, 100*r.bub)
+	}
+	for _, o := range one {
+		fmt.Fprintf(tw, "1 process, %d thread(s) (bench step)\t-\t%.1f\t%.0f\t-\t\n", o.Threads, o.StepMS, o.TokensPerSec)
 	}
 	tw.Flush()
 	fmt.Println("reference: PyTorch 1.13 two-rank pipeline over gloo ~360 ms/step; one process, 2 threads ~320 ms/step")
