@@ -354,3 +354,23 @@ func TestTrainTwoNodes(t *testing.T) {
 		t.Errorf("losses %v on two nodes, one process %v", got, losses(ref))
 	}
 }
+
+// TestTrainResumeOtherLayout: a run checkpointed at step 2 on pp=2 and
+// continued with --resume on pp=4 (its step-4 checkpoint removed first) ends
+// with the parameters of the uninterrupted pp=2 run.
+func TestTrainResumeOtherLayout(t *testing.T) {
+	args := append([]string{"--microbatches", "4", "--checkpoint-every", "2"}, tinyModel...)
+	args = append(args, "--steps", "4")
+	ref, dir := t.TempDir(), t.TempDir()
+	mustSucceed(t, runJob(t, 2, 0, nil, append(args, "--checkpoint-dir", ref)...), "pp=2 run")
+	mustSucceed(t, runJob(t, 2, 0, nil, append(args, "--checkpoint-dir", dir)...), "pp=2 run")
+	if err := os.RemoveAll(filepath.Join(dir, "step-000004")); err != nil {
+		t.Fatal(err)
+	}
+	r := runJob(t, 4, 0, nil, append(args, "--checkpoint-dir", dir, "--resume")...)
+	mustSucceed(t, r, "pp=4 run resumed")
+	if !strings.Contains(r.out, "resumed from "+filepath.Join(dir, "step-000002")) || len(r.metrics) != 2 || r.metrics[0].Step != 2 {
+		t.Errorf("did not resume at step 2 (%d metric lines):\n%s", len(r.metrics), r.out)
+	}
+	compare(t, dir, ref)
+}
