@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/pplaunch/pplaunch/launch/netns"
+	"github.com/pplaunch/pplaunch/launch/slurmtest"
 	"github.com/pplaunch/pplaunch/ranks"
 	"github.com/pplaunch/pplaunch/schedules"
 )
@@ -373,4 +374,40 @@ func TestTrainResumeOtherLayout(t *testing.T) {
 		t.Errorf("did not resume at step 2 (%d metric lines):\n%s", len(r.metrics), r.out)
 	}
 	compare(t, dir, ref)
+}
+
+// TestTrainSlurm submits examples/slurm/agent-per-node.sbatch to a real
+// two-node Slurm cluster (slurmd per network namespace): one agent per node,
+// 2 ranks each, a pp=4 job that equals one process bit for bit.
+func TestTrainSlurm(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts a Slurm cluster")
+	}
+	c := slurmtest.Start(t, slurmtest.Options{Nodes: []string{"tsl1", "tsl2"}}) // skips without root, saying why
+	bin := binary(t)
+	args := append([]string{"--microbatches", "4"}, tinyModel...)
+	refDir, dir := t.TempDir(), t.TempDir()
+	ref := runJob(t, 1, 0, nil, append(args, "--checkpoint-dir", refDir)...)
+	mustSucceed(t, ref, "single-process reference")
+	script, err := filepath.Abs("../../examples/slurm/agent-per-node.sbatch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := c.WaitIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r, err := c.Run(ctx, slurmtest.Job{
+		Script: script,
+		Args:   append([]string{"train", "--checkpoint-dir", dir}, args...),
+		Env:    []string{"PPLAUNCH=" + bin, "NPROC=2"},
+	})
+	if err != nil {
+		t.Fatalf("sbatch agent-per-node.sbatch train: %v\n%s", err, c.Logs())
+	}
+	if !strings.Contains(r.Output, "4 ranks = pp 4 × dp 1") {
+		t.Errorf("job %d output does not show a 4-rank pipeline:\n%s", r.ID, r.Output)
+	}
+	compare(t, dir, refDir)
 }
