@@ -16,6 +16,7 @@ import (
 	"github.com/pplaunch/pplaunch/collective"
 	"github.com/pplaunch/pplaunch/models/tensor"
 	"github.com/pplaunch/pplaunch/ranks"
+	"github.com/pplaunch/pplaunch/ranks/store"
 	"github.com/pplaunch/pplaunch/schedules"
 )
 
@@ -85,6 +86,10 @@ func (c *trainCmd) config() (ranks.TrainConfig, error) {
 
 // job is the rank job the launcher runs on every rank (see runAsRanks).
 func (c *trainCmd) job(stdout io.Writer) func(ctx context.Context, r *ranks.Rank) error {
+	if os.Getenv(store.EnvRole) != store.RoleRank && isTerminal(stdout) {
+		// In the agent: the ranks inherit this environment.
+		os.Setenv(terminalEnv, "1")
+	}
 	return func(ctx context.Context, r *ranks.Rank) error {
 		cfg, err := c.config()
 		if err != nil {
@@ -220,6 +225,19 @@ func parseFault(spec string, n int) (fault, error) {
 	return f, nil
 }
 
+// terminalEnv tells the ranks that the agent's output is a terminal (theirs
+// is a pipe to the agent), so rank 0 draws a progress bar.
+const terminalEnv = "PPLAUNCH_TRAIN_TERMINAL"
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
 // trainOutput is rank 0's console, metrics and trace.
 type trainOutput struct {
 	cfg     ranks.TrainConfig
@@ -233,12 +251,7 @@ type trainOutput struct {
 }
 
 func newTrainOutput(c *trainCmd, cfg ranks.TrainConfig, backend string, world int, w io.Writer) (*trainOutput, error) {
-	o := &trainOutput{cfg: cfg, w: w, c: c, start: time.Now()}
-	if f, ok := w.(*os.File); ok {
-		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
-			o.tty = true
-		}
-	}
+	o := &trainOutput{cfg: cfg, w: w, c: c, start: time.Now(), tty: os.Getenv(terminalEnv) == "1" || isTerminal(w)}
 	if c.Metrics != "" {
 		f, err := os.Create(c.Metrics)
 		if err != nil {
@@ -286,16 +299,20 @@ func (o *trainOutput) step(r ranks.StepRecord) {
 	}
 	line := fmt.Sprintf("step %d/%d  loss %.4f%s  %.0f tok/s  %.3fs  bubble %.1f%% (sim %.1f%%)  peak act MiB [%s]",
 		r.Step+1, o.cfg.Steps, r.Loss, val, r.TokensPerS, r.StepS, 100*r.BubbleMeasured, 100*r.BubblePredicted, strings.Join(peaks, " "))
-	if o.tty {
-		const width = 20
-		done := width * (r.Step + 1) / max(o.cfg.Steps, 1)
-		fmt.Fprintf(o.w, "\r\033[K[%s%s] %s", strings.Repeat("#", done), strings.Repeat(".", width-done), line)
-		if r.ValLoss != nil || r.Step+1 == o.cfg.Steps {
-			fmt.Fprintln(o.w)
-		}
+	if !o.tty {
+		fmt.Fprintln(o.w, line)
 		return
 	}
-	fmt.Fprintln(o.w, line)
+	// The agent relays whole lines, so the bar is redrawn as a line every
+	// twentieth of the run, at evaluations and at the ends.
+	const width = 20
+	n := max(o.cfg.Steps, 1)
+	done := width * (r.Step + 1) / n
+	if r.Step > 0 && r.Step+1 < n && r.ValLoss == nil && done == width*r.Step/n {
+		return
+	}
+	eta := time.Duration(float64(time.Since(o.start)) / float64(r.Step+1) * float64(n-r.Step-1)).Round(time.Second)
+	fmt.Fprintf(o.w, "[%s%s] %3d%%  ETA %-6v %s\n", strings.Repeat("#", done), strings.Repeat(".", width-done), 100*(r.Step+1)/n, eta, line)
 }
 
 func (o *trainOutput) close() {

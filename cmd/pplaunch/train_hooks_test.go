@@ -3,6 +3,8 @@ package main
 import (
 	"strings"
 	"testing"
+
+	"github.com/pplaunch/pplaunch/ranks"
 )
 
 func TestFaultHooks(t *testing.T) {
@@ -42,4 +44,31 @@ func FuzzParseFault(f *testing.F) {
 	f.Fuzz(func(t *testing.T, spec string) {
 		faultHooks(spec, spec, 0, 0)
 	})
+}
+
+// TestTrainOutputLines: plain output has a line per step; on a terminal, a
+// progress bar line every twentieth of the run, at evaluations and at the ends.
+func TestTrainOutputLines(t *testing.T) {
+	for _, tc := range []struct {
+		tty   bool
+		lines int
+	}{{false, 40}, {true, 22}} { // 22: the first step, every other step (20), the evaluation
+		var buf strings.Builder
+		o := &trainOutput{cfg: ranks.TrainConfig{Steps: 40}, w: &buf, tty: tc.tty, c: &trainCmd{}}
+		val := 2.5
+		for step := range 40 {
+			r := ranks.StepRecord{Step: step, Loss: 3, PeakActivation: []int64{1 << 20}}
+			if step == 30 { // an evaluation between two bar updates
+				r.ValLoss = &val
+			}
+			o.step(r)
+		}
+		got := strings.Split(strings.TrimSpace(buf.String()), "\n")
+		if len(got) != tc.lines {
+			t.Errorf("tty=%v: %d lines, want %d:\n%s", tc.tty, len(got), tc.lines, buf.String())
+		}
+		if tc.tty && (!strings.HasPrefix(got[len(got)-1], "[####################] 100%") || !strings.Contains(buf.String(), "val 2.5000")) {
+			t.Errorf("progress bar lines:\n%s", buf.String())
+		}
+	}
 }
