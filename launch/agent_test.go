@@ -67,11 +67,6 @@ func shell(script string, stdout, stderr *watchBuf) Program {
 	return Program{Path: "/bin/sh", Args: []string{"-c", script}, Env: os.Environ(), Stdout: stdout, Stderr: stderr}
 }
 
-type result struct {
-	code           int
-	stdout, stderr *watchBuf
-}
-
 // runAgent runs Run in the background; signals go to sigs.
 func runAgent(c Config, script string) (chan os.Signal, *watchBuf, *watchBuf, <-chan int) {
 	out, errb := newWatchBuf(), newWatchBuf()

@@ -2,7 +2,6 @@ package models
 
 import (
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 )
@@ -201,13 +200,4 @@ func (c Config) StepFLOPs(batch int) float64 {
 		f += c.UnitFLOPs(u)
 	}
 	return 3 * f * float64(batch)
-}
-
-// paramByName finds a spec in a list.
-func paramByName(ps []ParamSpec, name string) (ParamSpec, bool) {
-	i := slices.IndexFunc(ps, func(p ParamSpec) bool { return p.Name == name })
-	if i < 0 {
-		return ParamSpec{}, false
-	}
-	return ps[i], true
 }

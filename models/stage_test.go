@@ -201,7 +201,11 @@ func TestActivationAccounting(t *testing.T) {
 		if s.ActivationBytes() != 0 {
 			t.Fatalf("recompute=%v: %d bytes held after backward", rc, s.ActivationBytes())
 		}
-		return one, two, s.PeakActivationBytes()
+		peak = s.PeakActivationBytes()
+		if s.ResetPeak(); s.PeakActivationBytes() != 0 {
+			t.Fatalf("peak %d after ResetPeak with nothing held", s.PeakActivationBytes())
+		}
+		return one, two, peak
 	}
 	one, two, peak := held(false)
 	if one <= 0 || two != 2*one || peak < two {

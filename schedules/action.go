@@ -2,6 +2,7 @@ package schedules
 
 import (
 	"fmt"
+	"strconv"
 )
 
 // Kind is what an action does.
@@ -40,9 +41,6 @@ func (k Kind) IsCompute() bool { return k <= W }
 // IsTransfer reports whether k is one of the four transfer kinds.
 func (k Kind) IsTransfer() bool { return k >= SendF && k < numKinds }
 
-// IsSend reports whether k is SendF or SendB.
-func (k Kind) IsSend() bool { return k == SendF || k == SendB }
-
 // Action is one entry of a rank's list: a kind, a virtual stage index in
 // [0, P·V) and a micro-batch index in [0, M).
 type Action struct {
@@ -53,7 +51,13 @@ type Action struct {
 
 // String returns the action in the text form, e.g. "0F3" or "2SEND_B1".
 func (a Action) String() string {
-	return fmt.Sprintf("%d%s%d", a.Stage, a.Kind, a.Micro)
+	return string(a.appendText(nil))
+}
+
+func (a Action) appendText(b []byte) []byte {
+	b = strconv.AppendInt(b, int64(a.Stage), 10)
+	b = append(b, a.Kind.String()...)
+	return strconv.AppendInt(b, int64(a.Micro), 10)
 }
 
 // Matching returns the transfer a peer performs to complete a: SendF(s,m)

@@ -7,11 +7,12 @@ import (
 
 // Names lists the schedules Generate knows, in the order plan --compare
 // prints them.
-var Names = []string{"gpipe", "1f1b", "interleaved", "zb-h1"}
+var Names = []string{"gpipe", "1f1b", "interleaved", "zb-h1", "zb-v"}
 
 // Generate returns the named schedule for p ranks and m micro-batches, lowered
 // (with transfers, see Lower) and validated. v is the number of virtual stages
-// per rank: 2 or more for "interleaved"; 0 or 1 for the others.
+// per rank: 2 or more for "interleaved", 0 or 2 for "zb-v", 0 or 1 for the
+// others.
 func Generate(name string, p, m, v int) (*Schedule, error) {
 	s, err := GenerateCompute(name, p, m, v)
 	if err != nil {
@@ -33,6 +34,12 @@ func GenerateCompute(name string, p, m, v int) (*Schedule, error) {
 			return nil, fmt.Errorf("schedule interleaved: v=%d virtual stages per rank; need at least 2 (with v=1 it is 1f1b)", v)
 		}
 		return interleaved(p, m, v), nil
+	}
+	if name == "zb-v" {
+		if v != 0 && v != 2 {
+			return nil, fmt.Errorf("schedule zb-v: v=%d; it always has 2 stages per rank", v)
+		}
+		return zbV(p, m), nil
 	}
 	if v > 1 || v < 0 {
 		return nil, fmt.Errorf("schedule %s: v=%d; it has one stage per rank (v is for interleaved)", name, v)
@@ -159,6 +166,71 @@ func zbH1(p, m int) *Schedule {
 		}
 		for ; nw < m; nw++ {
 			l = append(l, Action{W, r, nw})
+		}
+		s.Ranks[r] = l
+	}
+	return s
+}
+
+// zbV is the zero-bubble V schedule ZB-V of the zero-bubble pipeline work
+// (Qi et al., 2024), in the form torch.distributed.pipelining generates: 2p stages in a V (rank r holds stages r and 2p-1-r, see
+// VPlacement), the backward split into I and W. Rank r runs 2(p-r)-1
+// forwards of its first stage, then r pairs of forwards (second stage, first
+// stage), then p-r rounds of F, I, W on its second stage; then rounds of
+// (F, I, W on the first stage; F, I, W on the second) until every forward is
+// done; the cool-down runs the remaining I passes first and the W passes
+// last, where they fill the tail. It needs m >= 2p-1 micro-batches; for
+// fewer it is built for 2p-1 and the extra micro-batches' actions are
+// dropped (dependencies stay within a micro-batch, so the order still runs).
+// No rank holds more than p micro-batches, 1F1B's peak.
+func zbV(p, m int) *Schedule {
+	s := &Schedule{P: p, V: 2, M: m, Placement: VPlacement(p), Ranks: make([][]Action, p)}
+	n := max(2*p-1, m)
+	for r := range p {
+		stage := [2]int{r, 2*p - 1 - r}
+		var nf, ni, nw [2]int
+		var l []Action
+		add := func(k Kind, c int, next *[2]int) {
+			if next[c] < m {
+				l = append(l, Action{k, stage[c], next[c]})
+			}
+			next[c]++
+		}
+		for range 2*(p-r) - 1 {
+			add(F, 0, &nf)
+		}
+		for range r {
+			add(F, 1, &nf)
+			add(F, 0, &nf)
+		}
+		backward := func(c int) {
+			add(I, c, &ni)
+			add(W, c, &nw)
+		}
+		for range p - r {
+			add(F, 1, &nf)
+			backward(1)
+		}
+		for nf[1] < nf[0] || nf[0] < n {
+			if nf[0] < n {
+				add(F, 0, &nf)
+			}
+			backward(0)
+			add(F, 1, &nf)
+			backward(1)
+		}
+		for range r {
+			add(I, 0, &ni)
+			add(I, 1, &ni)
+		}
+		for range p - r {
+			backward(0)
+		}
+		for nw[1] < ni[1] {
+			add(W, 1, &nw)
+		}
+		for nw[0] < ni[0] {
+			add(W, 0, &nw)
 		}
 		s.Ranks[r] = l
 	}

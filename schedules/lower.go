@@ -34,7 +34,7 @@ func Lower(s *Schedule) (*Schedule, error) {
 	}
 	out := &Schedule{P: s.P, V: s.V, M: s.M, Placement: append([]int(nil), s.Placement...), Ranks: make([][]Action, s.P)}
 	last := len(s.Placement) - 1
-	done := make(map[Action]bool, len(c.pos))
+	done := make([]bool, len(c.dense)) // dense: complete() passed
 	emitTransfer := func(r int, a Action) {
 		var send Action
 		switch {
@@ -57,7 +57,7 @@ func Lower(s *Schedule) (*Schedule, error) {
 		for r := range s.P {
 			if running[r] && end[r] == t {
 				a := s.Ranks[r][next[r]-1]
-				done[a] = true
+				done[c.id(a)] = true
 				running[r] = false
 				emitTransfer(r, a)
 			}
@@ -108,20 +108,20 @@ func nominal(k Kind) int {
 }
 
 // missing returns the first input of compute action a that is not done yet.
-func (c *checker) missing(a Action, done map[Action]bool) (Action, bool) {
+func (c *checker) missing(a Action, done []bool) (Action, bool) {
 	last := len(c.s.Placement) - 1
 	switch a.Kind {
 	case F:
-		if a.Stage > 0 && !done[Action{F, a.Stage - 1, a.Micro}] {
+		if a.Stage > 0 && !done[c.id(Action{F, a.Stage - 1, a.Micro})] {
 			return Action{F, a.Stage - 1, a.Micro}, true
 		}
 	case B, I:
-		if !done[Action{F, a.Stage, a.Micro}] {
+		if !done[c.id(Action{F, a.Stage, a.Micro})] {
 			return Action{F, a.Stage, a.Micro}, true
 		}
 		if a.Stage < last {
 			b, i := Action{B, a.Stage + 1, a.Micro}, Action{I, a.Stage + 1, a.Micro}
-			if !done[b] && !done[i] {
+			if !done[c.id(b)] && !done[c.id(i)] {
 				if c.has(i) {
 					return i, true
 				}
@@ -129,7 +129,7 @@ func (c *checker) missing(a Action, done map[Action]bool) (Action, bool) {
 			}
 		}
 	case W:
-		if !done[Action{I, a.Stage, a.Micro}] {
+		if !done[c.id(Action{I, a.Stage, a.Micro})] {
 			return Action{I, a.Stage, a.Micro}, true
 		}
 	}
@@ -138,7 +138,7 @@ func (c *checker) missing(a Action, done map[Action]bool) (Action, bool) {
 
 // computeDeadlock describes a compute order in which no rank can start its
 // next action.
-func (c *checker) computeDeadlock(next []int, done map[Action]bool) error {
+func (c *checker) computeDeadlock(next []int, done []bool) error {
 	s := c.s
 	var waits []Wait
 	var marks []loc

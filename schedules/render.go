@@ -41,6 +41,9 @@ func WriteGantt(w io.Writer, tl *Timeline, v int, quantum float64) error {
 	if quantum <= 0 || span/quantum*float64(width) > ganttMaxCols {
 		quantum = span * float64(width) / ganttMaxCols
 	}
+	if quantum <= 0 {
+		quantum = 1 // no compute spans, or all of zero length
+	}
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, "each character is %.4g time units; '.' is idle\n", quantum/float64(width))
 	col := func(t float64) int { return int(math.Round((t - t0) / quantum * float64(width))) }
@@ -138,12 +141,16 @@ func WriteSVG(w io.Writer, tl *Timeline, title string) error {
 			}
 			lbl := fmt.Sprintf("%s%d", a.Kind, a.Micro)
 			if wd >= float64(len(lbl))*7 {
-				fmt.Fprintf(bw, `<text x="%.2f" y="%.1f" text-anchor="middle">%s</text>`+"\n", x0+wd/2, y+lane/2+4, lbl)
+				ink := "black"
+				if a.Kind != F {
+					ink = "white"
+				}
+				fmt.Fprintf(bw, `<text x="%.2f" y="%.1f" text-anchor="middle" fill="%s">%s</text>`+"\n", x0+wd/2, y+lane/2+4, ink, lbl)
 			}
 		}
 	}
 	axisY := top + float64(len(tl.Ranks))*(lane+laneGap) + 10
-	fmt.Fprintf(bw, `<text x="%.0f" y="%.1f">%.6g</text><text x="%.0f" y="%.1f" text-anchor="end">%.6g</text>`+"\n", left, axisY, t0, left+plotW, axisY, t1)
+	fmt.Fprintf(bw, `<text x="%.0f" y="%.1f">%.6g s</text><text x="%.0f" y="%.1f" text-anchor="end">%.6g s</text>`+"\n", left, axisY, t0, left+plotW, axisY, t1)
 	bw.WriteString("</svg>\n")
 	return bw.Flush()
 }

@@ -85,19 +85,28 @@ func Simulate(s *Schedule, c Costs) (*Timeline, error) {
 	if err := c.check(); err != nil {
 		return nil, err
 	}
-	if err := Validate(s); err != nil {
+	ck, err := validate(s)
+	if err != nil {
 		return nil, err
 	}
 	last := len(s.Placement) - 1
-	end := make(map[Action]float64)
+	// ends[id] is when a compute action ended, NaN until it has run; the
+	// index is dense because the schedule is complete.
+	ends := make([]float64, len(ck.dense))
+	for i := range ends {
+		ends[i] = math.NaN()
+	}
+	endOf := func(a Action) (float64, bool) {
+		e := ends[ck.id(a)]
+		return e, !math.IsNaN(e)
+	}
 	// gradEnd is when the input gradient of (stage, micro) is ready, from B
 	// or I.
 	gradEnd := func(st, m int) (float64, bool) {
-		if e, ok := end[Action{B, st, m}]; ok {
+		if e, ok := endOf(Action{B, st, m}); ok {
 			return e, true
 		}
-		e, ok := end[Action{I, st, m}]
-		return e, ok
+		return endOf(Action{I, st, m})
 	}
 	// arrive is when the output of producer stage ps is usable on rank r.
 	arrive := func(e float64, ps, r int) float64 {
@@ -121,7 +130,8 @@ func Simulate(s *Schedule, c Costs) (*Timeline, error) {
 				case F, B, I, W:
 					ready := free[r]
 					if a.Kind == F && st > 0 {
-						ready = max(ready, arrive(end[Action{F, st - 1, m}], st-1, r))
+						e, _ := endOf(Action{F, st - 1, m})
+						ready = max(ready, arrive(e, st-1, r))
 					}
 					if (a.Kind == B || a.Kind == I) && st < last {
 						e, _ := gradEnd(st+1, m)
@@ -129,15 +139,15 @@ func Simulate(s *Schedule, c Costs) (*Timeline, error) {
 					}
 					span = Span{a, ready, ready + c.of(a)}
 					free[r] = span.End
-					end[a] = span.End
+					ends[ck.id(a)] = span.End
 				case SendF:
-					e := end[Action{F, st, m}]
+					e, _ := endOf(Action{F, st, m})
 					span = Span{a, e, e + c.Comm}
 				case SendB:
 					e, _ := gradEnd(st, m)
 					span = Span{a, e, e + c.Comm}
 				case RecvF:
-					e, ok := end[Action{F, st - 1, m}]
+					e, ok := endOf(Action{F, st - 1, m})
 					if !ok {
 						break actions
 					}
@@ -294,4 +304,17 @@ func MeanCosts(s *Schedule, tl *Timeline) (Costs, error) {
 		c.Stages[st] = mean(x)
 	}
 	return c, nil
+}
+
+// Predict simulates s with the per-stage, per-kind mean durations of a
+// measured timeline (see MeanCosts) and transfer time comm, to compare a
+// measured step with what the same compute times would give without
+// transfer waits.
+func Predict(s *Schedule, measured *Timeline, comm float64) (*Timeline, error) {
+	c, err := MeanCosts(s, measured)
+	if err != nil {
+		return nil, err
+	}
+	c.Comm = comm
+	return Simulate(s, c)
 }

@@ -159,13 +159,16 @@ func parseIndex(digits, what string, line, col int) (int, error) {
 func Format(s *Schedule) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# pplaunch schedule: %d ranks, %d stages, %d micro-batches\n", s.P, s.Stages(), s.M)
+	var line []byte
 	for _, l := range s.Ranks {
+		line = line[:0]
 		for i, a := range l {
 			if i > 0 {
-				b.WriteString(", ")
+				line = append(line, ", "...)
 			}
-			b.WriteString(a.String())
+			line = a.appendText(line)
 		}
+		b.Write(line)
 		b.WriteByte('\n')
 	}
 	return b.String()

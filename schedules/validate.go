@@ -71,8 +71,12 @@ type loc struct{ rank, step int }
 
 // checker holds the index of a schedule's actions.
 type checker struct {
-	s   *Schedule
-	pos map[Action]loc
+	s *Schedule
+	// dense maps id(a) to a's place (rank -1: absent). A complete schedule
+	// has at least 2·S·M actions, so dense is small; for text with huge
+	// stage or micro-batch numbers and few actions sparse is used instead.
+	dense  []loc
+	sparse map[Action]loc
 	// computeOnly relaxes the rules for Lower's input: no transfers allowed,
 	// and a cross-rank input needs no receive.
 	computeOnly bool
@@ -93,17 +97,23 @@ type checker struct {
 //
 // The error is an *Error (with the grid) or a *DeadlockError.
 func Validate(s *Schedule) error {
+	_, err := validate(s)
+	return err
+}
+
+// validate is Validate, returning the index it built.
+func validate(s *Schedule) (*checker, error) {
 	c, err := newChecker(s, false)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := c.complete(); err != nil {
-		return err
+		return nil, err
 	}
 	if err := c.order(); err != nil {
-		return err
+		return nil, err
 	}
-	return c.dryRun()
+	return c, c.dryRun()
 }
 
 // newChecker checks the shape, the range, placement and uniqueness of every
@@ -135,7 +145,15 @@ func newChecker(s *Schedule, computeOnly bool) (*checker, error) {
 	for _, l := range s.Ranks {
 		n += len(l)
 	}
-	c := &checker{s: s, pos: make(map[Action]loc, n), computeOnly: computeOnly}
+	c := &checker{s: s, computeOnly: computeOnly}
+	if size := int(numKinds) * len(s.Placement) * s.M; size <= 8*n+1024 {
+		c.dense = make([]loc, size)
+		for i := range c.dense {
+			c.dense[i].rank = -1
+		}
+	} else {
+		c.sparse = make(map[Action]loc, n)
+	}
 	for r, l := range s.Ranks {
 		for i, a := range l {
 			switch {
@@ -150,10 +168,10 @@ func newChecker(s *Schedule, computeOnly bool) (*checker, error) {
 			case computeOnly && a.Kind.IsTransfer():
 				return nil, c.errAt(r, i, "a compute-only schedule must not hold transfers")
 			}
-			if p, dup := c.pos[a]; dup {
+			if p, dup := c.at(a); dup {
 				return nil, c.errAt(r, i, "%v appears twice (also at rank %d step %d)", a, p.rank, p.step)
 			}
-			c.pos[a] = loc{r, i}
+			c.put(a, loc{r, i})
 		}
 	}
 	for r, n := range held {
@@ -173,14 +191,37 @@ func (c *checker) errAt(rank, step int, format string, args ...any) *Error {
 		Grid: grid(c.s, []loc{{rank, step}})}
 }
 
-func (c *checker) has(a Action) bool { _, ok := c.pos[a]; return ok }
+// id numbers the actions of a schedule densely; only for in-range actions.
+func (c *checker) id(a Action) int {
+	return (int(a.Kind)*len(c.s.Placement)+a.Stage)*c.s.M + a.Micro
+}
+
+// at returns where a is in the schedule.
+func (c *checker) at(a Action) (loc, bool) {
+	if c.dense == nil {
+		p, ok := c.sparse[a]
+		return p, ok
+	}
+	p := c.dense[c.id(a)]
+	return p, p.rank >= 0
+}
+
+func (c *checker) put(a Action, p loc) {
+	if c.dense == nil {
+		c.sparse[a] = p
+	} else {
+		c.dense[c.id(a)] = p
+	}
+}
+
+func (c *checker) has(a Action) bool { _, ok := c.at(a); return ok }
 
 // complete checks that every (stage, micro) has one F and one backward.
 func (c *checker) complete() error {
 	s := c.s
 	for st := range s.Placement {
 		for m := range s.M {
-			f, fok := c.pos[Action{F, st, m}]
+			f, fok := c.at(Action{F, st, m})
 			if !fok {
 				r := s.Placement[st]
 				return &Error{Rank: r, Step: -1, Reason: fmt.Sprintf("stage %d micro-batch %d has no forward %v (stage %d lives on rank %d)", st, m, Action{F, st, m}, st, r), Grid: grid(s, nil)}
@@ -190,13 +231,13 @@ func (c *checker) complete() error {
 			case !b && !i && !w:
 				return c.errAt(f.rank, f.step, "no backward for stage %d micro-batch %d: neither %v nor %v and %v is on rank %d", st, m, Action{B, st, m}, Action{I, st, m}, Action{W, st, m}, f.rank)
 			case b && (i || w):
-				p := c.pos[Action{B, st, m}]
+				p, _ := c.at(Action{B, st, m})
 				return c.errAt(p.rank, p.step, "stage %d micro-batch %d has both a full backward B and a split one (I/W); use one or the other", st, m)
 			case i && !w:
-				p := c.pos[Action{I, st, m}]
+				p, _ := c.at(Action{I, st, m})
 				return c.errAt(p.rank, p.step, "%v has no weight-gradient %v", Action{I, st, m}, Action{W, st, m})
 			case w && !i:
-				p := c.pos[Action{W, st, m}]
+				p, _ := c.at(Action{W, st, m})
 				return c.errAt(p.rank, p.step, "%v has no input-gradient %v", Action{W, st, m}, Action{I, st, m})
 			}
 		}
@@ -221,7 +262,7 @@ func (c *checker) order() error {
 
 // before reports whether a is on rank r before step.
 func (c *checker) before(a Action, r, step int) bool {
-	p, ok := c.pos[a]
+	p, ok := c.at(a)
 	return ok && p.rank == r && p.step < step
 }
 

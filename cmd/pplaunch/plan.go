@@ -1,14 +1,309 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/pplaunch/pplaunch/schedules"
 )
 
-// planCmd is `pplaunch plan`.
-type planCmd struct{}
+// planCmd is `pplaunch plan`: generate (or read), validate and simulate a
+// pipeline schedule, and show its timeline.
+type planCmd struct {
+	Schedule     string  `arg:"--schedule" default:"1f1b" placeholder:"NAME" help:"gpipe, 1f1b, interleaved, zb-h1 or zb-v"`
+	Stages       int     `arg:"--stages" default:"4" placeholder:"P" help:"pipeline ranks P (one stage per rank, v with --virtual)"`
+	Microbatches int     `arg:"--microbatches" default:"8" placeholder:"M" help:"micro-batches per step M"`
+	Virtual      int     `arg:"--virtual" default:"2" placeholder:"V" help:"virtual stages per rank v (interleaved only; zb-v always has 2)"`
+	TF           float64 `arg:"--tf" default:"1" placeholder:"MS" help:"forward time of one micro-batch through one rank's layers, ms"`
+	TB           float64 `arg:"--tb" default:"2" placeholder:"MS" help:"full backward time (input and weight gradients), ms"`
+	TW           float64 `arg:"--tw" default:"1" placeholder:"MS" help:"weight-gradient part of the backward, ms; zero-bubble schedules run I = tb-tw and W = tw"`
+	TComm        float64 `arg:"--tcomm" default:"0" placeholder:"MS" help:"time of one activation or gradient transfer, ms"`
+	ActBytes     int64   `arg:"--act-bytes" placeholder:"BYTES" help:"activation bytes one micro-batch holds on one rank; adds peak bytes per rank"`
+	From         string  `arg:"--from" placeholder:"FILE" help:"validate and simulate the schedule in FILE (text form; transfers are inserted if it has none); P, v and M come from the file"`
+	SVG          string  `arg:"--svg" placeholder:"FILE" help:"write a Gantt picture (SVG) to FILE"`
+	Trace        string  `arg:"--trace" placeholder:"FILE" help:"write Chrome-trace JSON (opens in Perfetto) to FILE"`
+	Compare      bool    `arg:"--compare" help:"simulate every schedule for this P and M side by side"`
+	JSON         bool    `arg:"--json" help:"print the summary as one JSON object"`
+	Text         bool    `arg:"--text" help:"print the schedule in the text form (with transfers) and nothing else"`
+}
+
+// planResult is one simulated schedule; its exported fields are the --json
+// output. Times are in ms.
+type planResult struct {
+	Schedule        string    `json:"schedule"`
+	P               int       `json:"p"`
+	V               int       `json:"v"`
+	M               int       `json:"m"`
+	Makespan        float64   `json:"makespan"`
+	Ideal           float64   `json:"ideal"`
+	Bubble          float64   `json:"bubble"`
+	BubbleFormula   *float64  `json:"bubble_formula,omitempty"`
+	Formula         string    `json:"formula,omitempty"`
+	PeakActivations []float64 `json:"peak_activations"`
+	PeakBytes       []int64   `json:"peak_activation_bytes,omitempty"`
+	Busy            []float64 `json:"busy"`
+	Idle            []float64 `json:"idle"`
+	TimeUnit        string    `json:"time_unit"`
+
+	sched *schedules.Schedule
+	tl    *schedules.Timeline
+}
 
 func (c *planCmd) run(ctx context.Context, stdout, stderr io.Writer) error {
-	return errors.New("plan: not built yet")
+	if err := c.check(); err != nil {
+		return err
+	}
+	if c.Compare {
+		return c.compare(stdout)
+	}
+	var res *planResult
+	var err error
+	if c.From != "" {
+		res, err = c.fromFile()
+	} else {
+		res, err = c.simulate(c.Schedule, c.virtualFor(c.Schedule))
+	}
+	if err != nil {
+		return err
+	}
+	if c.Text {
+		_, err := io.WriteString(stdout, schedules.Format(res.sched))
+		return err
+	}
+	if err := c.writeFiles(res); err != nil {
+		return err
+	}
+	if c.JSON {
+		return writeJSON(stdout, res)
+	}
+	return c.summary(stdout, res)
+}
+
+func (c *planCmd) check() error {
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"--tf", c.TF}, {"--tb", c.TB}, {"--tw", c.TW}, {"--tcomm", c.TComm}} {
+		if f.v < 0 {
+			return fmt.Errorf("plan: %s %v: times must be >= 0", f.name, f.v)
+		}
+	}
+	if c.TW > c.TB {
+		return fmt.Errorf("plan: --tw %v is more than --tb %v: the weight gradient is part of the backward", c.TW, c.TB)
+	}
+	if c.ActBytes < 0 {
+		return fmt.Errorf("plan: --act-bytes %d: must be >= 0", c.ActBytes)
+	}
+	if c.Compare && (c.SVG != "" || c.Trace != "" || c.From != "" || c.Text) {
+		return errors.New("plan: --compare prints a table of the built-in schedules; --svg, --trace, --text and --from take one schedule")
+	}
+	return nil
+}
+
+// virtualFor is the v a built-in schedule takes.
+func (c *planCmd) virtualFor(name string) int {
+	switch name {
+	case "interleaved":
+		return c.Virtual
+	case "zb-v":
+		return 2
+	}
+	return 1
+}
+
+// costs spreads the per-rank times over the rank's v virtual stages.
+func (c *planCmd) costs(v int) schedules.Costs {
+	d := float64(v)
+	return schedules.Costs{
+		Default: schedules.StageCost{F: c.TF / d, B: c.TB / d, I: (c.TB - c.TW) / d, W: c.TW / d},
+		Comm:    c.TComm,
+	}
+}
+
+func (c *planCmd) simulate(name string, v int) (*planResult, error) {
+	s, err := schedules.Generate(name, c.Stages, c.Microbatches, v)
+	if err != nil {
+		return nil, fmt.Errorf("plan: %w", err)
+	}
+	return c.analyze(name, s)
+}
+
+func (c *planCmd) fromFile() (*planResult, error) {
+	text, err := os.ReadFile(c.From)
+	if err != nil {
+		return nil, fmt.Errorf("plan: %w", err)
+	}
+	s, err := schedules.Parse(string(text))
+	if err != nil {
+		return nil, fmt.Errorf("plan: %s: %w", c.From, err)
+	}
+	if !s.HasTransfers() {
+		if s, err = schedules.Lower(s); err != nil {
+			return nil, fmt.Errorf("plan: %s: %w", c.From, err)
+		}
+	}
+	if err := schedules.Validate(s); err != nil {
+		return nil, fmt.Errorf("plan: %s: %w", c.From, err)
+	}
+	return c.analyze(c.From, s)
+}
+
+func (c *planCmd) analyze(name string, s *schedules.Schedule) (*planResult, error) {
+	tl, err := schedules.Simulate(s, c.costs(s.V))
+	if err != nil {
+		return nil, fmt.Errorf("plan: %s: %w", name, err)
+	}
+	var actBytes []int64
+	if c.ActBytes > 0 {
+		actBytes = make([]int64, s.Stages())
+		for i := range actBytes {
+			actBytes[i] = c.ActBytes / int64(s.V)
+		}
+	}
+	st, err := schedules.Analyze(s, tl, actBytes)
+	if err != nil {
+		return nil, fmt.Errorf("plan: %s: %w", name, err)
+	}
+	res := &planResult{Schedule: name, P: s.P, V: s.V, M: s.M, Makespan: st.Makespan, Bubble: st.Bubble,
+		PeakActivations: st.PeakLive, PeakBytes: st.PeakBytes, Busy: st.Busy, Idle: st.Idle, TimeUnit: "ms", sched: s, tl: tl}
+	for _, b := range st.Busy {
+		res.Ideal = max(res.Ideal, b)
+	}
+	if c.From == "" {
+		res.Formula, res.BubbleFormula = c.closedForm(name, s.P, s.M, s.V)
+	}
+	return res, nil
+}
+
+// closedForm is the textbook bubble fraction of a built-in schedule, where
+// one is known for these costs (equal stages, free transfers).
+func (c *planCmd) closedForm(name string, p, m, v int) (string, *float64) {
+	if c.TComm != 0 {
+		return "", nil
+	}
+	frac := func(num, den int) *float64 { f := float64(num) / float64(den); return &f }
+	switch {
+	case name == "gpipe" || name == "1f1b":
+		return "(P-1)/(M+P-1)", frac(p-1, m+p-1)
+	case name == "interleaved" && m%p == 0:
+		return "(P-1)/(v·M+P-1)", frac(p-1, v*m+p-1)
+	case name == "zb-h1" && m >= p && c.TF == c.TB-c.TW && c.TF == c.TW:
+		return "(P-1)/(3M+P-1)", frac(p-1, 3*m+p-1)
+	case name == "zb-v" && m >= 2*p-1 && c.TF == c.TB-c.TW && c.TF == c.TW:
+		return "(P-1)/(6M+P-1)", frac(p-1, 6*m+p-1)
+	}
+	return "", nil
+}
+
+func (c *planCmd) writeFiles(res *planResult) error {
+	if c.SVG == "" && c.Trace == "" {
+		return nil
+	}
+	// The timeline is in ms; the writers take seconds.
+	tl := &schedules.Timeline{Ranks: make([][]schedules.Span, len(res.tl.Ranks))}
+	for r, spans := range res.tl.Ranks {
+		for _, sp := range spans {
+			tl.Ranks[r] = append(tl.Ranks[r], schedules.Span{Action: sp.Action, Start: sp.Start / 1e3, End: sp.End / 1e3})
+		}
+	}
+	if c.SVG != "" {
+		var b bytes.Buffer
+		title := fmt.Sprintf("%s  P=%d v=%d M=%d  makespan %.4g ms  bubble %.1f%%", res.Schedule, res.P, res.V, res.M, res.Makespan, 100*res.Bubble)
+		if err := schedules.WriteSVG(&b, tl, title); err != nil {
+			return err
+		}
+		if err := os.WriteFile(c.SVG, b.Bytes(), 0o644); err != nil {
+			return fmt.Errorf("plan: --svg: %w", err)
+		}
+	}
+	if c.Trace != "" {
+		var b bytes.Buffer
+		if err := schedules.WriteTrace(&b, tl); err != nil {
+			return err
+		}
+		if err := os.WriteFile(c.Trace, b.Bytes(), 0o644); err != nil {
+			return fmt.Errorf("plan: --trace: %w", err)
+		}
+	}
+	return nil
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	return enc.Encode(v)
+}
+
+func pct(f float64) string { return fmt.Sprintf("%.1f%%", 100*f) }
+
+func (c *planCmd) costLine(w io.Writer) {
+	fmt.Fprintf(w, "costs per micro-batch per rank: tF=%g tB=%g (I=%g W=%g) tcomm=%g ms\n", c.TF, c.TB, c.TB-c.TW, c.TW, c.TComm)
+}
+
+func (c *planCmd) summary(w io.Writer, res *planResult) error {
+	fmt.Fprintf(w, "%s: P=%d ranks, v=%d, M=%d micro-batches\n", res.Schedule, res.P, res.V, res.M)
+	c.costLine(w)
+	fmt.Fprintf(w, "makespan  %.4g ms\nideal     %.4g ms (busiest rank's compute)\nbubble    %s\n", res.Makespan, res.Ideal, pct(res.Bubble))
+	if res.BubbleFormula != nil {
+		fmt.Fprintf(w, "formula   %s %s\n", pct(*res.BubbleFormula), res.Formula)
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	hdr := "rank\tbusy ms\tidle ms\tpeak act (micro-batches)\t"
+	if res.PeakBytes != nil {
+		hdr += "peak act bytes\t"
+	}
+	fmt.Fprintln(tw, hdr)
+	for r := range res.P {
+		line := fmt.Sprintf("%d\t%.4g\t%.4g\t%.4g\t", r, res.Busy[r], res.Idle[r], res.PeakActivations[r])
+		if res.PeakBytes != nil {
+			line += fmt.Sprintf("%d\t", res.PeakBytes[r])
+		}
+		fmt.Fprintln(tw, line)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "\nGantt, time in ms:")
+	return schedules.WriteGantt(w, res.tl, res.V, 0)
+}
+
+func (c *planCmd) compare(w io.Writer) error {
+	var all []*planResult
+	for _, name := range schedules.Names {
+		res, err := c.simulate(name, c.virtualFor(name))
+		if err != nil {
+			return err
+		}
+		all = append(all, res)
+	}
+	if c.JSON {
+		return writeJSON(w, struct {
+			P         int           `json:"p"`
+			M         int           `json:"m"`
+			Schedules []*planResult `json:"schedules"`
+		}{c.Stages, c.Microbatches, all})
+	}
+	fmt.Fprintf(w, "P=%d ranks, M=%d micro-batches\n", c.Stages, c.Microbatches)
+	c.costLine(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "schedule\tv\tmakespan ms\tideal ms\tbubble\tclosed form\tpeak act per rank (micro-batches)")
+	for _, r := range all {
+		form := "-"
+		if r.BubbleFormula != nil {
+			form = pct(*r.BubbleFormula) + " " + r.Formula
+		}
+		peaks := make([]string, len(r.PeakActivations))
+		for i, p := range r.PeakActivations {
+			peaks[i] = fmt.Sprintf("%.4g", p)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%.4g\t%.4g\t%s\t%s\t%s\n", r.Schedule, r.V, r.Makespan, r.Ideal, pct(r.Bubble), form, strings.Join(peaks, " "))
+	}
+	return tw.Flush()
 }

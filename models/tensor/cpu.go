@@ -66,11 +66,15 @@ func trans(t bool) blas.Transpose {
 // Name says which library runs the matrix products.
 func (c *CPU) Name() string { return c.name }
 
-// gemmBlock is the fixed row (or column) block of C that one task computes:
-// large enough that OpenBLAS stays near its single-call speed (blocks of 128
-// rows ran 15-20% slower on a 2048×768×256 product), small enough to give
-// two to four tasks on a GPT's products.
-const gemmBlock = 512
+// gemmBlock is the row (or column) block of C that one task computes, a
+// function of the dimension alone: at least 512 (blocks of 128 rows ran 15-20%
+// slower than one call on a 2048×768×256 product, 512 about 3%), and half the
+// dimension when that is larger, so two threads always find two tasks and one
+// thread loses little.
+func gemmBlock(dim int) int {
+	half := ((dim+1)/2 + 63) &^ 63
+	return max(512, half)
+}
 
 // gemm computes C = alpha·op(A)·op(B) + beta·C. With OpenBLAS (held single-threaded)
 // a large product is cut into fixed blocks of C rows, or of columns when C has few
@@ -83,10 +87,10 @@ func (c *CPU) gemm(ta, tb bool, m, n, k int, alpha float32, a []float32, lda int
 		c.sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, cc, ldc)
 		return
 	}
-	if m > gemmBlock {
-		parallel((m+gemmBlock-1)/gemmBlock, func(i int) {
-			r0 := i * gemmBlock
-			r1 := min(m, r0+gemmBlock)
+	if blk := gemmBlock(m); m > blk {
+		parallel((m+blk-1)/blk, func(i int) {
+			r0 := i * blk
+			r1 := min(m, r0+blk)
 			ao := r0 * lda
 			if ta {
 				ao = r0
@@ -95,10 +99,10 @@ func (c *CPU) gemm(ta, tb bool, m, n, k int, alpha float32, a []float32, lda int
 		})
 		return
 	}
-	if n > gemmBlock {
-		parallel((n+gemmBlock-1)/gemmBlock, func(i int) {
-			c0 := i * gemmBlock
-			c1 := min(n, c0+gemmBlock)
+	if blk := gemmBlock(n); n > blk {
+		parallel((n+blk-1)/blk, func(i int) {
+			c0 := i * blk
+			c1 := min(n, c0+blk)
 			bo := c0
 			if tb {
 				bo = c0 * ldb

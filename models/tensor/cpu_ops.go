@@ -322,7 +322,9 @@ func (c *CPU) Attention(out, probs, qkv *Tensor, heads int) {
 			row := p[r*T : (r+1)*T]
 			mx := row[0]
 			for _, s := range row[1 : r+1] {
-				mx = max(mx, s)
+				if s > mx { // not max(): its NaN handling costs a branch per element
+					mx = s
+				}
 			}
 			var sum float32
 			for j := 0; j <= r; j++ {
@@ -357,7 +359,8 @@ func (c *CPU) AttentionBackward(dqkv, dout, qkv, probs *Tensor, heads int) {
 		dv := dqkv.Data[base+2*D+h*hd:]
 		do := dout.Data[b*T*D+h*hd:]
 		p := probs.Data[i*T*T : (i+1)*T*T]
-		dp := make([]float32, T*T)
+		dp := c.scratch(T * T)
+		defer c.release(dp)
 		// dV = Pᵀ·dO; dP = dO·Vᵀ.
 		c.sgemm(true, false, T, hd, T, 1, p, T, do, D, 0, dv, ld)
 		c.sgemm(false, true, T, T, hd, 1, do, D, v, ld, 0, dp, T)
@@ -457,7 +460,9 @@ func (c *CPU) CrossEntropy(probs, logits *Tensor, targets []int32) float64 {
 			}
 			mx := lr[0]
 			for _, v := range lr {
-				mx = max(mx, v)
+				if v > mx {
+					mx = v
+				}
 			}
 			zt := lr[tg] - mx
 			var sum float32

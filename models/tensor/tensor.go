@@ -60,7 +60,4 @@ func (t *Tensor) Rows() (rows, cols int) {
 	return len(t.Data) / cols, cols
 }
 
-// SameShape reports whether a and b have identical shapes.
-func SameShape(a, b *Tensor) bool { return slices.Equal(a.Shape, b.Shape) }
-
 func (t *Tensor) String() string { return fmt.Sprintf("tensor%v", t.Shape) }

@@ -40,12 +40,26 @@ func (m *Memory) Set(ctx context.Context, key string, value []byte) error {
 }
 
 func (m *Memory) Get(ctx context.Context, key string) ([]byte, error) {
-	if err := m.Wait(ctx, key); err != nil {
-		return nil, err
+	for {
+		// Read under the same lock that finds the key, so a Delete between
+		// waking and reading cannot make an absent key look empty.
+		m.mu.Lock()
+		if m.closed {
+			m.mu.Unlock()
+			return nil, ErrClosed
+		}
+		v, ok := m.data[key]
+		ch := m.change
+		m.mu.Unlock()
+		if ok {
+			return bytes.Clone(v), nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("store: get %q: %w", key, ctx.Err())
+		}
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return bytes.Clone(m.data[key]), nil
 }
 
 func (m *Memory) Add(ctx context.Context, key string, delta int64) (int64, error) {
