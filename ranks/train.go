@@ -18,8 +18,8 @@ import (
 // TrainConfig is one training job, the same on every rank.
 type TrainConfig struct {
 	Model          models.Config
-	Schedule       string // gpipe, 1f1b, interleaved, zb-h1
-	Virtual        int    // virtual stages per rank (interleaved)
+	Schedule       string // one of schedules.Names
+	Virtual        int    // virtual stages per rank (interleaved: 2 when 0; zb-v: 2)
 	Micro          int    // micro-batches per step per data-parallel replica
 	MicroSize      int    // sequences per micro-batch
 	PP, DP         int
@@ -158,10 +158,7 @@ func Train(ctx context.Context, cfg TrainConfig, job Job) (*Result, error) {
 
 func (t *trainer) setup(ctx context.Context) error {
 	c := t.cfg
-	v := max(c.Virtual, 1)
-	if c.Schedule != "interleaved" && c.Virtual > 1 {
-		return fmt.Errorf("--virtual %d: only the interleaved schedule has virtual stages", c.Virtual)
-	}
+	v := c.Virtual
 	if c.Schedule == "interleaved" && v < 2 {
 		v = 2
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -26,8 +27,8 @@ import (
 type trainCmd struct {
 	modelFlags
 	InitFrom        string        `arg:"--init-from" placeholder:"FILE.safetensors" help:"start from these weights (e.g. nanoGPT's state_dict) instead of the seed"`
-	Schedule        string        `arg:"--schedule" default:"1f1b" help:"gpipe, 1f1b, interleaved or zb-h1"`
-	Virtual         int           `arg:"--virtual" help:"virtual stages per rank (interleaved; 0 means 2 there, 1 elsewhere)"`
+	Schedule        string        `arg:"--schedule" default:"1f1b" help:"gpipe, 1f1b, interleaved, zb-h1 or zb-v"`
+	Virtual         int           `arg:"--virtual" help:"virtual stages per rank (interleaved: default 2; zb-v always has 2)"`
 	Microbatches    int           `arg:"--microbatches" default:"8" help:"micro-batches per step per data-parallel replica"`
 	MicrobatchSize  int           `arg:"--microbatch-size" default:"4" help:"sequences per micro-batch"`
 	PP              int           `arg:"--pp" help:"pipeline ranks [default: world / dp]"`
@@ -72,7 +73,7 @@ func (c *trainCmd) config() (ranks.TrainConfig, error) {
 	if err != nil {
 		return ranks.TrainConfig{}, err
 	}
-	if !strings.Contains(" gpipe 1f1b interleaved zb-h1 ", " "+c.Schedule+" ") {
+	if !slices.Contains(schedules.Names, c.Schedule) {
 		return ranks.TrainConfig{}, fmt.Errorf("--schedule %q: want one of %s", c.Schedule, strings.Join(schedules.Names, ", "))
 	}
 	return ranks.TrainConfig{

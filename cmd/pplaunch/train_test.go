@@ -138,7 +138,8 @@ func mustSucceed(t *testing.T, r jobResult, what string) {
 	}
 }
 
-// TestTrainEquivalence: every schedule, pp ∈ {1,2,4}, dp ∈ {1,2}, with and
+// TestTrainEquivalence: every schedule (gpipe, 1f1b, interleaved v=2, zb-h1,
+// zb-v), pp ∈ {1,2,4}, dp ∈ {1,2}, with and
 // without recomputation, gives bit for bit the losses and final parameters
 // (and optimizer state) of one process with the same global batch.
 func TestTrainEquivalence(t *testing.T) {
@@ -156,7 +157,7 @@ func TestTrainEquivalence(t *testing.T) {
 			t.Fatalf("reference dp=%d: %d metric lines, want 2", dp, len(refs[dp].metrics))
 		}
 	}
-	for _, sched := range []string{"gpipe", "1f1b", "interleaved", "zb-h1"} {
+	for _, sched := range schedules.Names {
 		for _, pp := range []int{1, 2, 4} {
 			for _, dp := range []int{1, 2} {
 				for _, rc := range []bool{false, true} {
