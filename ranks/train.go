@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"syscall"
 	"time"
 
 	"github.com/pplaunch/pplaunch/collective"
@@ -71,7 +72,10 @@ type StepRecord struct {
 	PeakActivation   []int64   `json:"peak_activation_bytes"`
 	PeakMicroBatches []float64 `json:"peak_activation_microbatches"`
 	GradNorm         float64   `json:"grad_norm"`
-	LR               float64   `json:"lr"`
+	// CPUS is each rank's process CPU time (user + system) in the step: on a
+	// shared machine it shows the work done, whatever the wall time.
+	CPUS []float64 `json:"cpu_s"`
+	LR   float64   `json:"lr"`
 	// Timeline is the measured step of every rank, seconds on rank 0's clock
 	// since the job's origin (for --trace); not written to the metrics.
 	Timeline *schedules.Timeline `json:"-"`
@@ -405,7 +409,7 @@ func (t *trainer) loop(ctx context.Context) (*Result, error) {
 	}
 	for step := first; step < c.Steps; step++ {
 		t.curStep = step
-		start := time.Now()
+		start, cpu0 := time.Now(), cpuTime()
 		sr, err := t.exec.Step(ctx, step, batches)
 		if err != nil {
 			return nil, err
@@ -446,7 +450,7 @@ func (t *trainer) loop(ctx context.Context) (*Result, error) {
 			res.Checkpoint = dir
 		}
 		stepS := time.Since(start).Seconds()
-		rec, err := t.report(ctx, step, sr)
+		rec, err := t.report(ctx, step, sr, (cpuTime() - cpu0).Seconds())
 		if err != nil {
 			return nil, err
 		}
@@ -463,21 +467,34 @@ func (t *trainer) loop(ctx context.Context) (*Result, error) {
 	return res, nil
 }
 
+// reportHead is the report message's header: start, peak bytes, bytes per
+// micro-batch, CPU seconds; the spans follow, two values each.
+const reportHead = 4
+
+// cpuTime is the process's CPU time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 // report sends this rank's measured step to rank 0, which puts together the
 // record: measured and predicted bubble (replica 0's pipeline) and every
 // rank's peak activation bytes. Times travel on rank 0's clock.
-func (t *trainer) report(ctx context.Context, step int, sr *StepResult) (*StepRecord, error) {
+func (t *trainer) report(ctx context.Context, step int, sr *StepResult, cpuS float64) (*StepRecord, error) {
 	enc := func(rank int, sr *StepResult) []float64 {
 		list := t.sched.Ranks[rank%t.cfg.PP]
-		v := make([]float64, 3+2*len(list))
+		v := make([]float64, reportHead+2*len(list))
 		var perMB int64
 		for _, n := range sr.PerMB {
 			perMB += n
 		}
 		v[0] = sr.Start.Add(t.offset).Sub(t.origin).Seconds()
-		v[1], v[2] = float64(sr.Peak), float64(perMB)
+		v[1], v[2], v[3] = float64(sr.Peak), float64(perMB), cpuS
 		for i, sp := range sr.Spans {
-			v[3+2*i], v[4+2*i] = sp.Start, sp.End
+			v[reportHead+2*i], v[reportHead+1+2*i] = sp.Start, sp.End
 		}
 		return v
 	}
@@ -495,7 +512,7 @@ func (t *trainer) report(ctx context.Context, step int, sr *StepResult) (*StepRe
 	all[0] = enc(0, sr)
 	var ops []collective.Op
 	for r := 1; r < t.job.Size; r++ {
-		all[r] = make([]float64, 3+2*len(t.sched.Ranks[r%t.cfg.PP]))
+		all[r] = make([]float64, reportHead+2*len(t.sched.Ranks[r%t.cfg.PP]))
 		ops = append(ops, collective.RecvOp(r, tag, collective.F64(all[r])))
 	}
 	if len(ops) > 0 {
@@ -503,16 +520,17 @@ func (t *trainer) report(ctx context.Context, step int, sr *StepResult) (*StepRe
 			return nil, fmt.Errorf("step %d: reports from the ranks: %w", step, err)
 		}
 	}
-	rec := &StepRecord{Step: step, PeakActivation: make([]int64, t.job.Size), PeakMicroBatches: make([]float64, t.job.Size)}
+	rec := &StepRecord{Step: step, PeakActivation: make([]int64, t.job.Size), PeakMicroBatches: make([]float64, t.job.Size), CPUS: make([]float64, t.job.Size)}
 	abs := &schedules.Timeline{Ranks: make([][]schedules.Span, t.job.Size)}
 	for r, v := range all {
 		rec.PeakActivation[r] = int64(v[1])
+		rec.CPUS[r] = v[3]
 		if v[2] > 0 {
 			rec.PeakMicroBatches[r] = v[1] / v[2]
 		}
 		list := t.sched.Ranks[r%t.cfg.PP]
 		for i, a := range list {
-			abs.Ranks[r] = append(abs.Ranks[r], schedules.Span{Action: a, Start: v[0] + v[3+2*i], End: v[0] + v[4+2*i]})
+			abs.Ranks[r] = append(abs.Ranks[r], schedules.Span{Action: a, Start: v[0] + v[reportHead+2*i], End: v[0] + v[reportHead+1+2*i]})
 		}
 	}
 	rec.Timeline = abs
