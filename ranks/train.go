@@ -54,7 +54,8 @@ type Job struct {
 	Backend    tensor.Backend
 	// Report receives rank 0's per-step records (nil on other ranks' Job is fine).
 	Report func(StepRecord)
-	// Stall is the test-only hook (see StallFromEnv); nil in normal runs.
+	// Stall, if set, runs before every action: the test-only fault hooks of
+	// pplaunch train (PPLAUNCH_TEST_STALL, PPLAUNCH_TEST_KILL); nil normally.
 	Stall func(step int, a schedules.Action)
 	// Logf prints a line on this rank's output.
 	Logf func(format string, args ...any)
@@ -118,9 +119,8 @@ const (
 )
 
 type dpReduce struct {
-	bufs  [][]float32 // per replica; own is the stage's GradBuffer
-	h     []*collective.Handle
-	stage int
+	bufs [][]float32 // per replica; own is the stage's GradBuffer
+	h    []*collective.Handle
 }
 
 // world rank of pipeline rank p in replica d.
@@ -139,6 +139,8 @@ func (c *TrainConfig) Check(size int) error {
 		return fmt.Errorf("--microbatch-size %d must be at least 1", c.MicroSize)
 	case c.Steps < 0:
 		return fmt.Errorf("--steps %d must not be negative", c.Steps)
+	case c.CheckpointDir == "" && (c.CheckpointEvery > 0 || c.Resume):
+		return errors.New("--checkpoint-every and --resume need --checkpoint-dir")
 	case c.DP > 1 && c.Micro&(c.Micro-1) != 0:
 		// The accumulator's tree matches one process only for power-of-two blocks.
 		return fmt.Errorf("--dp %d needs --microbatches a power of two (got %d) so that results do not depend on the layout", c.DP, c.Micro)
@@ -240,7 +242,7 @@ func (t *trainer) startReduce(s int) error {
 	}
 	r := t.dp[s]
 	if r == nil {
-		r = &dpReduce{stage: s, bufs: make([][]float32, t.cfg.DP)}
+		r = &dpReduce{bufs: make([][]float32, t.cfg.DP)}
 		for d := range r.bufs {
 			if d != t.dRank {
 				r.bufs[d] = make([]float32, len(st.GradBuffer()))
@@ -280,14 +282,11 @@ func (t *trainer) finishReduce(ctx context.Context, step int) error {
 				return fmt.Errorf("step %d: data-parallel gradient exchange of stage %d: %w", step, s, err)
 			}
 		}
+		// TreeSum adds in place into parts[0], which is our own gradient on
+		// replica 0 and replica 0's received one elsewhere (copied back).
 		own := t.stages[s].GradBuffer()
 		parts := make([][]float32, len(r.bufs))
 		copy(parts, r.bufs)
-		if t.dRank != 0 {
-			// TreeSum adds into parts[0]: keep our own buffer as the result
-			// by summing into a copy of replica 0's.
-			parts[0] = r.bufs[0]
-		}
 		sum, err := models.TreeSum(t.job.Backend, parts)
 		if err != nil {
 			return fmt.Errorf("step %d: stage %d: %w", step, s, err)

@@ -153,6 +153,7 @@ func TestTrainConfigCheck(t *testing.T) {
 		{"micro", func(c *TrainConfig) { c.Micro = 0 }, 1, "--microbatches 0"},
 		{"dp needs power of two", func(c *TrainConfig) { c.DP, c.Micro = 2, 3 }, 2, "power of two"},
 		{"size", func(c *TrainConfig) { c.MicroSize = 0 }, 1, "--microbatch-size 0"},
+		{"checkpoint dir", func(c *TrainConfig) { c.CheckpointEvery = 2 }, 1, "need --checkpoint-dir"},
 		{"model", func(c *TrainConfig) { c.Model.Heads = 3 }, 1, "head"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
