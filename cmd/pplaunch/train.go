@@ -47,7 +47,7 @@ type trainCmd struct {
 	EvalBatches     int           `arg:"--eval-batches" default:"4" help:"held-out micro-batches per evaluation"`
 	Seed            uint64        `arg:"--seed" default:"1" help:"initialisation and data order"`
 	Data            string        `arg:"--data" placeholder:"PATH" help:"corpus file or directory [default: the embedded text]"`
-	Timeout         time.Duration `arg:"--timeout" default:"60s" help:"deadline of every wait (receive, send, reduction)"`
+	Timeout         time.Duration `arg:"--timeout" default:"5m" help:"deadline of every wait (receive, send, reduction, checkpoint gathering)"`
 	CheckpointDir   string        `arg:"--checkpoint-dir" placeholder:"DIR" help:"write checkpoints here (always the final one)"`
 	CheckpointEvery int           `arg:"--checkpoint-every" placeholder:"K" help:"also checkpoint every K steps"`
 	Resume          bool          `arg:"--resume" help:"continue from the newest complete checkpoint in --checkpoint-dir (a restart always does)"`
