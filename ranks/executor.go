@@ -35,9 +35,12 @@ type Batches func(globalMicro int) (tokens, targets []int32, err error)
 // Executor runs one pipeline rank's action list, step after step, with the
 // real stages and communicator. It is the stage loop of DESIGN.md: receives
 // are posted when the list reaches them (Lower places them ahead of the
-// compute that needs them) into buffers reused from step to step, sends go out
-// without blocking compute, and gradients accumulate over the step's
-// micro-batches in global micro-batch order (models.Accumulator).
+// compute that needs them) into buffers reused from step to step, and waited
+// for only by that compute; sends go out without blocking compute; gradients
+// accumulate over the step's micro-batches in global micro-batch order
+// (models.Accumulator). Transfers are issued in list order, which is the
+// order the peer issues the matching ones, as backends that pair transfers by
+// order (NCCL) require; a validated schedule therefore cannot deadlock here.
 type Executor struct {
 	Sched  *schedules.Schedule
 	PRank  int           // this rank's pipeline rank (its list in Sched)
