@@ -110,7 +110,10 @@ func (c *trainCmd) job(stdout io.Writer) func(ctx context.Context, r *ranks.Rank
 			Logf: func(f string, a ...any) { fmt.Fprintf(stdout, f+"\n", a...) },
 		}
 		if cfg.PP == 0 {
-			cfg.PP = job.Size / max(cfg.DP, 1)
+			if cfg.DP < 1 || job.Size%cfg.DP != 0 {
+				return fmt.Errorf("train: --dp %d does not divide the world of %d ranks", cfg.DP, job.Size)
+			}
+			cfg.PP = job.Size / cfg.DP
 		}
 		if job.Stall, err = faultHooks(os.Getenv(stallEnv), os.Getenv(killEnv), job.Rank, job.Restart); err != nil {
 			return fmt.Errorf("train: %w", err)

@@ -419,3 +419,24 @@ func TestTrainSlurm(t *testing.T) {
 	}
 	compare(t, dir, refDir)
 }
+
+// TestTrainBadFlags: a layout that does not fit the world, or an unknown
+// schedule, is a clear error from the ranks and a failed job.
+func TestTrainBadFlags(t *testing.T) {
+	for _, tc := range []struct {
+		n    int
+		args []string
+		want string
+	}{
+		{4, []string{"--dp", "3"}, "--dp 3 does not divide the world of 4 ranks"},
+		{2, []string{"--pp", "4"}, "--pp 4 × --dp 1 = 4 ranks, but the world has 2"},
+		{2, []string{"--schedule", "foo"}, `--schedule "foo": want one of gpipe, 1f1b`},
+		{2, []string{"--dp", "2", "--microbatches", "3"}, "needs --microbatches a power of two"},
+		{1, []string{"--checkpoint-every", "2"}, "need --checkpoint-dir"},
+	} {
+		r := runJob(t, tc.n, 0, nil, append(append([]string{}, tinyModel...), tc.args...)...)
+		if r.code == 0 || !strings.Contains(r.out, tc.want) {
+			t.Errorf("%v on %d ranks: exit %d, want a failure saying %q:\n%s", tc.args, tc.n, r.code, tc.want, r.out)
+		}
+	}
+}
