@@ -177,8 +177,9 @@ func (c Config) UnitParams(unit int) int64 {
 }
 
 // UnitFLOPs is the forward cost of one unit for one sequence, counting a
-// multiply-add as two operations and attention over the full T×T square
-// (as it is computed). Backward costs twice the forward.
+// multiply-add as two operations and attention over the full T×T square, as a
+// plain implementation computes it (the CPU backend skips the blocks above the
+// causal diagonal, so it does a little less). Backward costs twice the forward.
 func (c Config) UnitFLOPs(unit int) float64 {
 	T, D, V := float64(c.Seq), float64(c.Width), float64(c.Vocab)
 	switch {

@@ -38,3 +38,29 @@ func (f modelFlags) config() (models.Config, error) {
 	c.Tied = c.Tied || f.Tied
 	return c, c.Validate()
 }
+
+// cutFlags choose how the model is cut into pipeline stages; `train` embeds
+// them beside modelFlags.
+type cutFlags struct {
+	LayersPerStage string `arg:"--layers-per-stage" help:"explicit cut, e.g. 3,3,2,2 (overrides --balance)"`
+	Balance        string `arg:"--balance" default:"uniform" help:"cut by: uniform, params or flops"`
+}
+
+// cut returns the number of blocks in each of stages stages.
+func (f cutFlags) cut(cfg models.Config, stages int) ([]int, error) {
+	if f.LayersPerStage == "" {
+		cut, err := models.Partition(cfg, stages, f.Balance)
+		if err != nil {
+			return nil, fmt.Errorf("--balance: %w", err)
+		}
+		return cut, nil
+	}
+	cut, err := models.ParseLayersPerStage(f.LayersPerStage, cfg.Layers)
+	if err != nil {
+		return nil, fmt.Errorf("--layers-per-stage: %w", err)
+	}
+	if len(cut) != stages {
+		return nil, fmt.Errorf("--layers-per-stage %s names %d stages, but the pipeline has %d", f.LayersPerStage, len(cut), stages)
+	}
+	return cut, nil
+}

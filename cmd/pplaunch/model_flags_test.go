@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -56,5 +57,33 @@ func TestBenchStepCommand(t *testing.T) {
 	errb.Reset()
 	if rc := run([]string{"bench", "step", "--blas", "mkl"}, &out, &errb); rc != 1 || !strings.Contains(errb.String(), `unknown BLAS "mkl"`) {
 		t.Fatalf("bad BLAS: exit %d, %q", rc, errb.String())
+	}
+}
+
+func TestCutFlags(t *testing.T) {
+	cfg := models.Config{Kind: "gpt", Vocab: 256, Layers: 10, Width: 64, Heads: 4, Seq: 32}
+	for _, c := range []struct {
+		f      cutFlags
+		stages int
+		want   []int
+		err    string
+	}{
+		{cutFlags{Balance: "uniform"}, 4, []int{2, 2, 3, 3}, ""},
+		{cutFlags{LayersPerStage: "3,3,2,2", Balance: "uniform"}, 4, []int{3, 3, 2, 2}, ""},
+		{cutFlags{LayersPerStage: "3,3,4"}, 4, nil, "names 3 stages, but the pipeline has 4"},
+		{cutFlags{LayersPerStage: "3,3,2,1"}, 4, nil, "adds up to 9, but the model has 10 layers"},
+		{cutFlags{Balance: "uniform"}, 11, nil, "more stages than layers"},
+		{cutFlags{Balance: "memory"}, 2, nil, `--balance: balance "memory"`},
+	} {
+		got, err := c.f.cut(cfg, c.stages)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%+v into %d: error %v, want %q", c.f, c.stages, err, c.err)
+			}
+			continue
+		}
+		if err != nil || !slices.Equal(got, c.want) {
+			t.Errorf("%+v into %d: %v, %v; want %v", c.f, c.stages, got, err, c.want)
+		}
 	}
 }

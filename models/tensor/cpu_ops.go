@@ -290,6 +290,11 @@ func geluBackScalar(xs, ts, dys, dxs []float32) {
 	}
 }
 
+// attnBlock is the block of query (or key) positions attention computes at a
+// time, skipping the blocks above the causal diagonal: a quarter of the work
+// at sequence 128.
+const attnBlock = 64
+
 // attnDims checks the attention shapes and returns B, T, D and the head width.
 func attnDims(op string, qkv, out, probs *Tensor, heads int) (b, t, d, hd int) {
 	if len(qkv.Shape) != 3 || qkv.Shape[2]%3 != 0 {
@@ -317,7 +322,11 @@ func (c *CPU) Attention(out, probs, qkv *Tensor, heads int) {
 		k := qkv.Data[base+D+h*hd:]
 		v := qkv.Data[base+2*D+h*hd:]
 		p := probs.Data[i*T*T : (i+1)*T*T]
-		c.sgemm(false, true, T, T, hd, scale, q, ld, k, ld, 0, p, T)
+		// Causal: a block of query rows needs keys only up to its last row.
+		for r0 := 0; r0 < T; r0 += attnBlock {
+			r1 := min(T, r0+attnBlock)
+			c.sgemm(false, true, r1-r0, r1, hd, scale, q[r0*ld:], ld, k, ld, 0, p[r0*T:], T)
+		}
 		for r := range T {
 			row := p[r*T : (r+1)*T]
 			mx := row[0]
@@ -338,7 +347,11 @@ func (c *CPU) Attention(out, probs, qkv *Tensor, heads int) {
 			}
 			clear(row[r+1:])
 		}
-		c.sgemm(false, false, T, hd, T, 1, p, T, v, ld, 0, out.Data[b*T*D+h*hd:], D)
+		o := out.Data[b*T*D+h*hd:]
+		for r0 := 0; r0 < T; r0 += attnBlock {
+			r1 := min(T, r0+attnBlock)
+			c.sgemm(false, false, r1-r0, hd, r1, 1, p[r0*T:], T, v, ld, 0, o[r0*D:], D)
+		}
 	})
 }
 
@@ -361,9 +374,17 @@ func (c *CPU) AttentionBackward(dqkv, dout, qkv, probs *Tensor, heads int) {
 		p := probs.Data[i*T*T : (i+1)*T*T]
 		dp := c.scratch(T * T)
 		defer c.release(dp)
-		// dV = Pᵀ·dO; dP = dO·Vᵀ.
-		c.sgemm(true, false, T, hd, T, 1, p, T, do, D, 0, dv, ld)
-		c.sgemm(false, true, T, T, hd, 1, do, D, v, ld, 0, dp, T)
+		// dV = Pᵀ·dO and dK = dSᵀ·Q by blocks of keys (rows above a key's
+		// position have P = dS = 0); dP = dO·Vᵀ and dQ = dS·K by blocks of
+		// queries (keys past the block's last row are 0).
+		for c0 := 0; c0 < T; c0 += attnBlock {
+			c1 := min(T, c0+attnBlock)
+			c.sgemm(true, false, c1-c0, hd, T-c0, 1, p[c0*T+c0:], T, do[c0*D:], D, 0, dv[c0*ld:], ld)
+		}
+		for r0 := 0; r0 < T; r0 += attnBlock {
+			r1 := min(T, r0+attnBlock)
+			c.sgemm(false, true, r1-r0, r1, hd, 1, do[r0*D:], D, v, ld, 0, dp[r0*T:], T)
+		}
 		// dS = P ⊙ (dP - Σ_j dP·P), times the 1/√hd scale.
 		for r := range T {
 			pr, dr := p[r*T:(r+1)*T], dp[r*T:(r+1)*T]
@@ -376,9 +397,14 @@ func (c *CPU) AttentionBackward(dqkv, dout, qkv, probs *Tensor, heads int) {
 			}
 			clear(dr[r+1:])
 		}
-		// dQ = dS·K; dK = dSᵀ·Q.
-		c.sgemm(false, false, T, hd, T, 1, dp, T, k, ld, 0, dq, ld)
-		c.sgemm(true, false, T, hd, T, 1, dp, T, q, ld, 0, dk, ld)
+		for r0 := 0; r0 < T; r0 += attnBlock {
+			r1 := min(T, r0+attnBlock)
+			c.sgemm(false, false, r1-r0, hd, r1, 1, dp[r0*T:], T, k, ld, 0, dq[r0*ld:], ld)
+		}
+		for c0 := 0; c0 < T; c0 += attnBlock {
+			c1 := min(T, c0+attnBlock)
+			c.sgemm(true, false, c1-c0, hd, T-c0, 1, dp[c0*T+c0:], T, q[c0*ld:], ld, 0, dk[c0*ld:], ld)
+		}
 	})
 }
 
