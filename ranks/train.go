@@ -18,27 +18,28 @@ import (
 
 // TrainConfig is one training job, the same on every rank.
 type TrainConfig struct {
-	Model          models.Config
-	Schedule       string // one of schedules.Names
-	Virtual        int    // virtual stages per rank (interleaved: 2 when 0; zb-v: 2)
-	Micro          int    // micro-batches per step per data-parallel replica
-	MicroSize      int    // sequences per micro-batch
-	PP, DP         int
-	Recompute      bool
-	Balance        string // models.Balance*; ignored when LayersPerStage is set
-	LayersPerStage string
-	Optimizer      string
-	LR, MinLR      float64
-	Warmup         int
-	WeightDecay    float64
-	Clip           float64 // global gradient-norm clipping; 0 disables
-	Steps          int
-	EvalEvery      int // 0: only at the end
-	EvalBatches    int
-	Seed           uint64
-	Data           string // corpus path; "" the embedded default
-	InitFrom       string // safetensors weights to start from instead of the seed
-	Timeout        time.Duration
+	Model     models.Config
+	Schedule  string // one of schedules.Names
+	Virtual   int    // virtual stages per rank (interleaved: 2 when 0; zb-v: 2)
+	Micro     int    // micro-batches per step per data-parallel replica
+	MicroSize int    // sequences per micro-batch
+	PP, DP    int
+	Recompute bool
+	// Cut gives the blocks of each of stages stages (nil: models.Partition,
+	// uniform).
+	Cut         func(stages int) ([]int, error)
+	Optimizer   string
+	LR, MinLR   float64
+	Warmup      int
+	WeightDecay float64
+	Clip        float64 // global gradient-norm clipping; 0 disables
+	Steps       int
+	EvalEvery   int // 0: only at the end
+	EvalBatches int
+	Seed        uint64
+	Data        string // corpus path; "" the embedded default
+	InitFrom    string // safetensors weights to start from instead of the seed
+	Timeout     time.Duration
 
 	CheckpointDir   string
 	CheckpointEvery int
@@ -174,13 +175,10 @@ func (t *trainer) setup(ctx context.Context) error {
 	}
 	t.sched = sched
 	S := sched.Stages()
-	if c.LayersPerStage != "" {
-		t.cut, err = models.ParseLayersPerStage(c.LayersPerStage, c.Model.Layers)
-		if err == nil && len(t.cut) != S {
-			err = fmt.Errorf("--layers-per-stage lists %d stages, the schedule has %d", len(t.cut), S)
-		}
+	if c.Cut != nil {
+		t.cut, err = c.Cut(S)
 	} else {
-		t.cut, err = models.Partition(c.Model, S, c.Balance)
+		t.cut, err = models.Partition(c.Model, S, models.BalanceUniform)
 	}
 	if err != nil {
 		return err

@@ -22,7 +22,7 @@ func tiny(t *testing.T) TrainConfig {
 	t.Helper()
 	return TrainConfig{
 		Model:    models.Config{Kind: "gpt", Vocab: 256, Layers: 4, Width: 16, Heads: 2, Seq: 8, Tied: true},
-		Schedule: "1f1b", Micro: 4, MicroSize: 2, PP: 1, DP: 1, Balance: models.BalanceUniform,
+		Schedule: "1f1b", Micro: 4, MicroSize: 2, PP: 1, DP: 1,
 		Optimizer: "adamw", LR: 3e-3, MinLR: 3e-4, Warmup: 1, WeightDecay: 0.1, Clip: 1,
 		Steps: 2, EvalBatches: 1, Seed: 7, Timeout: 30 * time.Second,
 	}

@@ -26,6 +26,7 @@ import (
 // it with the rank environment; run alone, it is a one-rank world.
 type trainCmd struct {
 	modelFlags
+	cutFlags
 	InitFrom        string        `arg:"--init-from" placeholder:"FILE.safetensors" help:"start from these weights (e.g. nanoGPT's state_dict) instead of the seed"`
 	Schedule        string        `arg:"--schedule" default:"1f1b" help:"gpipe, 1f1b, interleaved, zb-h1 or zb-v"`
 	Virtual         int           `arg:"--virtual" help:"virtual stages per rank (interleaved: default 2; zb-v always has 2)"`
@@ -34,8 +35,6 @@ type trainCmd struct {
 	PP              int           `arg:"--pp" help:"pipeline ranks [default: world / dp]"`
 	DP              int           `arg:"--dp" default:"1" help:"data-parallel replicas"`
 	Recompute       bool          `arg:"--recompute" help:"recompute activations during backward instead of keeping them"`
-	Balance         string        `arg:"--balance" default:"uniform" help:"cut the layers into stages by uniform, params or flops"`
-	LayersPerStage  string        `arg:"--layers-per-stage" placeholder:"3,3,2,2" help:"explicit cut, one count per stage"`
 	Optimizer       string        `arg:"--optimizer" default:"adamw" help:"adamw or sgd"`
 	LR              float64       `arg:"--lr" default:"0.003" help:"peak learning rate"`
 	MinLR           float64       `arg:"--min-lr" default:"0.0003" help:"learning rate at the end of the cosine decay"`
@@ -78,7 +77,8 @@ func (c *trainCmd) config() (ranks.TrainConfig, error) {
 	}
 	return ranks.TrainConfig{
 		Model: m, Schedule: c.Schedule, Virtual: c.Virtual, Micro: c.Microbatches, MicroSize: c.MicrobatchSize,
-		PP: c.PP, DP: c.DP, Recompute: c.Recompute, Balance: c.Balance, LayersPerStage: c.LayersPerStage,
+		PP: c.PP, DP: c.DP, Recompute: c.Recompute,
+		Cut:       func(stages int) ([]int, error) { return c.cutFlags.cut(m, stages) },
 		Optimizer: c.Optimizer, LR: c.LR, MinLR: c.MinLR, Warmup: c.Warmup, WeightDecay: c.WeightDecay, Clip: c.Clip,
 		Steps: c.Steps, EvalEvery: c.EvalEvery, EvalBatches: c.EvalBatches, Seed: c.Seed, Data: c.Data,
 		InitFrom: c.InitFrom, Timeout: c.Timeout, CheckpointDir: c.CheckpointDir, CheckpointEvery: c.CheckpointEvery, Resume: c.Resume,
