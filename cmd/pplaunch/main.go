@@ -23,6 +23,7 @@ import (
 type cli struct {
 	launch.Flags
 	Plan       *planCmd       `arg:"subcommand:plan" help:"generate, validate and simulate a pipeline schedule"`
+	Train      *trainCmd      `arg:"subcommand:train" help:"pipeline-parallel training of a GPT (a rank job: runs under the launcher flags)"`
 	Bench      *benchCmd      `arg:"subcommand:bench" help:"benchmarks"`
 	Checkpoint *checkpointCmd `arg:"subcommand:checkpoint" help:"tools over saved checkpoints (compare)"`
 }
@@ -91,6 +92,8 @@ func run(argv []string, stdout, stderr io.Writer) int {
 	switch {
 	case c.Bench != nil && c.Bench.Store != nil:
 		return runAsRanks(c.Flags, argv, stdout, stderr, c.Bench.Store.job(stdout))
+	case c.Train != nil:
+		return runAsRanks(c.Flags, argv, stdout, stderr, c.Train.job(stdout))
 	case c.Plan != nil:
 		return runInProcess(stderr, func(ctx context.Context) error { return c.Plan.run(ctx, stdout, stderr) })
 	case c.Bench != nil && c.Bench.Step != nil:

@@ -1,0 +1,201 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/pplaunch/pplaunch/collective"
+	"github.com/pplaunch/pplaunch/models"
+	"github.com/pplaunch/pplaunch/models/tensor"
+	"github.com/pplaunch/pplaunch/ranks"
+	"github.com/pplaunch/pplaunch/ranks/store"
+	"github.com/pplaunch/pplaunch/schedules"
+)
+
+// OverheadOptions describe one runtime-overhead measurement: the real
+// executor and TCP transport drive stages whose every action takes a fixed
+// time, so the ideal step time is known from the simulator.
+type OverheadOptions struct {
+	Schedule string
+	P, M, V  int                 // V: virtual stages per rank (interleaved; 2 when left 0)
+	Cost     schedules.StageCost // nominal time of each action of one stage (split over v virtual stages)
+	ActElems int                 // float32 values in one activation message
+	Steps    int                 // timed steps (one more runs first, untimed)
+}
+
+// OverheadReport is the result: measured step time against the simulator's
+// makespan for the calibrated action times (what each fixed-cost action really
+// took, mean over the run), and the ratio.
+type OverheadReport struct {
+	OverheadOptions
+	Calibrated schedules.StageCost
+	Measured   time.Duration // median step time, first action start to last action end
+	Ideal      time.Duration // simulator makespan for Calibrated costs, free transfers
+	Ratio      float64
+}
+
+// fixedStage is a ranks.Stage whose actions wait a fixed time (a sleep, so
+// that P ranks fit on fewer cores) and record how long they really took.
+type fixedStage struct {
+	first, last bool
+	cost        schedules.StageCost
+	act         *tensor.Tensor
+	mu          *sync.Mutex
+	took        map[schedules.Kind][]time.Duration
+}
+
+func (f *fixedStage) wait(k schedules.Kind, d float64) {
+	t0 := time.Now()
+	time.Sleep(time.Duration(d * float64(time.Second)))
+	f.mu.Lock()
+	f.took[k] = append(f.took[k], time.Since(t0))
+	f.mu.Unlock()
+}
+
+func (f *fixedStage) IsFirst() bool              { return f.first }
+func (f *fixedStage) IsLast() bool               { return f.last }
+func (f *fixedStage) ActShape(int) []int         { return slices.Clone(f.act.Shape) }
+func (f *fixedStage) BeginStep(int, int) error   { return nil }
+func (f *fixedStage) FinishStep() error          { return nil }
+func (f *fixedStage) ActivationBytes() int64     { return 0 }
+func (f *fixedStage) PeakActivationBytes() int64 { return 0 }
+func (f *fixedStage) ResetPeak()                 {}
+func (f *fixedStage) BackwardWeight(int) error   { f.wait(schedules.W, f.cost.W); return nil }
+
+// tensorIf is the stage's message tensor, or nil where there is no peer to
+// send to. It is never written: senders only read it.
+func (f *fixedStage) tensorIf(peer bool) *tensor.Tensor {
+	if peer {
+		return f.act
+	}
+	return nil
+}
+
+func (f *fixedStage) Forward(int, models.Input) (models.Output, error) {
+	f.wait(schedules.F, f.cost.F)
+	return models.Output{Act: f.tensorIf(!f.last)}, nil
+}
+
+func (f *fixedStage) Backward(_ int, _ *tensor.Tensor) (*tensor.Tensor, error) {
+	f.wait(schedules.B, f.cost.B)
+	return f.tensorIf(!f.first), nil
+}
+
+func (f *fixedStage) BackwardInput(_ int, _ *tensor.Tensor) (*tensor.Tensor, error) {
+	f.wait(schedules.I, f.cost.I)
+	return f.tensorIf(!f.first), nil
+}
+
+// Overhead runs o.Steps+1 steps of the schedule on P goroutine ranks joined
+// by the TCP backend over loopback and reports the median step time against
+// the simulator's.
+func Overhead(o OverheadOptions) (OverheadReport, error) {
+	if o.Schedule == "interleaved" && o.V < 2 {
+		o.V = 2
+	}
+	rep := OverheadReport{OverheadOptions: o}
+	sched, err := schedules.Generate(o.Schedule, o.P, o.M, o.V)
+	if err != nil {
+		return rep, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	st := store.NewMemory()
+	defer st.Close()
+	comms := make([]collective.Comm, o.P)
+	errs := make([]error, o.P)
+	var wg sync.WaitGroup
+	for r := range o.P {
+		wg.Go(func() {
+			comms[r], errs[r] = collective.NewTCP(ctx, st, r, o.P, collective.TCPOptions{Token: "bench"})
+		})
+	}
+	wg.Wait()
+	for r, err := range errs {
+		if err != nil {
+			return rep, fmt.Errorf("rank %d: %w", r, err)
+		}
+		defer comms[r].Close()
+	}
+	// A rank's v virtual stages together cost what one stage of a v=1
+	// schedule costs, so that schedules are compared on the same model.
+	v := float64(sched.V)
+	cost := schedules.StageCost{F: o.Cost.F / v, B: o.Cost.B / v, I: o.Cost.I / v, W: o.Cost.W / v}
+	var mu sync.Mutex
+	took := map[schedules.Kind][]time.Duration{}
+	execs := make([]*ranks.Executor, o.P)
+	S := sched.Stages()
+	for r := range o.P {
+		stages := map[int]ranks.Stage{}
+		for _, s := range sched.StagesOf(r) {
+			stages[s] = &fixedStage{first: s == 0, last: s == S-1, cost: cost, act: tensor.New(1, 1, max(o.ActElems, 1)), mu: &mu, took: took}
+		}
+		execs[r] = &ranks.Executor{Sched: sched, PRank: r, Stages: stages, Comm: comms[r], Peer: func(p int) int { return p },
+			MicroSize: 1, Timeout: time.Minute}
+	}
+	none := func(int) ([]int32, []int32, error) { return nil, nil, nil }
+	var times []time.Duration
+	for step := range o.Steps + 1 {
+		res := make([]*ranks.StepResult, o.P)
+		for r := range o.P {
+			wg.Go(func() { res[r], errs[r] = execs[r].Step(ctx, step, none) })
+		}
+		wg.Wait()
+		var first, last time.Time
+		for r, sr := range res {
+			if errs[r] != nil {
+				return rep, fmt.Errorf("rank %d: %w", r, errs[r])
+			}
+			for _, sp := range sr.Spans {
+				if !sp.Action.Kind.IsCompute() {
+					continue
+				}
+				a, b := sr.Start.Add(secs(sp.Start)), sr.Start.Add(secs(sp.End))
+				if first.IsZero() || a.Before(first) {
+					first = a
+				}
+				if b.After(last) {
+					last = b
+				}
+			}
+		}
+		if step > 0 {
+			times = append(times, last.Sub(first))
+		}
+	}
+	slices.Sort(times)
+	rep.Measured = times[len(times)/2]
+	mean := func(k schedules.Kind) float64 {
+		var sum time.Duration
+		for _, d := range took[k] {
+			sum += d
+		}
+		if len(took[k]) == 0 {
+			return 0
+		}
+		return (sum / time.Duration(len(took[k]))).Seconds()
+	}
+	rep.Calibrated = schedules.StageCost{F: mean(schedules.F), B: mean(schedules.B), I: mean(schedules.I), W: mean(schedules.W)}
+	if rep.Calibrated.B == 0 { // split backward only: B is I then W
+		rep.Calibrated.B = rep.Calibrated.I + rep.Calibrated.W
+	}
+	if rep.Calibrated.I == 0 {
+		rep.Calibrated.I, rep.Calibrated.W = cost.I, cost.W
+	}
+	tl, err := schedules.Simulate(sched, schedules.Costs{Default: rep.Calibrated})
+	if err != nil {
+		return rep, err
+	}
+	stats, err := schedules.Analyze(sched, tl, nil)
+	if err != nil {
+		return rep, err
+	}
+	rep.Ideal = secs(stats.Makespan)
+	rep.Ratio = rep.Measured.Seconds() / stats.Makespan
+	return rep, nil
+}
+
+func secs(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
