@@ -30,8 +30,10 @@ type cli struct {
 
 // benchCmd groups the benchmarks.
 type benchCmd struct {
-	Step  *benchStepCmd  `arg:"subcommand:step" help:"time one training step (forward, backward, AdamW) in one process"`
-	Store *benchStoreCmd `arg:"subcommand:store" help:"store round-trip latency, measured by every rank (a rank job: runs under the launcher flags)"`
+	Step      *benchStepCmd      `arg:"subcommand:step" help:"time one training step (forward, backward, AdamW) in one process"`
+	Store     *benchStoreCmd     `arg:"subcommand:store" help:"store round-trip latency, measured by every rank (a rank job: runs under the launcher flags)"`
+	P2P       *benchP2PCmd       `arg:"subcommand:p2p" help:"point-to-point bandwidth and latency, nccl-tests style, beside a plain socket (a rank job)"`
+	AllReduce *benchAllReduceCmd `arg:"subcommand:allreduce" help:"all-reduce time and bus bandwidth, nccl-tests style (a rank job)"`
 }
 
 func (cli) Description() string {
@@ -92,6 +94,10 @@ func run(argv []string, stdout, stderr io.Writer) int {
 	switch {
 	case c.Bench != nil && c.Bench.Store != nil:
 		return runAsRanks(c.Flags, argv, stdout, stderr, c.Bench.Store.job(stdout))
+	case c.Bench != nil && c.Bench.P2P != nil:
+		return runAsRanks(c.Flags, argv, stdout, stderr, c.Bench.P2P.job(stdout))
+	case c.Bench != nil && c.Bench.AllReduce != nil:
+		return runAsRanks(c.Flags, argv, stdout, stderr, c.Bench.AllReduce.job(stdout))
 	case c.Train != nil:
 		return runAsRanks(c.Flags, argv, stdout, stderr, c.Train.job(stdout))
 	case c.Plan != nil:
