@@ -127,34 +127,124 @@ type dpReduce struct {
 // world rank of pipeline rank p in replica d.
 func (t *trainer) world(p, d int) int { return d*t.cfg.PP + p }
 
-// Check validates the configuration against the world size.
-func (c *TrainConfig) Check(size int) error {
+// Layout is what a configuration gives a world: the pipeline and
+// data-parallel widths, the schedule every pipeline rank runs, and the blocks
+// of each stage.
+type Layout struct {
+	PP, DP int
+	Sched  *schedules.Schedule // nil when the world size is not known and --pp not given
+	Cut    []int
+}
+
+// Plan checks the whole configuration for a world of size ranks and returns
+// its layout: pure, so the agent runs it before it spawns any rank (a bad flag
+// is then one message, not one per rank), and every rank runs it again (under
+// srun --direct there is no agent). PP 0 means size / DP. size 0 means the
+// world is not known yet (one agent of several nodes): what does not depend
+// on it is checked, and the schedule and cut too when --pp is given.
+func (c *TrainConfig) Plan(size int) (Layout, error) {
+	l := Layout{PP: c.PP, DP: c.DP}
+	if err := c.checkFlags(); err != nil {
+		return l, err
+	}
 	switch {
-	case c.PP < 1 || c.DP < 1:
+	case size > 0 && l.PP == 0:
+		if size%l.DP != 0 {
+			return l, fmt.Errorf("--dp %d does not divide the world of %d ranks", l.DP, size)
+		}
+		l.PP = size / l.DP
+	case size > 0 && l.PP*l.DP != size:
+		return l, fmt.Errorf("--pp %d × --dp %d = %d ranks, but the world has %d", l.PP, l.DP, l.PP*l.DP, size)
+	case l.PP == 0:
+		return l, nil
+	}
+	v := c.Virtual
+	if c.Schedule == "interleaved" && v < 2 {
+		v = 2
+	}
+	sched, err := schedules.Generate(c.Schedule, l.PP, c.Micro, v)
+	if err != nil {
+		return l, fmt.Errorf("--schedule %s with --pp %d, --microbatches %d, --virtual %d: %w", c.Schedule, l.PP, c.Micro, c.Virtual, err)
+	}
+	l.Sched = sched
+	if c.Cut != nil {
+		l.Cut, err = c.Cut(sched.Stages())
+	} else {
+		l.Cut, err = models.Partition(c.Model, sched.Stages(), models.BalanceUniform)
+	}
+	if err != nil {
+		return l, fmt.Errorf("cut the model into the %d stages of --schedule %s on --pp %d: %w", sched.Stages(), c.Schedule, l.PP, err)
+	}
+	return l, nil
+}
+
+// LoadData reads the corpus c.Data names (the embedded one when empty) and
+// checks that its splits hold a sequence of c.Model.Seq tokens.
+func LoadData(c TrainConfig) (*data.Corpus, error) {
+	name := c.Data
+	if name == "" {
+		name = data.DefaultName
+	}
+	corpus, err := data.Load(c.Data)
+	if err != nil {
+		return nil, fmt.Errorf("--data %s: %w", name, err)
+	}
+	if n := corpus.TrainLen(); n < c.Model.Seq+1 {
+		return nil, fmt.Errorf("--data %s: the training split has %d bytes, too few for --seq %d (needs %d)", name, n, c.Model.Seq, c.Model.Seq+1)
+	}
+	if n := corpus.ValLen(); c.EvalBatches > 0 && n < c.Model.Seq+1 {
+		return nil, fmt.Errorf("--data %s: the validation split (the last tenth) has %d bytes, too few for --seq %d (needs %d; or --eval-batches 0)", name, n, c.Model.Seq, c.Model.Seq+1)
+	}
+	return corpus, nil
+}
+
+// checkFlags checks what does not depend on the world size.
+func (c *TrainConfig) checkFlags() error {
+	switch {
+	case c.PP < 0 || c.DP < 1:
 		return fmt.Errorf("--pp %d and --dp %d must be at least 1", c.PP, c.DP)
-	case c.PP*c.DP != size:
-		return fmt.Errorf("--pp %d × --dp %d = %d ranks, but the world has %d", c.PP, c.DP, c.PP*c.DP, size)
 	case c.Micro < 1:
 		return fmt.Errorf("--microbatches %d must be at least 1", c.Micro)
 	case c.MicroSize < 1:
 		return fmt.Errorf("--microbatch-size %d must be at least 1", c.MicroSize)
 	case c.Steps < 0:
 		return fmt.Errorf("--steps %d must not be negative", c.Steps)
+	case c.Virtual < 0:
+		return fmt.Errorf("--virtual %d must not be negative", c.Virtual)
+	case c.LR < 0 || c.MinLR < 0 || c.MinLR > c.LR:
+		return fmt.Errorf("--lr %g and --min-lr %g: want 0 <= --min-lr <= --lr", c.LR, c.MinLR)
+	case c.Warmup < 0:
+		return fmt.Errorf("--warmup %d must not be negative", c.Warmup)
+	case c.WeightDecay < 0:
+		return fmt.Errorf("--weight-decay %g must not be negative", c.WeightDecay)
+	case c.Clip < 0:
+		return fmt.Errorf("--clip %g must not be negative (0 turns clipping off)", c.Clip)
+	case c.EvalEvery < 0 || c.EvalBatches < 0:
+		return fmt.Errorf("--eval-every %d and --eval-batches %d must not be negative", c.EvalEvery, c.EvalBatches)
+	case c.CheckpointEvery < 0:
+		return fmt.Errorf("--checkpoint-every %d must not be negative", c.CheckpointEvery)
+	case c.Timeout < 0:
+		return fmt.Errorf("--timeout %v must not be negative", c.Timeout)
 	case c.CheckpointDir == "" && (c.CheckpointEvery > 0 || c.Resume):
 		return errors.New("--checkpoint-every and --resume need --checkpoint-dir")
 	case c.DP > 1 && c.Micro&(c.Micro-1) != 0:
 		// The accumulator's tree matches one process only for power-of-two blocks.
 		return fmt.Errorf("--dp %d needs --microbatches a power of two (got %d) so that results do not depend on the layout", c.DP, c.Micro)
 	}
+	if _, err := models.NewOptimizer(c.Optimizer, c.WeightDecay); err != nil {
+		return fmt.Errorf("--optimizer: %w", err)
+	}
 	return c.Model.Validate()
 }
 
 // Train runs the job on this rank. Every rank calls it with the same cfg.
 func Train(ctx context.Context, cfg TrainConfig, job Job) (*Result, error) {
-	if err := cfg.Check(job.Size); err != nil {
+	l, err := cfg.Plan(job.Size)
+	if err != nil {
 		return nil, err
 	}
-	t := &trainer{cfg: cfg, job: job, pRank: job.Rank % cfg.PP, dRank: job.Rank / cfg.PP}
+	cfg.PP = l.PP
+	t := &trainer{cfg: cfg, job: job, sched: l.Sched, cut: l.Cut, pRank: job.Rank % cfg.PP, dRank: job.Rank / cfg.PP}
 	if err := t.setup(ctx); err != nil {
 		return nil, err
 	}
@@ -165,33 +255,15 @@ func Train(ctx context.Context, cfg TrainConfig, job Job) (*Result, error) {
 
 func (t *trainer) setup(ctx context.Context) error {
 	c := t.cfg
-	v := c.Virtual
-	if c.Schedule == "interleaved" && v < 2 {
-		v = 2
-	}
-	sched, err := schedules.Generate(c.Schedule, c.PP, c.Micro, v)
-	if err != nil {
-		return fmt.Errorf("schedule: %w", err)
-	}
-	t.sched = sched
-	S := sched.Stages()
-	if c.Cut != nil {
-		t.cut, err = c.Cut(S)
-	} else {
-		t.cut, err = models.Partition(c.Model, S, models.BalanceUniform)
-	}
-	if err != nil {
-		return err
-	}
 	if t.job.Backend == nil {
 		return errors.New("no compute backend")
 	}
-	t.corpus, err = data.Load(c.Data)
-	if err != nil {
+	var err error
+	if t.corpus, err = LoadData(c); err != nil {
 		return err
 	}
 	t.stages, t.opts = map[int]*models.Stage{}, map[int]models.Optimizer{}
-	t.order = sched.StagesOf(t.pRank)
+	t.order = t.sched.StagesOf(t.pRank)
 	for _, s := range t.order {
 		st, err := models.NewStage(c.Model, t.cut, s, t.job.Backend, models.StageOptions{Seed: c.Seed, Recompute: c.Recompute})
 		if err != nil {
@@ -199,7 +271,7 @@ func (t *trainer) setup(ctx context.Context) error {
 		}
 		if c.InitFrom != "" {
 			if err := st.InitFrom(c.InitFrom); err != nil {
-				return err
+				return fmt.Errorf("--init-from %s: %w", c.InitFrom, err)
 			}
 		}
 		st.SetLossScale(float32(1 / float64(c.DP*c.Micro)))
@@ -218,7 +290,7 @@ func (t *trainer) setup(ctx context.Context) error {
 		t.execSt[s] = st
 	}
 	t.exec = &Executor{
-		Sched: sched, PRank: t.pRank, Stages: t.execSt, Comm: t.job.Comm,
+		Sched: t.sched, PRank: t.pRank, Stages: t.execSt, Comm: t.job.Comm,
 		Peer:      func(p int) int { return t.world(p, t.dRank) },
 		First:     t.dRank * c.Micro,
 		MicroSize: c.MicroSize,

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -142,7 +144,10 @@ func TestTrainTimeoutNamesActionAndPeer(t *testing.T) {
 	}
 }
 
-func TestTrainConfigCheck(t *testing.T) {
+// TestTrainConfigPlan: every bad configuration is refused with a message
+// naming the flag, with the world size and without it (size 0: one agent of
+// several nodes), and a good one gives the layout.
+func TestTrainConfigPlan(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		edit func(*TrainConfig)
@@ -150,20 +155,78 @@ func TestTrainConfigCheck(t *testing.T) {
 		want string
 	}{
 		{"world", func(c *TrainConfig) { c.PP = 2 }, 4, "--pp 2 × --dp 1 = 2 ranks, but the world has 4"},
+		{"dp does not divide", func(c *TrainConfig) { c.PP, c.DP = 0, 3 }, 4, "--dp 3 does not divide the world of 4 ranks"},
+		{"dp zero", func(c *TrainConfig) { c.PP, c.DP = 0, 0 }, 4, "--dp 0 must be at least 1"},
 		{"micro", func(c *TrainConfig) { c.Micro = 0 }, 1, "--microbatches 0"},
+		{"micro, world unknown", func(c *TrainConfig) { c.Micro = 0 }, 0, "--microbatches 0"},
 		{"dp needs power of two", func(c *TrainConfig) { c.DP, c.Micro = 2, 3 }, 2, "power of two"},
 		{"size", func(c *TrainConfig) { c.MicroSize = 0 }, 1, "--microbatch-size 0"},
 		{"checkpoint dir", func(c *TrainConfig) { c.CheckpointEvery = 2 }, 1, "need --checkpoint-dir"},
 		{"model", func(c *TrainConfig) { c.Model.Heads = 3 }, 1, "head"},
+		{"optimizer", func(c *TrainConfig) { c.Optimizer = "lion" }, 1, `--optimizer: optimizer "lion"`},
+		{"min lr above lr", func(c *TrainConfig) { c.MinLR = 1 }, 1, "--min-lr"},
+		{"clip", func(c *TrainConfig) { c.Clip = -1 }, 1, "--clip -1"},
+		{"schedule", func(c *TrainConfig) { c.Schedule = "nope" }, 1, "--schedule nope"},
+		{"virtual on 1f1b", func(c *TrainConfig) { c.PP, c.Virtual = 2, 3 }, 2, "--schedule 1f1b with --pp 2, --microbatches 4, --virtual 3"},
+		{"more stages than layers", func(c *TrainConfig) { c.PP = 8 }, 8, "cut the model into the 8 stages"},
+		{"cut, world unknown, pp given", func(c *TrainConfig) {
+			c.PP, c.Schedule = 4, "interleaved"
+		}, 0, "cut the model into the 8 stages of --schedule interleaved on --pp 4"},
+		{"cut callback", func(c *TrainConfig) {
+			c.PP = 2
+			c.Cut = func(int) ([]int, error) { return nil, errors.New("--layers-per-stage 3,3: adds up to 6") }
+		}, 2, "--layers-per-stage 3,3"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := tiny(t)
 			tc.edit(&c)
-			err := c.Check(tc.size)
+			_, err := c.Plan(tc.size)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("Check: %v, want %q", err, tc.want)
+				t.Errorf("Plan(%d): %v, want %q", tc.size, err, tc.want)
 			}
 		})
+	}
+	for _, tc := range []struct {
+		pp, dp, size int
+		wantPP       int
+		sched        bool
+	}{
+		{0, 2, 4, 2, true}, {2, 2, 4, 2, true}, {0, 1, 0, 0, false}, {4, 1, 0, 4, true},
+	} {
+		c := tiny(t)
+		c.PP, c.DP = tc.pp, tc.dp
+		l, err := c.Plan(tc.size)
+		if err != nil || l.PP != tc.wantPP || (l.Sched != nil) != tc.sched || (tc.sched && len(l.Cut) != l.Sched.Stages()) {
+			t.Errorf("pp %d dp %d on %d ranks: %+v, %v; want pp %d, schedule %v", tc.pp, tc.dp, tc.size, l, err, tc.wantPP, tc.sched)
+		}
+	}
+}
+
+// TestLoadData: a missing corpus and one too small for the sequence are
+// errors naming --data; the validation split matters only with evaluation.
+func TestLoadData(t *testing.T) {
+	dir := t.TempDir()
+	small := filepath.Join(dir, "small.txt")
+	if err := os.WriteFile(small, []byte(strings.Repeat("abcdefghij", 5)), 0o644); err != nil { // 45 training bytes, 5 held out
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		data       string
+		seq, evals int
+		want       string
+	}{
+		{filepath.Join(dir, "missing"), 8, 1, "--data " + filepath.Join(dir, "missing") + ": corpus: "},
+		{small, 64, 0, "the training split has 45 bytes, too few for --seq 64"},
+		{small, 8, 1, "the validation split (the last tenth) has 5 bytes, too few for --seq 8"},
+		{small, 8, 0, ""},
+		{"", 8, 1, ""},
+	} {
+		c := tiny(t)
+		c.Data, c.Model.Seq, c.EvalBatches = tc.data, tc.seq, tc.evals
+		_, err := LoadData(c)
+		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("LoadData(%q, seq %d, eval batches %d): %v, want %q", tc.data, tc.seq, tc.evals, err, tc.want)
+		}
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/pplaunch/pplaunch/collective"
+	"github.com/pplaunch/pplaunch/launch"
 	"github.com/pplaunch/pplaunch/models/tensor"
 	"github.com/pplaunch/pplaunch/ranks"
 	"github.com/pplaunch/pplaunch/ranks/store"
@@ -85,6 +86,51 @@ func (c *trainCmd) config() (ranks.TrainConfig, error) {
 	}, nil
 }
 
+// run is the train subcommand. As the agent, it first checks the whole
+// configuration for the world it is about to launch, so that a bad flag is
+// one message and exit code 2 before any rank starts; the ranks check it again
+// (under --direct, srun or mpirun start them with no agent).
+func (c *trainCmd) run(f launch.Flags, argv []string, stdout, stderr io.Writer) int {
+	if err := c.precheck(f, os.Getenv); err != nil {
+		fmt.Fprintln(stderr, "pplaunch: train:", err)
+		return 2
+	}
+	return runAsRanks(f, argv, stdout, stderr, c.job(stdout))
+}
+
+// precheck is the agent's check of the configuration, with the world size
+// when this node is the whole world (with several nodes the size is known
+// only at the rendezvous: what does not depend on it is checked). Inside a
+// rank, or under --direct, it checks nothing: the rank does.
+func (c *trainCmd) precheck(f launch.Flags, getenv func(string) string) error {
+	if f.Direct || getenv(store.EnvRole) == store.RoleRank {
+		return nil
+	}
+	cfg, err := c.config()
+	if err != nil {
+		return err
+	}
+	size := 0
+	// Bad launcher flags are runAgent's to report.
+	if lc, err := launch.Resolve(f, getenv); err == nil && lc.NNodes == 1 {
+		size = lc.NProc
+	}
+	if _, err := cfg.Plan(size); err != nil {
+		return err
+	}
+	if _, err := ranks.LoadData(cfg); err != nil {
+		return err
+	}
+	if cfg.InitFrom != "" {
+		f, err := os.Open(cfg.InitFrom)
+		if err != nil {
+			return fmt.Errorf("--init-from: %w", err)
+		}
+		f.Close()
+	}
+	return nil
+}
+
 // job is the rank job the launcher runs on every rank (see runAsRanks).
 func (c *trainCmd) job(stdout io.Writer) func(ctx context.Context, r *ranks.Rank) error {
 	if os.Getenv(store.EnvRole) != store.RoleRank && isTerminal(stdout) {
@@ -96,6 +142,11 @@ func (c *trainCmd) job(stdout io.Writer) func(ctx context.Context, r *ranks.Rank
 		if err != nil {
 			return fmt.Errorf("train: %w", err)
 		}
+		l, err := cfg.Plan(r.WorldSize)
+		if err != nil {
+			return fmt.Errorf("train: %w", err)
+		}
+		cfg.PP = l.PP
 		be, err := tensor.NewCPUFromEnv()
 		if err != nil {
 			return fmt.Errorf("train: %w", err)
@@ -108,12 +159,6 @@ func (c *trainCmd) job(stdout io.Writer) func(ctx context.Context, r *ranks.Rank
 		job := ranks.Job{
 			Rank: r.Rank, Size: r.WorldSize, Store: r.Store, Comm: comm, Restart: r.RestartCount, Backend: be,
 			Logf: func(f string, a ...any) { fmt.Fprintf(stdout, f+"\n", a...) },
-		}
-		if cfg.PP == 0 {
-			if cfg.DP < 1 || job.Size%cfg.DP != 0 {
-				return fmt.Errorf("train: --dp %d does not divide the world of %d ranks", cfg.DP, job.Size)
-			}
-			cfg.PP = job.Size / cfg.DP
 		}
 		if job.Stall, err = faultHooks(os.Getenv(stallEnv), os.Getenv(killEnv), job.Rank, job.Restart); err != nil {
 			return fmt.Errorf("train: %w", err)
