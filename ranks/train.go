@@ -60,6 +60,12 @@ type Job struct {
 	Stall func(step int, a schedules.Action)
 	// Logf prints a line on this rank's output.
 	Logf func(format string, args ...any)
+	// Stop, if set, says whether this rank has been asked to stop early (a
+	// preemption signal). At the end of every step the ranks combine their
+	// answers in the step's all-reduce, so they all agree on the step to stop
+	// after, even when the signal reached only some of them; they then write
+	// a checkpoint (with CheckpointDir) and Train returns with Stopped set.
+	Stop func() bool
 }
 
 // StepRecord is one step as rank 0 reports it (--metrics writes it as a JSON line).
@@ -85,9 +91,10 @@ type StepRecord struct {
 
 // Result is what Train returns on rank 0.
 type Result struct {
-	FirstStep, Steps int
+	FirstStep, Steps int // ran steps FirstStep..Steps-1
 	Records          []StepRecord
 	Checkpoint       string // directory of the final checkpoint, if any
+	Stopped          bool   // Job.Stop asked to stop before the last step
 }
 
 // trainer is one rank's state.
@@ -428,12 +435,16 @@ func (t *trainer) syncTied(ctx context.Context, step int) error {
 }
 
 // reduceScalars all-reduces, over the world, every parameter's Σgrad² (given
-// by replica 0 only) and every global micro-batch's loss (given by the last
-// stage of its replica). Each entry has exactly one non-zero contributor, so
-// the sum is exact whatever order the all-reduce adds in.
-func (t *trainer) reduceScalars(ctx context.Context, step int, losses map[int]float64) (norm, loss float64, err error) {
-	n := len(t.names)
-	buf := make([]float64, n+t.cfg.DP*t.cfg.Micro)
+// by replica 0 only), every global micro-batch's loss (given by the last
+// stage of its replica) and how many ranks were asked to stop. Each gradient
+// and loss entry has exactly one non-zero contributor, so the sum is exact
+// whatever order the all-reduce adds in.
+func (t *trainer) reduceScalars(ctx context.Context, step int, losses map[int]float64, stop bool) (norm, loss float64, stopAll bool, err error) {
+	n, nl := len(t.names), t.cfg.DP*t.cfg.Micro
+	buf := make([]float64, n+nl+1)
+	if stop {
+		buf[n+nl] = 1
+	}
 	if t.dRank == 0 {
 		sums := map[string]float64{}
 		for _, s := range t.order {
@@ -451,17 +462,17 @@ func (t *trainer) reduceScalars(ctx context.Context, step int, losses map[int]fl
 	wctx, cancel := t.waitCtx(ctx)
 	defer cancel()
 	if err := t.job.Comm.AllReduce(wctx, collective.F64(buf), collective.Sum); err != nil {
-		return 0, 0, fmt.Errorf("step %d: all-reduce of gradient norm and losses: %w", step, err)
+		return 0, 0, false, fmt.Errorf("step %d: all-reduce of gradient norm and losses: %w", step, err)
 	}
 	sums := make(map[string]float64, n)
 	for i, name := range t.names {
 		sums[name] = buf[i]
 	}
 	var total float64
-	for _, l := range buf[n:] {
+	for _, l := range buf[n : n+nl] {
 		total += l
 	}
-	return models.GlobalNorm(sums), total / float64(len(buf)-n), nil
+	return models.GlobalNorm(sums), total / float64(nl), buf[n+nl] > 0, nil
 }
 
 func (t *trainer) loop(ctx context.Context) (*Result, error) {
@@ -491,7 +502,7 @@ func (t *trainer) loop(ctx context.Context) (*Result, error) {
 		if err := t.syncTied(ctx, step); err != nil {
 			return nil, err
 		}
-		norm, loss, err := t.reduceScalars(ctx, step, sr.Losses)
+		norm, loss, stop, err := t.reduceScalars(ctx, step, sr.Losses, t.job.Stop != nil && t.job.Stop())
 		if err != nil {
 			return nil, err
 		}
@@ -504,6 +515,7 @@ func (t *trainer) loop(ctx context.Context) (*Result, error) {
 		}
 		var val *float64
 		last := step == c.Steps-1
+		stop = stop && !last
 		if (c.EvalEvery > 0 && (step+1)%c.EvalEvery == 0) || last {
 			v, err := t.evaluate(ctx, step)
 			if err != nil {
@@ -511,7 +523,7 @@ func (t *trainer) loop(ctx context.Context) (*Result, error) {
 			}
 			val = v
 		}
-		if (c.CheckpointEvery > 0 && (step+1)%c.CheckpointEvery == 0) || (last && c.CheckpointDir != "") {
+		if (c.CheckpointEvery > 0 && (step+1)%c.CheckpointEvery == 0) || ((last || stop) && c.CheckpointDir != "") {
 			dir, err := t.save(ctx, step+1)
 			if err != nil {
 				return nil, err
@@ -531,6 +543,10 @@ func (t *trainer) loop(ctx context.Context) (*Result, error) {
 			if t.job.Report != nil {
 				t.job.Report(*rec)
 			}
+		}
+		if stop {
+			res.Steps, res.Stopped = step+1, true
+			break
 		}
 	}
 	return res, nil

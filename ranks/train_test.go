@@ -32,8 +32,9 @@ func tiny(t *testing.T) TrainConfig {
 
 // trainInProcess runs cfg on pp·dp goroutine ranks over the in-memory
 // communicator and store, and returns rank 0's result and every rank's error.
-// stall, if set, gives a rank's stall hook; stop is closed once a rank fails.
-func trainInProcess(t *testing.T, cfg TrainConfig, stall func(rank int, stop <-chan struct{}) func(int, schedules.Action)) (*Result, []error) {
+// hook, if set, edits each rank's job (its Stall and Stop hooks); failed is
+// closed once a rank fails.
+func trainInProcess(t *testing.T, cfg TrainConfig, hook func(rank int, failed <-chan struct{}, job *Job)) (*Result, []error) {
 	t.Helper()
 	size := cfg.PP * cfg.DP
 	comms, err := collective.NewMemoryWorld(size, collective.Options{Timeout: cfg.Timeout})
@@ -56,8 +57,8 @@ func trainInProcess(t *testing.T, cfg TrainConfig, stall func(rank int, stop <-c
 			defer wg.Done()
 			defer comms[r].Close()
 			job := Job{Rank: r, Size: size, Store: st, Comm: comms[r], Backend: be}
-			if stall != nil {
-				job.Stall = stall(r, stop)
+			if hook != nil {
+				hook(r, stop, &job)
 			}
 			out, err := Train(context.Background(), cfg, job)
 			errs[r] = err
@@ -125,13 +126,13 @@ func TestTrainMatchesOneProcess(t *testing.T) {
 func TestTrainTimeoutNamesActionAndPeer(t *testing.T) {
 	cfg := tiny(t)
 	cfg.PP, cfg.Timeout = 2, 500*time.Millisecond
-	_, errs := trainInProcess(t, cfg, func(rank int, stop <-chan struct{}) func(int, schedules.Action) {
+	_, errs := trainInProcess(t, cfg, func(rank int, failed <-chan struct{}, job *Job) {
 		if rank != 1 {
-			return nil
+			return
 		}
-		return func(step int, a schedules.Action) {
+		job.Stall = func(step int, a schedules.Action) {
 			if step == 1 && a == (schedules.Action{Kind: schedules.F, Stage: 1, Micro: 0}) {
-				<-stop
+				<-failed
 			}
 		}
 	})
@@ -141,6 +142,48 @@ func TestTrainTimeoutNamesActionAndPeer(t *testing.T) {
 	}
 	if ae.Step != 1 || ae.Peer != 1 || ae.Action.Kind != schedules.RecvB || !strings.Contains(ae.Error(), "timeout") {
 		t.Errorf("rank 0: %v", ae)
+	}
+}
+
+// TestTrainStopAgreed: a stop request seen by one rank only (rank 2, after
+// its second step) stops every rank after that same step with a complete
+// checkpoint; resuming from it ends with the parameters of an uninterrupted
+// run.
+func TestTrainStopAgreed(t *testing.T) {
+	ref := tiny(t)
+	ref.PP, ref.DP, ref.Micro, ref.Steps = 2, 2, 4, 4
+	ref.CheckpointDir = t.TempDir()
+	if _, errs := trainInProcess(t, ref, nil); errors.Join(errs...) != nil {
+		t.Fatal(errors.Join(errs...))
+	}
+	cfg := ref
+	cfg.CheckpointDir = t.TempDir()
+	res, errs := trainInProcess(t, cfg, func(rank int, _ <-chan struct{}, job *Job) {
+		if rank == 2 {
+			asked := 0
+			job.Stop = func() bool { asked++; return asked >= 2 }
+		}
+	})
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	if !res.Stopped || res.Steps != 2 || len(res.Records) != 2 || res.Checkpoint != checkpoint.StepDir(cfg.CheckpointDir, 2) {
+		t.Fatalf("stopped %v after %d steps (%d records), checkpoint %q; want a stop after step 2 with its checkpoint", res.Stopped, res.Steps, len(res.Records), res.Checkpoint)
+	}
+	cfg.Resume = true
+	res, errs = trainInProcess(t, cfg, nil)
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	if res.FirstStep != 2 || res.Stopped {
+		t.Errorf("resumed at step %d (stopped %v), want step 2 to the end", res.FirstStep, res.Stopped)
+	}
+	_, _, rep, err := checkpoint.CompareDirs(cfg.CheckpointDir, ref.CheckpointDir, checkpoint.Tolerance{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK() {
+		t.Errorf("%d tensors differ from the uninterrupted run", rep.Mismatches())
 	}
 }
 

@@ -15,29 +15,32 @@ import (
 
 func TestFaultHooks(t *testing.T) {
 	for _, tc := range []struct {
-		stall, kill string
-		rank        int
-		hook        bool
-		err         string
+		stall, kill, hold string
+		rank              int
+		hook              bool
+		err               string
 	}{
-		{"", "", 0, false, ""},
-		{"1:2:1F3", "", 1, true, ""},
-		{"1:2:1F3", "", 0, false, ""},
-		{"", "2:3", 2, true, ""},
-		{"1:2", "", 1, false, "want RANK:STEP:ACTION"},
-		{"1:x:1F3", "", 1, false, "invalid syntax"},
-		{"1:2:1F3,1B3", "", 1, false, "not one action"},
-		{"1:2:bogus", "", 1, false, "not one action"},
-		{"", "2", 2, false, "want RANK:STEP"},
+		{"", "", "", 0, false, ""},
+		{"1:2:1F3", "", "", 1, true, ""},
+		{"1:2:1F3", "", "", 0, false, ""},
+		{"", "2:3", "", 2, true, ""},
+		{"", "", "0:3", 0, true, ""},
+		{"", "", "0:3", 1, false, ""},
+		{"1:2", "", "", 1, false, "want RANK:STEP:ACTION"},
+		{"1:x:1F3", "", "", 1, false, "invalid syntax"},
+		{"1:2:1F3,1B3", "", "", 1, false, "not one action"},
+		{"1:2:bogus", "", "", 1, false, "not one action"},
+		{"", "2", "", 2, false, "want RANK:STEP"},
+		{"", "", "x:1", 0, false, holdEnv},
 	} {
-		h, err := faultHooks(tc.stall, tc.kill, tc.rank, 0)
+		h, err := faultHooks(tc.stall, tc.kill, tc.hold, tc.rank, 0, nil)
 		switch {
 		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
-			t.Errorf("faultHooks(%q, %q): %v, want an error with %q", tc.stall, tc.kill, err, tc.err)
+			t.Errorf("faultHooks(%q, %q, %q): %v, want an error with %q", tc.stall, tc.kill, tc.hold, err, tc.err)
 		case tc.err == "" && err != nil:
-			t.Errorf("faultHooks(%q, %q): %v", tc.stall, tc.kill, err)
+			t.Errorf("faultHooks(%q, %q, %q): %v", tc.stall, tc.kill, tc.hold, err)
 		case tc.err == "" && (h != nil) != tc.hook:
-			t.Errorf("faultHooks(%q, %q) for rank %d: hook %v, want %v", tc.stall, tc.kill, tc.rank, h != nil, tc.hook)
+			t.Errorf("faultHooks(%q, %q, %q) for rank %d: hook %v, want %v", tc.stall, tc.kill, tc.hold, tc.rank, h != nil, tc.hook)
 		}
 	}
 }
@@ -48,7 +51,7 @@ func FuzzParseFault(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, spec string) {
-		faultHooks(spec, spec, 0, 0)
+		faultHooks(spec, spec, spec, 0, 0, nil)
 	})
 }
 
