@@ -214,29 +214,27 @@ func (c *TrainConfig) checkFlags() error {
 		return fmt.Errorf("--microbatches %d must be at least 1", c.Micro)
 	case c.MicroSize < 1:
 		return fmt.Errorf("--microbatch-size %d must be at least 1", c.MicroSize)
-	case c.Steps < 0:
-		return fmt.Errorf("--steps %d must not be negative", c.Steps)
-	case c.Virtual < 0:
-		return fmt.Errorf("--virtual %d must not be negative", c.Virtual)
 	case c.LR < 0 || c.MinLR < 0 || c.MinLR > c.LR:
 		return fmt.Errorf("--lr %g and --min-lr %g: want 0 <= --min-lr <= --lr", c.LR, c.MinLR)
-	case c.Warmup < 0:
-		return fmt.Errorf("--warmup %d must not be negative", c.Warmup)
-	case c.WeightDecay < 0:
-		return fmt.Errorf("--weight-decay %g must not be negative", c.WeightDecay)
-	case c.Clip < 0:
-		return fmt.Errorf("--clip %g must not be negative (0 turns clipping off)", c.Clip)
-	case c.EvalEvery < 0 || c.EvalBatches < 0:
-		return fmt.Errorf("--eval-every %d and --eval-batches %d must not be negative", c.EvalEvery, c.EvalBatches)
-	case c.CheckpointEvery < 0:
-		return fmt.Errorf("--checkpoint-every %d must not be negative", c.CheckpointEvery)
-	case c.Timeout < 0:
-		return fmt.Errorf("--timeout %v must not be negative", c.Timeout)
 	case c.CheckpointDir == "" && (c.CheckpointEvery > 0 || c.Resume):
 		return errors.New("--checkpoint-every and --resume need --checkpoint-dir")
 	case c.DP > 1 && c.Micro&(c.Micro-1) != 0:
 		// The accumulator's tree matches one process only for power-of-two blocks.
 		return fmt.Errorf("--dp %d needs --microbatches a power of two (got %d) so that results do not depend on the layout", c.DP, c.Micro)
+	}
+	for _, f := range []struct {
+		flag string
+		v    any
+		neg  bool
+	}{
+		{"--steps", c.Steps, c.Steps < 0}, {"--virtual", c.Virtual, c.Virtual < 0}, {"--warmup", c.Warmup, c.Warmup < 0},
+		{"--weight-decay", c.WeightDecay, c.WeightDecay < 0}, {"--clip", c.Clip, c.Clip < 0},
+		{"--eval-every", c.EvalEvery, c.EvalEvery < 0}, {"--eval-batches", c.EvalBatches, c.EvalBatches < 0},
+		{"--checkpoint-every", c.CheckpointEvery, c.CheckpointEvery < 0}, {"--timeout", c.Timeout, c.Timeout < 0},
+	} {
+		if f.neg {
+			return fmt.Errorf("%s %v must not be negative", f.flag, f.v)
+		}
 	}
 	if _, err := models.NewOptimizer(c.Optimizer, c.WeightDecay); err != nil {
 		return fmt.Errorf("--optimizer: %w", err)
@@ -274,7 +272,7 @@ func (t *trainer) setup(ctx context.Context) error {
 	for _, s := range t.order {
 		st, err := models.NewStage(c.Model, t.cut, s, t.job.Backend, models.StageOptions{Seed: c.Seed, Recompute: c.Recompute})
 		if err != nil {
-			return err
+			return fmt.Errorf("stage %d: %w", s, err)
 		}
 		if c.InitFrom != "" {
 			if err := st.InitFrom(c.InitFrom); err != nil {
@@ -284,7 +282,7 @@ func (t *trainer) setup(ctx context.Context) error {
 		st.SetLossScale(float32(1 / float64(c.DP*c.Micro)))
 		t.stages[s] = st
 		if t.opts[s], err = models.NewOptimizer(c.Optimizer, c.WeightDecay); err != nil {
-			return err
+			return fmt.Errorf("--optimizer: %w", err)
 		}
 	}
 	for _, p := range c.Model.Params() {

@@ -109,13 +109,7 @@ func TestTrainMatchesOneProcess(t *testing.T) {
 			if want.Records[len(want.Records)-1].ValLoss == nil {
 				t.Error("no validation loss at the last step")
 			}
-			_, _, rep, err := checkpoint.CompareDirs(cfg.CheckpointDir, ref.CheckpointDir, checkpoint.Tolerance{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !rep.OK() {
-				t.Errorf("%d tensors differ from one process", rep.Mismatches())
-			}
+			sameParams(t, cfg.CheckpointDir, ref.CheckpointDir, "one process")
 		})
 	}
 }
@@ -178,12 +172,19 @@ func TestTrainStopAgreed(t *testing.T) {
 	if res.FirstStep != 2 || res.Stopped {
 		t.Errorf("resumed at step %d (stopped %v), want step 2 to the end", res.FirstStep, res.Stopped)
 	}
-	_, _, rep, err := checkpoint.CompareDirs(cfg.CheckpointDir, ref.CheckpointDir, checkpoint.Tolerance{})
+	sameParams(t, cfg.CheckpointDir, ref.CheckpointDir, "the uninterrupted run")
+}
+
+// sameParams checks that the newest checkpoints under dir and ref hold the
+// same tensors, bit for bit.
+func sameParams(t *testing.T, dir, ref, what string) {
+	t.Helper()
+	_, _, rep, err := checkpoint.CompareDirs(dir, ref, checkpoint.Tolerance{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !rep.OK() {
-		t.Errorf("%d tensors differ from the uninterrupted run", rep.Mismatches())
+		t.Errorf("%d tensors differ from %s", rep.Mismatches(), what)
 	}
 }
 
@@ -208,7 +209,9 @@ func TestTrainConfigPlan(t *testing.T) {
 		{"model", func(c *TrainConfig) { c.Model.Heads = 3 }, 1, "head"},
 		{"optimizer", func(c *TrainConfig) { c.Optimizer = "lion" }, 1, `--optimizer: optimizer "lion"`},
 		{"min lr above lr", func(c *TrainConfig) { c.MinLR = 1 }, 1, "--min-lr"},
-		{"clip", func(c *TrainConfig) { c.Clip = -1 }, 1, "--clip -1"},
+		{"clip", func(c *TrainConfig) { c.Clip = -1 }, 1, "--clip -1 must not be negative"},
+		{"timeout", func(c *TrainConfig) { c.Timeout = -time.Second }, 1, "--timeout -1s must not be negative"},
+		{"steps", func(c *TrainConfig) { c.Steps = -2 }, 1, "--steps -2 must not be negative"},
 		{"schedule", func(c *TrainConfig) { c.Schedule = "nope" }, 1, "--schedule nope"},
 		{"virtual on 1f1b", func(c *TrainConfig) { c.PP, c.Virtual = 2, 3 }, 2, "--schedule 1f1b with --pp 2, --microbatches 4, --virtual 3"},
 		{"more stages than layers", func(c *TrainConfig) { c.PP = 8 }, 8, "cut the model into the 8 stages"},

@@ -408,6 +408,7 @@ type trainOutput struct {
 	tty     bool
 	metrics *os.File
 	enc     *json.Encoder
+	encErr  error // the first failed --metrics write, reported at the end
 	trace   *schedules.Timeline
 	c       *trainCmd
 	start   time.Time
@@ -418,7 +419,7 @@ func newTrainOutput(c *trainCmd, cfg ranks.TrainConfig, backend string, world in
 	if c.Metrics != "" {
 		f, err := os.Create(c.Metrics)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("--metrics: %w", err)
 		}
 		o.metrics, o.enc = f, json.NewEncoder(f)
 	}
@@ -444,8 +445,8 @@ func dataName(p string) string {
 func mib(b int64) string { return fmt.Sprintf("%.1f", float64(b)/(1<<20)) }
 
 func (o *trainOutput) step(r ranks.StepRecord) {
-	if o.enc != nil {
-		o.enc.Encode(r)
+	if o.enc != nil && o.encErr == nil {
+		o.encErr = o.enc.Encode(r)
 	}
 	if o.trace != nil {
 		for i, spans := range r.Timeline.Ranks {
@@ -488,10 +489,11 @@ func (o *trainOutput) close() {
 // preemption signal rank 0 received, if any.
 func (o *trainOutput) finish(res *ranks.Result, sig os.Signal) error {
 	if o.metrics != nil {
-		if err := o.metrics.Close(); err != nil {
+		err := errors.Join(o.encErr, o.metrics.Close())
+		o.metrics = nil
+		if err != nil {
 			return fmt.Errorf("train: --metrics: %w", err)
 		}
-		o.metrics = nil
 	}
 	if o.trace != nil {
 		if err := writeFile(o.c.Trace, func(w io.Writer) error { return schedules.WriteTrace(w, o.trace) }); err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -167,5 +168,25 @@ func TestTrainPrecheckPasses(t *testing.T) {
 	}
 	if err := c.Train.precheck(c.Flags, os.Getenv); err == nil {
 		t.Error("--pp 3 on 4 ranks passed the agent's check")
+	}
+}
+
+// TestTrainMetricsWriteError: a --metrics file that cannot be written is an
+// error at the end of the run naming --metrics, not a silently short file.
+func TestTrainMetricsWriteError(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "metrics.jsonl")
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path) // read-only: every write fails
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf strings.Builder
+	o := &trainOutput{cfg: ranks.TrainConfig{Steps: 1}, w: &buf, c: &trainCmd{}, metrics: f, enc: json.NewEncoder(f)}
+	o.step(ranks.StepRecord{Loss: 3, PeakActivation: []int64{1}})
+	err = o.finish(&ranks.Result{Steps: 1}, nil)
+	if err == nil || !strings.Contains(err.Error(), "--metrics") {
+		t.Errorf("finish: %v, want a --metrics write error", err)
 	}
 }
