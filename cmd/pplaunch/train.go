@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -133,6 +134,19 @@ func (c *trainCmd) precheck(f launch.Flags, getenv func(string) string) error {
 			return fmt.Errorf("--init-from: %w", err)
 		}
 		f.Close()
+	}
+	if size == 0 {
+		return nil // rank 0, which writes the files below, may be on another node
+	}
+	for _, o := range []struct{ flag, path string }{{"--metrics", c.Metrics}, {"--trace", c.Trace}, {"--trace-svg", c.TraceSVG}} {
+		if o.path == "" {
+			continue
+		}
+		if fi, err := os.Stat(filepath.Dir(o.path)); err != nil {
+			return fmt.Errorf("%s %s: %w", o.flag, o.path, err)
+		} else if !fi.IsDir() {
+			return fmt.Errorf("%s %s: %s is not a directory", o.flag, o.path, filepath.Dir(o.path))
+		}
 	}
 	return nil
 }

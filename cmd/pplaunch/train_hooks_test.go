@@ -106,6 +106,10 @@ func TestTrainAgentChecksFlags(t *testing.T) {
 	t.Setenv("PPLAUNCH_TEST_MAIN", "1")
 	t.Setenv(store.EnvRole, "")
 	missing := filepath.Join(t.TempDir(), "missing.txt")
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		argv []string
 		want string
@@ -123,6 +127,8 @@ func TestTrainAgentChecksFlags(t *testing.T) {
 		{[]string{"--nproc", "2", "train", "--resume"}, "--resume need --checkpoint-dir"},
 		{[]string{"--nproc", "2", "train", "--optimizer", "lion"}, `--optimizer: optimizer "lion"`},
 		{[]string{"--nproc", "2", "train", "--heads", "5"}, "head"},
+		{[]string{"--nproc", "2", "train", "--metrics", filepath.Join(missing, "m.jsonl")}, "--metrics " + filepath.Join(missing, "m.jsonl") + ": stat " + missing},
+		{[]string{"--nproc", "2", "train", "--trace-svg", filepath.Join(file, "t.svg")}, file + " is not a directory"},
 		// Two nodes: the world is known at the rendezvous only; the rest is checked.
 		{[]string{"--nnodes", "2", "--rdzv-endpoint", "127.0.0.1:1", "--nproc", "2", "train", "--pp", "2", "--virtual", "3"}, "--schedule 1f1b with --pp 2"},
 		{[]string{"--nnodes", "2", "--rdzv-endpoint", "127.0.0.1:1", "--nproc", "2", "train", "--microbatch-size", "0"}, "--microbatch-size 0"},
@@ -150,6 +156,7 @@ func TestTrainPrecheckPasses(t *testing.T) {
 		{"--nproc", "2", "train", "--pp", "1", "--dp", "2"},
 		{"--nnodes", "2", "--rdzv-endpoint", "127.0.0.1:1", "--nproc", "2", "train", "--dp", "3"},
 		{"--direct", "train", "--pp", "3"},
+		{"--nproc", "2", "train", "--metrics", filepath.Join(t.TempDir(), "m.jsonl"), "--trace", filepath.Join(t.TempDir(), "t.json")},
 	} {
 		c := parseCLI(t, argv)
 		if err := c.Train.precheck(c.Flags, os.Getenv); err != nil {
