@@ -422,7 +422,8 @@ func TestTrainSlurm(t *testing.T) {
 }
 
 // TestTrainBadFlags: a layout that does not fit the world, or an unknown
-// schedule, is a clear error from the ranks and a failed job.
+// schedule, is a clear error and a failed job through the binary, whether
+// the agent finds it before starting the ranks (trainCmd.run) or the ranks.
 func TestTrainBadFlags(t *testing.T) {
 	for _, tc := range []struct {
 		n    int
@@ -529,5 +530,21 @@ func TestTrainPreempted(t *testing.T) {
 			}
 			compare(t, dir, ref)
 		})
+	}
+}
+
+// TestTrainDirectBadFlags: under --direct (srun or mpirun start the ranks,
+// no agent checks first) the rank itself refuses a layout that does not fit
+// its world.
+func TestTrainDirectBadFlags(t *testing.T) {
+	env := []string{"SLURM_JOB_ID=78", "SLURM_STEP_ID=0", "SLURM_STEP_NUM_NODES=1", "SLURM_NODEID=0",
+		"SLURM_STEP_NUM_TASKS=1", "SLURM_PROCID=0", "SLURM_LOCALID=0",
+		"SLURM_STEP_NODELIST=localhost", "SLURM_STEP_TASKS_PER_NODE=1"}
+	cmd := exec.Command(binary(t), append([]string{"--direct", "--master-addr", "127.0.0.1", "--master-port", freePort(t), "train", "--pp", "3"}, tinyModel...)...)
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	want := "pplaunch: rank 0: train: --pp 3 × --dp 1 = 3 ranks, but the world has 1"
+	if code := exitCode(t, err); code != 1 || !strings.Contains(string(out), want) {
+		t.Errorf("exit %d, want 1 and %q:\n%s", code, want, out)
 	}
 }
