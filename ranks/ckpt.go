@@ -72,7 +72,7 @@ func (t *trainer) restore(context.Context) (int, error) {
 		return 0, nil
 	}
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("resume: %w", err)
 	}
 	if m.Data.Seed != c.Seed {
 		return 0, fmt.Errorf("checkpoint %s was trained with --seed %d, not %d", dir, m.Data.Seed, c.Seed)
@@ -83,7 +83,7 @@ func (t *trainer) restore(context.Context) (int, error) {
 	}
 	_, all, err := checkpoint.Load(dir, checkpoint.Expect{Model: c.Model.JSON(), Optimizer: c.Optimizer, Params: specs})
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("resume from %s: %w", dir, err)
 	}
 	// The whole model is loaded; each stage takes its own tensors, so the
 	// checkpoint may come from any stage layout.

@@ -10,5 +10,8 @@
 // embeddings between the first and last stage, a global gradient norm combined
 // in a canonical order, the optimizer step, validation, checkpoints and
 // resumption, and rank 0's per-step record (loss, throughput, measured and
-// predicted bubble, peak activations, the merged timeline).
+// predicted bubble, peak activations, the merged timeline). TrainConfig.Plan
+// checks a configuration for a world size without effects, so the agent can
+// refuse bad flags before any rank starts; Job.Stop lets the ranks agree on a
+// step after which to checkpoint and stop early (preemption).
 package ranks

@@ -24,7 +24,7 @@ func (t *trainer) evaluate(ctx context.Context, step int) (*float64, error) {
 	for _, s := range t.order {
 		e, err := models.NewStage(c.Model, t.cut, s, t.job.Backend, models.StageOptions{Seed: c.Seed})
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("step %d: validation copy of stage %d: %w", step, s, err)
 		}
 		for _, p := range t.stages[s].Params() {
 			copy(e.Param(p.Name).Value.Data, p.Value.Data)
@@ -35,7 +35,7 @@ func (t *trainer) evaluate(ctx context.Context, step int) (*float64, error) {
 	for b := range c.EvalBatches {
 		tok, tgt, err := t.corpus.ValBatch(b, c.MicroSize, c.Model.Seq)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("step %d: validation batch %d: %w", step, b, err)
 		}
 		var act *tensor.Tensor
 		for _, s := range t.order {

@@ -154,9 +154,9 @@ func (x *Executor) Step(parent context.Context, step int, batches Batches) (*Ste
 	m := s.M
 	list := s.Ranks[x.PRank]
 	res := &StepResult{Losses: map[int]float64{}, Spans: make([]schedules.Span, len(list)), PerMB: map[int]int64{}}
-	for _, st := range x.Stages {
+	for s, st := range x.Stages {
 		if err := st.BeginStep(x.First, m); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("step %d: stage %d: %w", step, s, err)
 		}
 		st.ResetPeak()
 	}

@@ -60,6 +60,12 @@ type Job struct {
 	Stall func(step int, a schedules.Action)
 	// Logf prints a line on this rank's output.
 	Logf func(format string, args ...any)
+	// Stop, if set, says whether this rank has been asked to stop early (a
+	// preemption signal). At the end of every step the ranks combine their
+	// answers in the step's all-reduce, so they all agree on the step to stop
+	// after, even when the signal reached only some of them; they then write
+	// a checkpoint (with CheckpointDir) and Train returns with Stopped set.
+	Stop func() bool
 }
 
 // StepRecord is one step as rank 0 reports it (--metrics writes it as a JSON line).
@@ -85,9 +91,10 @@ type StepRecord struct {
 
 // Result is what Train returns on rank 0.
 type Result struct {
-	FirstStep, Steps int
+	FirstStep, Steps int // ran steps FirstStep..Steps-1
 	Records          []StepRecord
 	Checkpoint       string // directory of the final checkpoint, if any
+	Stopped          bool   // Job.Stop asked to stop before the last step
 }
 
 // trainer is one rank's state.
@@ -127,34 +134,122 @@ type dpReduce struct {
 // world rank of pipeline rank p in replica d.
 func (t *trainer) world(p, d int) int { return d*t.cfg.PP + p }
 
-// Check validates the configuration against the world size.
-func (c *TrainConfig) Check(size int) error {
+// Layout is what a configuration gives a world: the pipeline and
+// data-parallel widths, the schedule every pipeline rank runs, and the blocks
+// of each stage.
+type Layout struct {
+	PP, DP int
+	Sched  *schedules.Schedule // nil when the world size is not known and --pp not given
+	Cut    []int
+}
+
+// Plan checks the whole configuration for a world of size ranks and returns
+// its layout: pure, so the agent runs it before it spawns any rank (a bad flag
+// is then one message, not one per rank), and every rank runs it again (under
+// srun --direct there is no agent). PP 0 means size / DP. size 0 means the
+// world is not known yet (one agent of several nodes): what does not depend
+// on it is checked, and the schedule and cut too when --pp is given.
+func (c *TrainConfig) Plan(size int) (Layout, error) {
+	l := Layout{PP: c.PP, DP: c.DP}
+	if err := c.checkFlags(); err != nil {
+		return l, err
+	}
 	switch {
-	case c.PP < 1 || c.DP < 1:
+	case size > 0 && l.PP == 0:
+		if size%l.DP != 0 {
+			return l, fmt.Errorf("--dp %d does not divide the world of %d ranks", l.DP, size)
+		}
+		l.PP = size / l.DP
+	case size > 0 && l.PP*l.DP != size:
+		return l, fmt.Errorf("--pp %d × --dp %d = %d ranks, but the world has %d", l.PP, l.DP, l.PP*l.DP, size)
+	case l.PP == 0:
+		return l, nil
+	}
+	v := c.Virtual
+	if c.Schedule == "interleaved" && v < 2 {
+		v = 2
+	}
+	sched, err := schedules.Generate(c.Schedule, l.PP, c.Micro, v)
+	if err != nil {
+		return l, fmt.Errorf("--schedule %s with --pp %d, --microbatches %d, --virtual %d: %w", c.Schedule, l.PP, c.Micro, c.Virtual, err)
+	}
+	l.Sched = sched
+	if c.Cut != nil {
+		l.Cut, err = c.Cut(sched.Stages())
+	} else {
+		l.Cut, err = models.Partition(c.Model, sched.Stages(), models.BalanceUniform)
+	}
+	if err != nil {
+		return l, fmt.Errorf("cut the model into the %d stages of --schedule %s on --pp %d: %w", sched.Stages(), c.Schedule, l.PP, err)
+	}
+	return l, nil
+}
+
+// LoadData reads the corpus c.Data names (the embedded one when empty) and
+// checks that its splits hold a sequence of c.Model.Seq tokens.
+func LoadData(c TrainConfig) (*data.Corpus, error) {
+	name := c.Data
+	if name == "" {
+		name = data.DefaultName
+	}
+	corpus, err := data.Load(c.Data)
+	if err != nil {
+		return nil, fmt.Errorf("--data %s: %w", name, err)
+	}
+	if n := corpus.TrainLen(); n < c.Model.Seq+1 {
+		return nil, fmt.Errorf("--data %s: the training split has %d bytes, too few for --seq %d (needs %d)", name, n, c.Model.Seq, c.Model.Seq+1)
+	}
+	if n := corpus.ValLen(); c.EvalBatches > 0 && n < c.Model.Seq+1 {
+		return nil, fmt.Errorf("--data %s: the validation split (the last tenth) has %d bytes, too few for --seq %d (needs %d; or --eval-batches 0)", name, n, c.Model.Seq, c.Model.Seq+1)
+	}
+	return corpus, nil
+}
+
+// checkFlags checks what does not depend on the world size.
+func (c *TrainConfig) checkFlags() error {
+	switch {
+	case c.PP < 0 || c.DP < 1:
 		return fmt.Errorf("--pp %d and --dp %d must be at least 1", c.PP, c.DP)
-	case c.PP*c.DP != size:
-		return fmt.Errorf("--pp %d × --dp %d = %d ranks, but the world has %d", c.PP, c.DP, c.PP*c.DP, size)
 	case c.Micro < 1:
 		return fmt.Errorf("--microbatches %d must be at least 1", c.Micro)
 	case c.MicroSize < 1:
 		return fmt.Errorf("--microbatch-size %d must be at least 1", c.MicroSize)
-	case c.Steps < 0:
-		return fmt.Errorf("--steps %d must not be negative", c.Steps)
+	case c.LR < 0 || c.MinLR < 0 || c.MinLR > c.LR:
+		return fmt.Errorf("--lr %g and --min-lr %g: want 0 <= --min-lr <= --lr", c.LR, c.MinLR)
 	case c.CheckpointDir == "" && (c.CheckpointEvery > 0 || c.Resume):
 		return errors.New("--checkpoint-every and --resume need --checkpoint-dir")
 	case c.DP > 1 && c.Micro&(c.Micro-1) != 0:
 		// The accumulator's tree matches one process only for power-of-two blocks.
 		return fmt.Errorf("--dp %d needs --microbatches a power of two (got %d) so that results do not depend on the layout", c.DP, c.Micro)
 	}
+	for _, f := range []struct {
+		flag string
+		v    any
+		neg  bool
+	}{
+		{"--steps", c.Steps, c.Steps < 0}, {"--virtual", c.Virtual, c.Virtual < 0}, {"--warmup", c.Warmup, c.Warmup < 0},
+		{"--weight-decay", c.WeightDecay, c.WeightDecay < 0}, {"--clip", c.Clip, c.Clip < 0},
+		{"--eval-every", c.EvalEvery, c.EvalEvery < 0}, {"--eval-batches", c.EvalBatches, c.EvalBatches < 0},
+		{"--checkpoint-every", c.CheckpointEvery, c.CheckpointEvery < 0}, {"--timeout", c.Timeout, c.Timeout < 0},
+	} {
+		if f.neg {
+			return fmt.Errorf("%s %v must not be negative", f.flag, f.v)
+		}
+	}
+	if _, err := models.NewOptimizer(c.Optimizer, c.WeightDecay); err != nil {
+		return fmt.Errorf("--optimizer: %w", err)
+	}
 	return c.Model.Validate()
 }
 
 // Train runs the job on this rank. Every rank calls it with the same cfg.
 func Train(ctx context.Context, cfg TrainConfig, job Job) (*Result, error) {
-	if err := cfg.Check(job.Size); err != nil {
+	l, err := cfg.Plan(job.Size)
+	if err != nil {
 		return nil, err
 	}
-	t := &trainer{cfg: cfg, job: job, pRank: job.Rank % cfg.PP, dRank: job.Rank / cfg.PP}
+	cfg.PP = l.PP
+	t := &trainer{cfg: cfg, job: job, sched: l.Sched, cut: l.Cut, pRank: job.Rank % cfg.PP, dRank: job.Rank / cfg.PP}
 	if err := t.setup(ctx); err != nil {
 		return nil, err
 	}
@@ -165,47 +260,29 @@ func Train(ctx context.Context, cfg TrainConfig, job Job) (*Result, error) {
 
 func (t *trainer) setup(ctx context.Context) error {
 	c := t.cfg
-	v := c.Virtual
-	if c.Schedule == "interleaved" && v < 2 {
-		v = 2
-	}
-	sched, err := schedules.Generate(c.Schedule, c.PP, c.Micro, v)
-	if err != nil {
-		return fmt.Errorf("schedule: %w", err)
-	}
-	t.sched = sched
-	S := sched.Stages()
-	if c.Cut != nil {
-		t.cut, err = c.Cut(S)
-	} else {
-		t.cut, err = models.Partition(c.Model, S, models.BalanceUniform)
-	}
-	if err != nil {
-		return err
-	}
 	if t.job.Backend == nil {
 		return errors.New("no compute backend")
 	}
-	t.corpus, err = data.Load(c.Data)
-	if err != nil {
+	var err error
+	if t.corpus, err = LoadData(c); err != nil {
 		return err
 	}
 	t.stages, t.opts = map[int]*models.Stage{}, map[int]models.Optimizer{}
-	t.order = sched.StagesOf(t.pRank)
+	t.order = t.sched.StagesOf(t.pRank)
 	for _, s := range t.order {
 		st, err := models.NewStage(c.Model, t.cut, s, t.job.Backend, models.StageOptions{Seed: c.Seed, Recompute: c.Recompute})
 		if err != nil {
-			return err
+			return fmt.Errorf("stage %d: %w", s, err)
 		}
 		if c.InitFrom != "" {
 			if err := st.InitFrom(c.InitFrom); err != nil {
-				return err
+				return fmt.Errorf("--init-from %s: %w", c.InitFrom, err)
 			}
 		}
 		st.SetLossScale(float32(1 / float64(c.DP*c.Micro)))
 		t.stages[s] = st
 		if t.opts[s], err = models.NewOptimizer(c.Optimizer, c.WeightDecay); err != nil {
-			return err
+			return fmt.Errorf("--optimizer: %w", err)
 		}
 	}
 	for _, p := range c.Model.Params() {
@@ -218,7 +295,7 @@ func (t *trainer) setup(ctx context.Context) error {
 		t.execSt[s] = st
 	}
 	t.exec = &Executor{
-		Sched: sched, PRank: t.pRank, Stages: t.execSt, Comm: t.job.Comm,
+		Sched: t.sched, PRank: t.pRank, Stages: t.execSt, Comm: t.job.Comm,
 		Peer:      func(p int) int { return t.world(p, t.dRank) },
 		First:     t.dRank * c.Micro,
 		MicroSize: c.MicroSize,
@@ -356,12 +433,16 @@ func (t *trainer) syncTied(ctx context.Context, step int) error {
 }
 
 // reduceScalars all-reduces, over the world, every parameter's Σgrad² (given
-// by replica 0 only) and every global micro-batch's loss (given by the last
-// stage of its replica). Each entry has exactly one non-zero contributor, so
-// the sum is exact whatever order the all-reduce adds in.
-func (t *trainer) reduceScalars(ctx context.Context, step int, losses map[int]float64) (norm, loss float64, err error) {
-	n := len(t.names)
-	buf := make([]float64, n+t.cfg.DP*t.cfg.Micro)
+// by replica 0 only), every global micro-batch's loss (given by the last
+// stage of its replica) and how many ranks were asked to stop. Each gradient
+// and loss entry has exactly one non-zero contributor, so the sum is exact
+// whatever order the all-reduce adds in.
+func (t *trainer) reduceScalars(ctx context.Context, step int, losses map[int]float64, stop bool) (norm, loss float64, stopAll bool, err error) {
+	n, nl := len(t.names), t.cfg.DP*t.cfg.Micro
+	buf := make([]float64, n+nl+1)
+	if stop {
+		buf[n+nl] = 1
+	}
 	if t.dRank == 0 {
 		sums := map[string]float64{}
 		for _, s := range t.order {
@@ -379,17 +460,17 @@ func (t *trainer) reduceScalars(ctx context.Context, step int, losses map[int]fl
 	wctx, cancel := t.waitCtx(ctx)
 	defer cancel()
 	if err := t.job.Comm.AllReduce(wctx, collective.F64(buf), collective.Sum); err != nil {
-		return 0, 0, fmt.Errorf("step %d: all-reduce of gradient norm and losses: %w", step, err)
+		return 0, 0, false, fmt.Errorf("step %d: all-reduce of gradient norm and losses: %w", step, err)
 	}
 	sums := make(map[string]float64, n)
 	for i, name := range t.names {
 		sums[name] = buf[i]
 	}
 	var total float64
-	for _, l := range buf[n:] {
+	for _, l := range buf[n : n+nl] {
 		total += l
 	}
-	return models.GlobalNorm(sums), total / float64(len(buf)-n), nil
+	return models.GlobalNorm(sums), total / float64(nl), buf[n+nl] > 0, nil
 }
 
 func (t *trainer) loop(ctx context.Context) (*Result, error) {
@@ -419,7 +500,7 @@ func (t *trainer) loop(ctx context.Context) (*Result, error) {
 		if err := t.syncTied(ctx, step); err != nil {
 			return nil, err
 		}
-		norm, loss, err := t.reduceScalars(ctx, step, sr.Losses)
+		norm, loss, stop, err := t.reduceScalars(ctx, step, sr.Losses, t.job.Stop != nil && t.job.Stop())
 		if err != nil {
 			return nil, err
 		}
@@ -432,6 +513,7 @@ func (t *trainer) loop(ctx context.Context) (*Result, error) {
 		}
 		var val *float64
 		last := step == c.Steps-1
+		stop = stop && !last
 		if (c.EvalEvery > 0 && (step+1)%c.EvalEvery == 0) || last {
 			v, err := t.evaluate(ctx, step)
 			if err != nil {
@@ -439,7 +521,7 @@ func (t *trainer) loop(ctx context.Context) (*Result, error) {
 			}
 			val = v
 		}
-		if (c.CheckpointEvery > 0 && (step+1)%c.CheckpointEvery == 0) || (last && c.CheckpointDir != "") {
+		if (c.CheckpointEvery > 0 && (step+1)%c.CheckpointEvery == 0) || ((last || stop) && c.CheckpointDir != "") {
 			dir, err := t.save(ctx, step+1)
 			if err != nil {
 				return nil, err
@@ -459,6 +541,10 @@ func (t *trainer) loop(ctx context.Context) (*Result, error) {
 			if t.job.Report != nil {
 				t.job.Report(*rec)
 			}
+		}
+		if stop {
+			res.Steps, res.Stopped = step+1, true
+			break
 		}
 	}
 	return res, nil

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -30,8 +32,9 @@ func tiny(t *testing.T) TrainConfig {
 
 // trainInProcess runs cfg on pp·dp goroutine ranks over the in-memory
 // communicator and store, and returns rank 0's result and every rank's error.
-// stall, if set, gives a rank's stall hook; stop is closed once a rank fails.
-func trainInProcess(t *testing.T, cfg TrainConfig, stall func(rank int, stop <-chan struct{}) func(int, schedules.Action)) (*Result, []error) {
+// hook, if set, edits each rank's job (its Stall and Stop hooks); failed is
+// closed once a rank fails.
+func trainInProcess(t *testing.T, cfg TrainConfig, hook func(rank int, failed <-chan struct{}, job *Job)) (*Result, []error) {
 	t.Helper()
 	size := cfg.PP * cfg.DP
 	comms, err := collective.NewMemoryWorld(size, collective.Options{Timeout: cfg.Timeout})
@@ -54,8 +57,8 @@ func trainInProcess(t *testing.T, cfg TrainConfig, stall func(rank int, stop <-c
 			defer wg.Done()
 			defer comms[r].Close()
 			job := Job{Rank: r, Size: size, Store: st, Comm: comms[r], Backend: be}
-			if stall != nil {
-				job.Stall = stall(r, stop)
+			if hook != nil {
+				hook(r, stop, &job)
 			}
 			out, err := Train(context.Background(), cfg, job)
 			errs[r] = err
@@ -106,13 +109,7 @@ func TestTrainMatchesOneProcess(t *testing.T) {
 			if want.Records[len(want.Records)-1].ValLoss == nil {
 				t.Error("no validation loss at the last step")
 			}
-			_, _, rep, err := checkpoint.CompareDirs(cfg.CheckpointDir, ref.CheckpointDir, checkpoint.Tolerance{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !rep.OK() {
-				t.Errorf("%d tensors differ from one process", rep.Mismatches())
-			}
+			sameParams(t, cfg.CheckpointDir, ref.CheckpointDir, "one process")
 		})
 	}
 }
@@ -123,13 +120,13 @@ func TestTrainMatchesOneProcess(t *testing.T) {
 func TestTrainTimeoutNamesActionAndPeer(t *testing.T) {
 	cfg := tiny(t)
 	cfg.PP, cfg.Timeout = 2, 500*time.Millisecond
-	_, errs := trainInProcess(t, cfg, func(rank int, stop <-chan struct{}) func(int, schedules.Action) {
+	_, errs := trainInProcess(t, cfg, func(rank int, failed <-chan struct{}, job *Job) {
 		if rank != 1 {
-			return nil
+			return
 		}
-		return func(step int, a schedules.Action) {
+		job.Stall = func(step int, a schedules.Action) {
 			if step == 1 && a == (schedules.Action{Kind: schedules.F, Stage: 1, Micro: 0}) {
-				<-stop
+				<-failed
 			}
 		}
 	})
@@ -142,7 +139,59 @@ func TestTrainTimeoutNamesActionAndPeer(t *testing.T) {
 	}
 }
 
-func TestTrainConfigCheck(t *testing.T) {
+// TestTrainStopAgreed: a stop request seen by one rank only (rank 2, after
+// its second step) stops every rank after that same step with a complete
+// checkpoint; resuming from it ends with the parameters of an uninterrupted
+// run.
+func TestTrainStopAgreed(t *testing.T) {
+	ref := tiny(t)
+	ref.PP, ref.DP, ref.Micro, ref.Steps = 2, 2, 4, 4
+	ref.CheckpointDir = t.TempDir()
+	if _, errs := trainInProcess(t, ref, nil); errors.Join(errs...) != nil {
+		t.Fatal(errors.Join(errs...))
+	}
+	cfg := ref
+	cfg.CheckpointDir = t.TempDir()
+	res, errs := trainInProcess(t, cfg, func(rank int, _ <-chan struct{}, job *Job) {
+		if rank == 2 {
+			asked := 0
+			job.Stop = func() bool { asked++; return asked >= 2 }
+		}
+	})
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	if !res.Stopped || res.Steps != 2 || len(res.Records) != 2 || res.Checkpoint != checkpoint.StepDir(cfg.CheckpointDir, 2) {
+		t.Fatalf("stopped %v after %d steps (%d records), checkpoint %q; want a stop after step 2 with its checkpoint", res.Stopped, res.Steps, len(res.Records), res.Checkpoint)
+	}
+	cfg.Resume = true
+	res, errs = trainInProcess(t, cfg, nil)
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	if res.FirstStep != 2 || res.Stopped {
+		t.Errorf("resumed at step %d (stopped %v), want step 2 to the end", res.FirstStep, res.Stopped)
+	}
+	sameParams(t, cfg.CheckpointDir, ref.CheckpointDir, "the uninterrupted run")
+}
+
+// sameParams checks that the newest checkpoints under dir and ref hold the
+// same tensors, bit for bit.
+func sameParams(t *testing.T, dir, ref, what string) {
+	t.Helper()
+	_, _, rep, err := checkpoint.CompareDirs(dir, ref, checkpoint.Tolerance{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK() {
+		t.Errorf("%d tensors differ from %s", rep.Mismatches(), what)
+	}
+}
+
+// TestTrainConfigPlan: every bad configuration is refused with a message
+// naming the flag, with the world size and without it (size 0: one agent of
+// several nodes), and a good one gives the layout.
+func TestTrainConfigPlan(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		edit func(*TrainConfig)
@@ -150,20 +199,80 @@ func TestTrainConfigCheck(t *testing.T) {
 		want string
 	}{
 		{"world", func(c *TrainConfig) { c.PP = 2 }, 4, "--pp 2 × --dp 1 = 2 ranks, but the world has 4"},
+		{"dp does not divide", func(c *TrainConfig) { c.PP, c.DP = 0, 3 }, 4, "--dp 3 does not divide the world of 4 ranks"},
+		{"dp zero", func(c *TrainConfig) { c.PP, c.DP = 0, 0 }, 4, "--dp 0 must be at least 1"},
 		{"micro", func(c *TrainConfig) { c.Micro = 0 }, 1, "--microbatches 0"},
+		{"micro, world unknown", func(c *TrainConfig) { c.Micro = 0 }, 0, "--microbatches 0"},
 		{"dp needs power of two", func(c *TrainConfig) { c.DP, c.Micro = 2, 3 }, 2, "power of two"},
 		{"size", func(c *TrainConfig) { c.MicroSize = 0 }, 1, "--microbatch-size 0"},
 		{"checkpoint dir", func(c *TrainConfig) { c.CheckpointEvery = 2 }, 1, "need --checkpoint-dir"},
 		{"model", func(c *TrainConfig) { c.Model.Heads = 3 }, 1, "head"},
+		{"optimizer", func(c *TrainConfig) { c.Optimizer = "lion" }, 1, `--optimizer: optimizer "lion"`},
+		{"min lr above lr", func(c *TrainConfig) { c.MinLR = 1 }, 1, "--min-lr"},
+		{"clip", func(c *TrainConfig) { c.Clip = -1 }, 1, "--clip -1 must not be negative"},
+		{"timeout", func(c *TrainConfig) { c.Timeout = -time.Second }, 1, "--timeout -1s must not be negative"},
+		{"steps", func(c *TrainConfig) { c.Steps = -2 }, 1, "--steps -2 must not be negative"},
+		{"schedule", func(c *TrainConfig) { c.Schedule = "nope" }, 1, "--schedule nope"},
+		{"virtual on 1f1b", func(c *TrainConfig) { c.PP, c.Virtual = 2, 3 }, 2, "--schedule 1f1b with --pp 2, --microbatches 4, --virtual 3"},
+		{"more stages than layers", func(c *TrainConfig) { c.PP = 8 }, 8, "cut the model into the 8 stages"},
+		{"cut, world unknown, pp given", func(c *TrainConfig) {
+			c.PP, c.Schedule = 4, "interleaved"
+		}, 0, "cut the model into the 8 stages of --schedule interleaved on --pp 4"},
+		{"cut callback", func(c *TrainConfig) {
+			c.PP = 2
+			c.Cut = func(int) ([]int, error) { return nil, errors.New("--layers-per-stage 3,3: adds up to 6") }
+		}, 2, "--layers-per-stage 3,3"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := tiny(t)
 			tc.edit(&c)
-			err := c.Check(tc.size)
+			_, err := c.Plan(tc.size)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("Check: %v, want %q", err, tc.want)
+				t.Errorf("Plan(%d): %v, want %q", tc.size, err, tc.want)
 			}
 		})
+	}
+	for _, tc := range []struct {
+		pp, dp, size int
+		wantPP       int
+		sched        bool
+	}{
+		{0, 2, 4, 2, true}, {2, 2, 4, 2, true}, {0, 1, 0, 0, false}, {4, 1, 0, 4, true},
+	} {
+		c := tiny(t)
+		c.PP, c.DP = tc.pp, tc.dp
+		l, err := c.Plan(tc.size)
+		if err != nil || l.PP != tc.wantPP || (l.Sched != nil) != tc.sched || (tc.sched && len(l.Cut) != l.Sched.Stages()) {
+			t.Errorf("pp %d dp %d on %d ranks: %+v, %v; want pp %d, schedule %v", tc.pp, tc.dp, tc.size, l, err, tc.wantPP, tc.sched)
+		}
+	}
+}
+
+// TestLoadData: a missing corpus and one too small for the sequence are
+// errors naming --data; the validation split matters only with evaluation.
+func TestLoadData(t *testing.T) {
+	dir := t.TempDir()
+	small := filepath.Join(dir, "small.txt")
+	if err := os.WriteFile(small, []byte(strings.Repeat("abcdefghij", 5)), 0o644); err != nil { // 45 training bytes, 5 held out
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		data       string
+		seq, evals int
+		want       string
+	}{
+		{filepath.Join(dir, "missing"), 8, 1, "--data " + filepath.Join(dir, "missing") + ": corpus: "},
+		{small, 64, 0, "the training split has 45 bytes, too few for --seq 64"},
+		{small, 8, 1, "the validation split (the last tenth) has 5 bytes, too few for --seq 8"},
+		{small, 8, 0, ""},
+		{"", 8, 1, ""},
+	} {
+		c := tiny(t)
+		c.Data, c.Model.Seq, c.EvalBatches = tc.data, tc.seq, tc.evals
+		_, err := LoadData(c)
+		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("LoadData(%q, seq %d, eval batches %d): %v, want %q", tc.data, tc.seq, tc.evals, err, tc.want)
+		}
 	}
 }
 

@@ -8,13 +8,18 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/signal"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/pplaunch/pplaunch/collective"
+	"github.com/pplaunch/pplaunch/launch"
 	"github.com/pplaunch/pplaunch/models/tensor"
 	"github.com/pplaunch/pplaunch/ranks"
 	"github.com/pplaunch/pplaunch/ranks/store"
@@ -62,9 +67,12 @@ type trainCmd struct {
 //	ends it.
 //	PPLAUNCH_TEST_KILL=RANK:STEP makes that rank SIGKILL itself before that
 //	step, on the first attempt only (restarts run normally).
+//	PPLAUNCH_TEST_HOLD=RANK:STEP makes that rank wait before that step until
+//	it receives a preemption signal, so that a test's signal lands mid-run.
 const (
 	stallEnv = "PPLAUNCH_TEST_STALL"
 	killEnv  = "PPLAUNCH_TEST_KILL"
+	holdEnv  = "PPLAUNCH_TEST_HOLD"
 )
 
 func (c *trainCmd) config() (ranks.TrainConfig, error) {
@@ -85,6 +93,64 @@ func (c *trainCmd) config() (ranks.TrainConfig, error) {
 	}, nil
 }
 
+// run is the train subcommand. As the agent, it first checks the whole
+// configuration for the world it is about to launch, so that a bad flag is
+// one message and exit code 2 before any rank starts; the ranks check it again
+// (under --direct, srun or mpirun start them with no agent).
+func (c *trainCmd) run(f launch.Flags, argv []string, stdout, stderr io.Writer) int {
+	if err := c.precheck(f, os.Getenv); err != nil {
+		fmt.Fprintln(stderr, "pplaunch: train:", err)
+		return 2
+	}
+	return runAsRanks(f, argv, stdout, stderr, c.job(stdout))
+}
+
+// precheck is the agent's check of the configuration, with the world size
+// when this node is the whole world (with several nodes the size is known
+// only at the rendezvous: what does not depend on it is checked). Inside a
+// rank, or under --direct, it checks nothing: the rank does.
+func (c *trainCmd) precheck(f launch.Flags, getenv func(string) string) error {
+	if f.Direct || getenv(store.EnvRole) == store.RoleRank {
+		return nil
+	}
+	cfg, err := c.config()
+	if err != nil {
+		return err
+	}
+	size := 0
+	// Bad launcher flags are runAgent's to report.
+	if lc, err := launch.Resolve(f, getenv); err == nil && lc.NNodes == 1 {
+		size = lc.NProc
+	}
+	if _, err := cfg.Plan(size); err != nil {
+		return err
+	}
+	if _, err := ranks.LoadData(cfg); err != nil {
+		return err
+	}
+	if cfg.InitFrom != "" {
+		f, err := os.Open(cfg.InitFrom)
+		if err != nil {
+			return fmt.Errorf("--init-from: %w", err)
+		}
+		f.Close()
+	}
+	if size == 0 {
+		return nil // rank 0, which writes the files below, may be on another node
+	}
+	for _, o := range []struct{ flag, path string }{{"--metrics", c.Metrics}, {"--trace", c.Trace}, {"--trace-svg", c.TraceSVG}} {
+		if o.path == "" {
+			continue
+		}
+		if fi, err := os.Stat(filepath.Dir(o.path)); err != nil {
+			return fmt.Errorf("%s %s: %w", o.flag, o.path, err)
+		} else if !fi.IsDir() {
+			return fmt.Errorf("%s %s: %s is not a directory", o.flag, o.path, filepath.Dir(o.path))
+		}
+	}
+	return nil
+}
+
 // job is the rank job the launcher runs on every rank (see runAsRanks).
 func (c *trainCmd) job(stdout io.Writer) func(ctx context.Context, r *ranks.Rank) error {
 	if os.Getenv(store.EnvRole) != store.RoleRank && isTerminal(stdout) {
@@ -96,26 +162,34 @@ func (c *trainCmd) job(stdout io.Writer) func(ctx context.Context, r *ranks.Rank
 		if err != nil {
 			return fmt.Errorf("train: %w", err)
 		}
+		l, err := cfg.Plan(r.WorldSize)
+		if err != nil {
+			return fmt.Errorf("train: %w", err)
+		}
+		cfg.PP = l.PP
 		be, err := tensor.NewCPUFromEnv()
 		if err != nil {
 			return fmt.Errorf("train: %w", err)
 		}
+		logf := func(f string, a ...any) { fmt.Fprintf(stdout, f+"\n", a...) }
+		pre := watchPreemption(cfg.CheckpointDir != "", r.Rank, logf)
+		defer pre.close()
 		comm, err := openComm(ctx, r, cfg.Timeout)
 		if err != nil {
 			return err
 		}
 		defer comm.Close()
 		job := ranks.Job{
-			Rank: r.Rank, Size: r.WorldSize, Store: r.Store, Comm: comm, Restart: r.RestartCount, Backend: be,
-			Logf: func(f string, a ...any) { fmt.Fprintf(stdout, f+"\n", a...) },
+			Rank: r.Rank, Size: r.WorldSize, Store: r.Store, Comm: comm, Restart: r.RestartCount, Backend: be, Logf: logf,
 		}
-		if cfg.PP == 0 {
-			if cfg.DP < 1 || job.Size%cfg.DP != 0 {
-				return fmt.Errorf("train: --dp %d does not divide the world of %d ranks", cfg.DP, job.Size)
-			}
-			cfg.PP = job.Size / cfg.DP
+		if cfg.CheckpointDir != "" {
+			job.Stop = pre.requested
+			// SIGTERM, SIGINT and SIGHUP also cancel ctx (runRank): the
+			// step in flight finishes and the checkpoint is written
+			// anyway, within the agent's --grace-period.
+			ctx = context.WithoutCancel(ctx)
 		}
-		if job.Stall, err = faultHooks(os.Getenv(stallEnv), os.Getenv(killEnv), job.Rank, job.Restart); err != nil {
+		if job.Stall, err = faultHooks(os.Getenv(stallEnv), os.Getenv(killEnv), os.Getenv(holdEnv), job.Rank, job.Restart, pre.got); err != nil {
 			return fmt.Errorf("train: %w", err)
 		}
 		var out *trainOutput
@@ -131,10 +205,93 @@ func (c *trainCmd) job(stdout io.Writer) func(ctx context.Context, r *ranks.Rank
 			return err
 		}
 		if out != nil {
-			return out.finish(res)
+			return out.finish(res, pre.signal())
 		}
 		return nil
 	}
+}
+
+// preemption watches for the signals that ask a training job to stop early:
+// Slurm's preemption warning (SIGUSR1, as in sbatch --signal=USR1@120,
+// forwarded by the agent) and the signals that end a job (SIGTERM, SIGINT,
+// SIGHUP). With --checkpoint-dir, the ranks then finish the step, write a
+// checkpoint together and exit: 0 after SIGUSR1, 128+signal after the others
+// (runRank's code for them, so the agent reports them). Without it there is
+// nothing to save: SIGUSR1 is logged and ignored, the others end the job at
+// once as before.
+type preemption struct {
+	sigs chan os.Signal
+	once sync.Once
+	got  chan struct{} // closed at the first signal
+	sig  atomic.Value  // that signal
+	quit chan struct{}
+}
+
+func watchPreemption(checkpoints bool, rank int, logf func(string, ...any)) *preemption {
+	p := &preemption{sigs: make(chan os.Signal, 4), got: make(chan struct{}), quit: make(chan struct{})}
+	if checkpoints {
+		signal.Notify(p.sigs, syscall.SIGUSR1, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	} else {
+		signal.Notify(p.sigs, syscall.SIGUSR1)
+	}
+	go func() {
+		for {
+			select {
+			case s := <-p.sigs:
+				if !checkpoints {
+					if rank == 0 {
+						logf("received %s: no --checkpoint-dir to save to, carrying on", signalName(s))
+					}
+					continue
+				}
+				p.once.Do(func() {
+					p.sig.Store(s)
+					close(p.got)
+					if rank == 0 {
+						logf("received %s: stopping after this step with a checkpoint", signalName(s))
+					}
+				})
+			case <-p.quit:
+				return
+			}
+		}
+	}()
+	return p
+}
+
+func signalName(s os.Signal) string {
+	switch s {
+	case syscall.SIGUSR1:
+		return "SIGUSR1"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	case syscall.SIGINT:
+		return "SIGINT"
+	case syscall.SIGHUP:
+		return "SIGHUP"
+	}
+	return s.String()
+}
+
+// requested reports whether a stop was asked for.
+func (p *preemption) requested() bool {
+	select {
+	case <-p.got:
+		return true
+	default:
+		return false
+	}
+}
+
+// signal is the signal received, or nil.
+func (p *preemption) signal() os.Signal {
+	s, _ := p.sig.Load().(os.Signal)
+	return s
+}
+
+func (p *preemption) close() {
+	signal.Stop(p.sigs)
+	close(p.quit)
 }
 
 // openComm joins the TCP communicator of the job. Each rank listens on the
@@ -158,8 +315,8 @@ func openComm(ctx context.Context, r *ranks.Rank, timeout time.Duration) (collec
 }
 
 // faultHooks parses the test-only hooks for this rank into one callback run
-// before every action.
-func faultHooks(stall, kill string, rank, restart int) (func(int, schedules.Action), error) {
+// before every action; signalled is closed when a preemption signal arrives.
+func faultHooks(stall, kill, hold string, rank, restart int, signalled <-chan struct{}) (func(int, schedules.Action), error) {
 	var hooks []func(int, schedules.Action)
 	if stall != "" {
 		f, err := parseFault(stall, 3)
@@ -192,6 +349,22 @@ func faultHooks(stall, kill string, rank, restart int) (func(int, schedules.Acti
 				if s == f.step {
 					fmt.Fprintf(os.Stderr, "rank %d: %s: SIGKILL before step %d\n", rank, killEnv, s)
 					syscall.Kill(os.Getpid(), syscall.SIGKILL)
+				}
+			})
+		}
+	}
+	if hold != "" {
+		f, err := parseFault(hold, 2)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", holdEnv, err)
+		}
+		if f.rank == rank && restart == 0 {
+			held := false
+			hooks = append(hooks, func(s int, _ schedules.Action) {
+				if s == f.step && !held {
+					held = true
+					fmt.Fprintf(os.Stderr, "rank %d: %s: waiting for a preemption signal before step %d\n", rank, holdEnv, s)
+					<-signalled
 				}
 			})
 		}
@@ -249,6 +422,7 @@ type trainOutput struct {
 	tty     bool
 	metrics *os.File
 	enc     *json.Encoder
+	encErr  error // the first failed --metrics write, reported at the end
 	trace   *schedules.Timeline
 	c       *trainCmd
 	start   time.Time
@@ -259,7 +433,7 @@ func newTrainOutput(c *trainCmd, cfg ranks.TrainConfig, backend string, world in
 	if c.Metrics != "" {
 		f, err := os.Create(c.Metrics)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("--metrics: %w", err)
 		}
 		o.metrics, o.enc = f, json.NewEncoder(f)
 	}
@@ -285,8 +459,8 @@ func dataName(p string) string {
 func mib(b int64) string { return fmt.Sprintf("%.1f", float64(b)/(1<<20)) }
 
 func (o *trainOutput) step(r ranks.StepRecord) {
-	if o.enc != nil {
-		o.enc.Encode(r)
+	if o.enc != nil && o.encErr == nil {
+		o.encErr = o.enc.Encode(r)
 	}
 	if o.trace != nil {
 		for i, spans := range r.Timeline.Ranks {
@@ -325,13 +499,15 @@ func (o *trainOutput) close() {
 	}
 }
 
-// finish writes the trace files and prints the summary.
-func (o *trainOutput) finish(res *ranks.Result) error {
+// finish writes the trace files and prints the summary; sig is the
+// preemption signal rank 0 received, if any.
+func (o *trainOutput) finish(res *ranks.Result, sig os.Signal) error {
 	if o.metrics != nil {
-		if err := o.metrics.Close(); err != nil {
+		err := errors.Join(o.encErr, o.metrics.Close())
+		o.metrics = nil
+		if err != nil {
 			return fmt.Errorf("train: --metrics: %w", err)
 		}
-		o.metrics = nil
 	}
 	if o.trace != nil {
 		if err := writeFile(o.c.Trace, func(w io.Writer) error { return schedules.WriteTrace(w, o.trace) }); err != nil {
@@ -376,6 +552,13 @@ func (o *trainOutput) finish(res *ranks.Result) error {
 	}
 	if res.Checkpoint != "" {
 		fmt.Fprintf(o.w, "  checkpoint: %s\n", res.Checkpoint)
+	}
+	if res.Stopped {
+		why := "a preemption signal to another rank"
+		if sig != nil {
+			why = signalName(sig)
+		}
+		fmt.Fprintf(o.w, "  stopped after step %d of %d on %s: continue with --resume\n", res.Steps, o.cfg.Steps, why)
 	}
 	for _, f := range []string{o.c.Metrics, o.c.Trace, o.c.TraceSVG} {
 		if f != "" {

@@ -1,37 +1,47 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/alexflint/go-arg"
+
 	"github.com/pplaunch/pplaunch/ranks"
+	"github.com/pplaunch/pplaunch/ranks/store"
 )
 
 func TestFaultHooks(t *testing.T) {
 	for _, tc := range []struct {
-		stall, kill string
-		rank        int
-		hook        bool
-		err         string
+		stall, kill, hold string
+		rank              int
+		hook              bool
+		err               string
 	}{
-		{"", "", 0, false, ""},
-		{"1:2:1F3", "", 1, true, ""},
-		{"1:2:1F3", "", 0, false, ""},
-		{"", "2:3", 2, true, ""},
-		{"1:2", "", 1, false, "want RANK:STEP:ACTION"},
-		{"1:x:1F3", "", 1, false, "invalid syntax"},
-		{"1:2:1F3,1B3", "", 1, false, "not one action"},
-		{"1:2:bogus", "", 1, false, "not one action"},
-		{"", "2", 2, false, "want RANK:STEP"},
+		{"", "", "", 0, false, ""},
+		{"1:2:1F3", "", "", 1, true, ""},
+		{"1:2:1F3", "", "", 0, false, ""},
+		{"", "2:3", "", 2, true, ""},
+		{"", "", "0:3", 0, true, ""},
+		{"", "", "0:3", 1, false, ""},
+		{"1:2", "", "", 1, false, "want RANK:STEP:ACTION"},
+		{"1:x:1F3", "", "", 1, false, "invalid syntax"},
+		{"1:2:1F3,1B3", "", "", 1, false, "not one action"},
+		{"1:2:bogus", "", "", 1, false, "not one action"},
+		{"", "2", "", 2, false, "want RANK:STEP"},
+		{"", "", "x:1", 0, false, holdEnv},
 	} {
-		h, err := faultHooks(tc.stall, tc.kill, tc.rank, 0)
+		h, err := faultHooks(tc.stall, tc.kill, tc.hold, tc.rank, 0, nil)
 		switch {
 		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
-			t.Errorf("faultHooks(%q, %q): %v, want an error with %q", tc.stall, tc.kill, err, tc.err)
+			t.Errorf("faultHooks(%q, %q, %q): %v, want an error with %q", tc.stall, tc.kill, tc.hold, err, tc.err)
 		case tc.err == "" && err != nil:
-			t.Errorf("faultHooks(%q, %q): %v", tc.stall, tc.kill, err)
+			t.Errorf("faultHooks(%q, %q, %q): %v", tc.stall, tc.kill, tc.hold, err)
 		case tc.err == "" && (h != nil) != tc.hook:
-			t.Errorf("faultHooks(%q, %q) for rank %d: hook %v, want %v", tc.stall, tc.kill, tc.rank, h != nil, tc.hook)
+			t.Errorf("faultHooks(%q, %q, %q) for rank %d: hook %v, want %v", tc.stall, tc.kill, tc.hold, tc.rank, h != nil, tc.hook)
 		}
 	}
 }
@@ -42,7 +52,7 @@ func FuzzParseFault(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, spec string) {
-		faultHooks(spec, spec, 0, 0)
+		faultHooks(spec, spec, spec, 0, 0, nil)
 	})
 }
 
@@ -70,5 +80,120 @@ func TestTrainOutputLines(t *testing.T) {
 		if tc.tty && (!strings.HasPrefix(got[len(got)-1], "[####################] 100%") || !strings.Contains(buf.String(), "val 2.5000")) {
 			t.Errorf("progress bar lines:\n%s", buf.String())
 		}
+	}
+}
+
+// parseCLI parses argv as main's run does.
+func parseCLI(t *testing.T, argv []string) cli {
+	t.Helper()
+	var c cli
+	p, err := arg.NewParser(arg.Config{Program: "pplaunch"}, &c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Parse(torchrunNames(argv)); err != nil {
+		t.Fatalf("parse %q: %v", argv, err)
+	}
+	return c
+}
+
+// TestTrainAgentChecksFlags: as the agent, train refuses a bad configuration
+// for the world it would launch with exit code 2 and one line naming the
+// flag, before any rank starts. Were a rank started, it would be this test
+// binary run as pplaunch (PPLAUNCH_TEST_MAIN), failing on every rank: more
+// lines, and another exit code.
+func TestTrainAgentChecksFlags(t *testing.T) {
+	t.Setenv("PPLAUNCH_TEST_MAIN", "1")
+	t.Setenv(store.EnvRole, "")
+	missing := filepath.Join(t.TempDir(), "missing.txt")
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		argv []string
+		want string
+	}{
+		{[]string{"--nproc", "4", "train", "--schedule", "nope"}, `--schedule "nope": want one of`},
+		{[]string{"--nproc", "4", "train", "--microbatches", "0"}, "--microbatches 0 must be at least 1"},
+		{[]string{"--nproc", "4", "train", "--pp", "3"}, "--pp 3 × --dp 1 = 3 ranks, but the world has 4"},
+		{[]string{"--nproc", "4", "train", "--dp", "3"}, "--dp 3 does not divide the world of 4 ranks"},
+		{[]string{"--nproc", "4", "train", "--dp", "2", "--microbatches", "6"}, "--dp 2 needs --microbatches a power of two (got 6)"},
+		{[]string{"--nproc", "4", "train", "--layers-per-stage", "1,1,1"}, `--layers-per-stage: layers per stage "1,1,1" adds up to 3, but the model has 4 layers`},
+		{[]string{"--nproc", "2", "train", "--layers-per-stage", "1,1,2"}, "--layers-per-stage 1,1,2 names 3 stages, but the pipeline has 2"},
+		{[]string{"--nproc", "2", "train", "--schedule", "interleaved", "--layers", "3"}, "cut the model into the 4 stages of --schedule interleaved on --pp 2"},
+		{[]string{"--nproc", "2", "train", "--data", missing}, "--data " + missing},
+		{[]string{"--nproc", "2", "train", "--init-from", missing}, "--init-from: open " + missing},
+		{[]string{"--nproc", "2", "train", "--resume"}, "--resume need --checkpoint-dir"},
+		{[]string{"--nproc", "2", "train", "--optimizer", "lion"}, `--optimizer: optimizer "lion"`},
+		{[]string{"--nproc", "2", "train", "--heads", "5"}, "head"},
+		{[]string{"--nproc", "2", "train", "--metrics", filepath.Join(missing, "m.jsonl")}, "--metrics " + filepath.Join(missing, "m.jsonl") + ": stat " + missing},
+		{[]string{"--nproc", "2", "train", "--trace-svg", filepath.Join(file, "t.svg")}, file + " is not a directory"},
+		// Two nodes: the world is known at the rendezvous only; the rest is checked.
+		{[]string{"--nnodes", "2", "--rdzv-endpoint", "127.0.0.1:1", "--nproc", "2", "train", "--pp", "2", "--virtual", "3"}, "--schedule 1f1b with --pp 2"},
+		{[]string{"--nnodes", "2", "--rdzv-endpoint", "127.0.0.1:1", "--nproc", "2", "train", "--microbatch-size", "0"}, "--microbatch-size 0"},
+	} {
+		// A short job, should the check let it through.
+		tc.argv = append(tc.argv, "--steps", "1")
+		c := parseCLI(t, tc.argv)
+		var out, errb bytes.Buffer
+		code := c.Train.run(c.Flags, tc.argv, &out, &errb)
+		lines := strings.Split(strings.TrimSpace(errb.String()), "\n")
+		if code != 2 || len(lines) != 1 || !strings.HasPrefix(lines[0], "pplaunch: train: ") || !strings.Contains(lines[0], tc.want) {
+			t.Errorf("%q: exit %d, want 2 and one line saying %q; stderr:\n%s\nstdout:\n%s", tc.argv, code, tc.want, errb.String(), out.String())
+		}
+	}
+}
+
+// TestTrainPrecheckPasses: a good configuration passes the agent's check,
+// and inside a rank or under --direct the agent's check is skipped (the
+// rank checks with the world it is in).
+func TestTrainPrecheckPasses(t *testing.T) {
+	t.Setenv(store.EnvRole, "")
+	for _, argv := range [][]string{
+		{"--nproc", "4", "train"},
+		{"--nproc", "4", "train", "--dp", "2", "--schedule", "interleaved", "--layers-per-stage", "1,1,1,1"},
+		{"--nproc", "2", "train", "--pp", "1", "--dp", "2"},
+		{"--nnodes", "2", "--rdzv-endpoint", "127.0.0.1:1", "--nproc", "2", "train", "--dp", "3"},
+		{"--direct", "train", "--pp", "3"},
+		{"--nproc", "2", "train", "--metrics", filepath.Join(t.TempDir(), "m.jsonl"), "--trace", filepath.Join(t.TempDir(), "t.json")},
+	} {
+		c := parseCLI(t, argv)
+		if err := c.Train.precheck(c.Flags, os.Getenv); err != nil {
+			t.Errorf("%q: %v", argv, err)
+		}
+	}
+	c := parseCLI(t, []string{"--nproc", "4", "train", "--pp", "3"})
+	rank := func(k string) string {
+		if k == store.EnvRole {
+			return store.RoleRank
+		}
+		return ""
+	}
+	if err := c.Train.precheck(c.Flags, rank); err != nil {
+		t.Errorf("in a rank: %v, want no agent check", err)
+	}
+	if err := c.Train.precheck(c.Flags, os.Getenv); err == nil {
+		t.Error("--pp 3 on 4 ranks passed the agent's check")
+	}
+}
+
+// TestTrainMetricsWriteError: a --metrics file that cannot be written is an
+// error at the end of the run naming --metrics, not a silently short file.
+func TestTrainMetricsWriteError(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "metrics.jsonl")
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path) // read-only: every write fails
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf strings.Builder
+	o := &trainOutput{cfg: ranks.TrainConfig{Steps: 1}, w: &buf, c: &trainCmd{}, metrics: f, enc: json.NewEncoder(f)}
+	o.step(ranks.StepRecord{Loss: 3, PeakActivation: []int64{1}})
+	err = o.finish(&ranks.Result{Steps: 1}, nil)
+	if err == nil || !strings.Contains(err.Error(), "--metrics") {
+		t.Errorf("finish: %v, want a --metrics write error", err)
 	}
 }

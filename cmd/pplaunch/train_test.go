@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -421,7 +422,8 @@ func TestTrainSlurm(t *testing.T) {
 }
 
 // TestTrainBadFlags: a layout that does not fit the world, or an unknown
-// schedule, is a clear error from the ranks and a failed job.
+// schedule, is a clear error and a failed job through the binary, whether
+// the agent finds it before starting the ranks (trainCmd.run) or the ranks.
 func TestTrainBadFlags(t *testing.T) {
 	for _, tc := range []struct {
 		n    int
@@ -438,5 +440,111 @@ func TestTrainBadFlags(t *testing.T) {
 		if r.code == 0 || !strings.Contains(r.out, tc.want) {
 			t.Errorf("%v on %d ranks: exit %d, want a failure saying %q:\n%s", tc.args, tc.n, r.code, tc.want, r.out)
 		}
+	}
+}
+
+// runPreempted runs `pplaunch --nproc n train ARGS` with extra environment
+// env and sends sig to the agent once rank 0 has printed the line of step
+// `after` (of steps). It returns the agent's exit code and output.
+func runPreempted(t *testing.T, sig syscall.Signal, after, steps, n int, env []string, args ...string) (int, string) {
+	t.Helper()
+	jobs <- struct{}{}
+	defer func() { <-jobs }()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	// A long grace period: the ranks finish the step and write the
+	// checkpoint after SIGTERM, before the agent would SIGKILL them.
+	argv := append([]string{"--nproc", fmt.Sprint(n), "--standalone", "--grace-period", "60s", "train"}, args...)
+	cmd := exec.CommandContext(ctx, binary(t), argv...)
+	var out bytes.Buffer
+	w := &lockedWriter{w: &out}
+	cmd.Env, cmd.Stderr = append(os.Environ(), env...), w
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sent := false
+	mark := fmt.Sprintf("step %d/%d ", after, steps)
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		fmt.Fprintln(w, sc.Text())
+		if !sent && strings.Contains(sc.Text(), mark) {
+			if err := cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			sent = true
+		}
+	}
+	code := 0
+	if err := cmd.Wait(); err != nil {
+		code = -1
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		}
+	}
+	if !sent {
+		t.Fatalf("rank 0 never printed %q (exit %d):\n%s", mark, code, out.String())
+	}
+	return code, out.String()
+}
+
+// TestTrainPreempted: SIGUSR1 (Slurm's preemption warning) or SIGTERM sent
+// to the agent of a 2-rank job mid-run makes the ranks finish the step, write
+// a complete checkpoint together and exit (0 after SIGUSR1; 128+15 after
+// SIGTERM, so the agent reports it); --resume then ends with exactly the
+// parameters of an uninterrupted run. Rank 0 waits before step 3 for the
+// signal (a test hook), so the signal always lands mid-run: the ranks stop
+// after step 4 of 6.
+func TestTrainPreempted(t *testing.T) {
+	args := append([]string{"--microbatches", "4"}, tinyModel...)
+	args = append(args, "--steps", "6")
+	ref := t.TempDir()
+	mustSucceed(t, runJob(t, 2, 0, nil, append(args, "--checkpoint-dir", ref)...), "uninterrupted run")
+	for _, tc := range []struct {
+		sig  syscall.Signal
+		name string
+		code int
+	}{{syscall.SIGUSR1, "SIGUSR1", 0}, {syscall.SIGTERM, "SIGTERM", 128 + int(syscall.SIGTERM)}} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			code, out := runPreempted(t, tc.sig, 3, 6, 2, []string{holdEnv + "=0:3"}, append(args, "--checkpoint-dir", dir)...)
+			if code != tc.code {
+				t.Fatalf("exit %d after %s, want %d:\n%s", code, tc.name, tc.code, out)
+			}
+			stopped := filepath.Join(dir, "step-000004")
+			for _, want := range []string{"received " + tc.name + ": stopping after this step", "stopped after step 4 of 6 on " + tc.name, "checkpoint: " + stopped} {
+				if !strings.Contains(out, want) {
+					t.Errorf("output lacks %q:\n%s", want, out)
+				}
+			}
+			if strings.Contains(out, "step 5/6") {
+				t.Errorf("ran past step 4:\n%s", out)
+			}
+			r := runJob(t, 2, 0, nil, append(args, "--checkpoint-dir", dir, "--resume")...)
+			mustSucceed(t, r, "resumed run")
+			if !strings.Contains(r.out, "resumed from "+stopped) || len(r.metrics) != 2 {
+				t.Errorf("did not resume from %s (%d metric lines):\n%s", stopped, len(r.metrics), r.out)
+			}
+			compare(t, dir, ref)
+		})
+	}
+}
+
+// TestTrainDirectBadFlags: under --direct (srun or mpirun start the ranks,
+// no agent checks first) the rank itself refuses a layout that does not fit
+// its world.
+func TestTrainDirectBadFlags(t *testing.T) {
+	env := []string{"SLURM_JOB_ID=78", "SLURM_STEP_ID=0", "SLURM_STEP_NUM_NODES=1", "SLURM_NODEID=0",
+		"SLURM_STEP_NUM_TASKS=1", "SLURM_PROCID=0", "SLURM_LOCALID=0",
+		"SLURM_STEP_NODELIST=localhost", "SLURM_STEP_TASKS_PER_NODE=1"}
+	cmd := exec.Command(binary(t), append([]string{"--direct", "--master-addr", "127.0.0.1", "--master-port", freePort(t), "train", "--pp", "3"}, tinyModel...)...)
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	want := "pplaunch: rank 0: train: --pp 3 × --dp 1 = 3 ranks, but the world has 1"
+	if code := exitCode(t, err); code != 1 || !strings.Contains(string(out), want) {
+		t.Errorf("exit %d, want 1 and %q:\n%s", code, want, out)
 	}
 }
