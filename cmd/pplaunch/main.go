@@ -99,7 +99,7 @@ func run(argv []string, stdout, stderr io.Writer) int {
 	case c.Bench != nil && c.Bench.AllReduce != nil:
 		return runAsRanks(c.Flags, argv, stdout, stderr, c.Bench.AllReduce.job(stdout))
 	case c.Train != nil:
-		return runAsRanks(c.Flags, argv, stdout, stderr, c.Train.job(stdout))
+		return c.Train.run(c.Flags, argv, stdout, stderr)
 	case c.Plan != nil:
 		return runInProcess(stderr, func(ctx context.Context) error { return c.Plan.run(ctx, stdout, stderr) })
 	case c.Bench != nil && c.Bench.Step != nil:
