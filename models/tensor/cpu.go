@@ -161,6 +161,14 @@ func mustShape(op string, t *Tensor, shape ...int) {
 	}
 }
 
+// matDims checks that t is a matrix and returns its dimensions.
+func matDims(op, what string, t *Tensor) (rows, cols int) {
+	if len(t.Shape) != 2 {
+		panic(fmt.Sprintf("%s: %s has shape %v, want a matrix", op, what, t.Shape))
+	}
+	return t.Shape[0], t.Shape[1]
+}
+
 func mustLen(op, what string, t *Tensor, n int) {
 	if t.Len() != n {
 		panic(fmt.Sprintf("%s: %s has %d elements %v, want %d", op, what, t.Len(), t.Shape, n))
