@@ -37,7 +37,7 @@ func NewCPU(blasName string) (*CPU, error) {
 		o, err := cbits.LoadOpenBLAS()
 		if err != nil {
 			if blasName == "openblas" {
-				return nil, fmt.Errorf("cpu backend: %w", err)
+				return nil, fmt.Errorf("cpu backend: BLAS openblas chosen, but %w (install libopenblas0-pthread, or choose gonum)", err)
 			}
 			return gonumCPU(), nil
 		}
