@@ -131,11 +131,11 @@ func (s *Stage) build() {
 		if c.Kind == "gpt" {
 			p := fmt.Sprintf("transformer.h.%d.", i)
 			s.subs = append(s.subs,
-				&residualAttention{ln: ln(p + "ln_1"), qkv: lin(p + "attn.c_attn"), proj: lin(p + "attn.c_proj"), heads: c.Heads, seq: c.Seq},
-				&residualMLP{ln: ln(p + "ln_2"), fc: lin(p + "mlp.c_fc"), proj: lin(p + "mlp.c_proj")})
+				&residual{ln: ln(p + "ln_1"), in: lin(p + "attn.c_attn"), out: lin(p + "attn.c_proj"), mid: attention{heads: c.Heads}},
+				&residual{ln: ln(p + "ln_2"), in: lin(p + "mlp.c_fc"), out: lin(p + "mlp.c_proj"), mid: gelu{}})
 		} else {
 			p := fmt.Sprintf("h.%d.", i)
-			s.subs = append(s.subs, &residualMLP{ln: ln(p + "ln"), fc: lin(p + "fc"), proj: lin(p + "proj")})
+			s.subs = append(s.subs, &residual{ln: ln(p + "ln"), in: lin(p + "fc"), out: lin(p + "proj"), mid: gelu{}})
 		}
 	}
 	if s.IsLast() {
