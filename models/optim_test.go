@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/pplaunch/pplaunch/models/tensor"
@@ -75,6 +76,11 @@ func TestOptimizerStateRoundTrip(t *testing.T) {
 	}
 	if err := NewAdamW(0).SetState(OptimizerState{Kind: "sgd"}); err == nil {
 		t.Fatal("AdamW accepted SGD state")
+	}
+	half := OptimizerState{Kind: "adamw", Slots: map[string]map[string][]float32{
+		SlotAdamM: {"p": {1}, "q": {2}}, SlotAdamV: {"p": {1}}}}
+	if err := NewAdamW(0).SetState(half); err == nil || !strings.Contains(err.Error(), "2 parameters in adam_m, 1 in adam_v") {
+		t.Fatalf("AdamW state with a second moment missing: %v", err)
 	}
 	if _, err := NewOptimizer("lion", 0); err == nil {
 		t.Fatal("unknown optimizer accepted")

@@ -63,7 +63,24 @@ func (s *Stage) LoadShard(sh checkpoint.Shard, opt Optimizer, steps int) error {
 			return fmt.Errorf("stage %d: parameter %s has shape %v in the shard, %v in the model", s.index, p.Name, t.Shape, p.Shape)
 		}
 	}
-	st := OptimizerState{Kind: opt.State().Kind, Steps: steps, Slots: map[string]map[string][]float32{}}
+	// Every slot the optimizer keeps must hold every parameter, at its size: a
+	// missing moment would restart from zero with the step count of the
+	// checkpoint, silently another run.
+	want := opt.State()
+	for slot := range want.Slots {
+		got := map[string]int{}
+		for _, t := range sh.State[slot] {
+			got[t.Name] = len(t.Data)
+		}
+		for _, p := range s.params {
+			if n, ok := got[p.Name]; !ok {
+				return fmt.Errorf("stage %d: optimizer slot %s has no values for %s", s.index, slot, p.Name)
+			} else if n != p.Numel() {
+				return fmt.Errorf("stage %d: optimizer slot %s has %d values for %s, which has %d", s.index, slot, n, p.Name, p.Numel())
+			}
+		}
+	}
+	st := OptimizerState{Kind: want.Kind, Steps: steps, Slots: map[string]map[string][]float32{}}
 	for slot, ts := range sh.State {
 		st.Slots[slot] = map[string][]float32{}
 		for _, t := range ts {

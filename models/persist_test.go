@@ -196,6 +196,25 @@ func TestCheckpointContinueMatchesUninterrupted(t *testing.T) {
 		}
 	}
 
+	// A shard whose optimizer state lacks a parameter, or holds the wrong
+	// number of values for one, is refused rather than restarted from zeros.
+	_, sh, err := checkpoint.LoadStage(dir, 1, checkpoint.Expect{Model: cfg.JSON(), Optimizer: "adamw"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s1 := resumed.stages[1]
+	short := checkpoint.Shard{Params: sh.Params, State: map[string][]checkpoint.Tensor{
+		SlotAdamM: sh.State[SlotAdamM], SlotAdamV: sh.State[SlotAdamV][1:]}}
+	if err := s1.LoadShard(short, NewAdamW(0.1), 2); err == nil || !strings.Contains(err.Error(), "optimizer slot adam_v has no values for") {
+		t.Fatalf("state without a parameter: %v", err)
+	}
+	bad := slices.Clone(sh.State[SlotAdamM])
+	bad[0].Data = bad[0].Data[:1]
+	wrong := checkpoint.Shard{Params: sh.Params, State: map[string][]checkpoint.Tensor{SlotAdamM: bad, SlotAdamV: sh.State[SlotAdamV]}}
+	if err := s1.LoadShard(wrong, NewAdamW(0.1), 2); err == nil || !strings.Contains(err.Error(), "optimizer slot adam_m has 1 values for") {
+		t.Fatalf("state of the wrong size: %v", err)
+	}
+
 	other := cfg
 	other.Width = 32
 	_, _, err = checkpoint.LoadStage(dir, 0, checkpoint.Expect{Model: other.JSON(), Optimizer: "adamw", Stages: 2})

@@ -259,6 +259,28 @@ func TestLoadRefuses(t *testing.T) {
 			b, _ := os.ReadFile(p)
 			os.WriteFile(p, []byte(strings.Replace(string(b), `"format": 1`, `"format": 9`, 1)), 0o644)
 		}, good, []string{"format version 9"}},
+		{"optimizer slot shape", func(dir string) {
+			// A shard written by another tool, hashed into a valid manifest,
+			// whose first moment of wte is laid out [4 8] instead of [8 4].
+			p := filepath.Join(dir, shard0)
+			f, err := safetensors.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range f.Tensors {
+				if f.Tensors[i].Name == "adam_m/wte" {
+					f.Tensors[i].Shape = []int{4, 8}
+				}
+			}
+			if err := safetensors.WriteFile(p, f.Tensors, f.Metadata); err != nil {
+				t.Fatal(err)
+			}
+			m := manifest(3)
+			m.NumStages = 2
+			if err := Commit(dir, m); err != nil {
+				t.Fatal(err)
+			}
+		}, good, []string{shard0, `optimizer slot adam_m: "wte" has shape [4 8], the parameter [8 4]`}},
 		{"escaping file name", func(dir string) {
 			p := filepath.Join(dir, ManifestName)
 			b, _ := os.ReadFile(p)
