@@ -382,6 +382,8 @@ func TestCompare(t *testing.T) {
 	if d := exact["zero"]; !math.IsInf(d.MaxRel, 1) {
 		t.Errorf("zero: relative difference to 0 should be +Inf, got %v", d.MaxRel)
 	}
+	// float32 holds 100.0001 as 100.0001068 (spacing 7.6e-6 near 100), so the
+	// relative difference is 1.07e-6, not exactly 1e-6.
 	if d := exact["close"]; math.Abs(d.MaxRel-1e-6) > 2e-7 {
 		t.Errorf("close: max relative %v, want about 1e-6", d.MaxRel)
 	}
@@ -435,6 +437,7 @@ func TestCompareDirsAcrossLayouts(t *testing.T) {
 		if !d.Match() {
 			bad = append(bad, d.Name)
 		}
+		// 1e-3 added in float32 to a value below 1 (spacing 6e-8).
 		if d.Name == "param/h.1.b" && math.Abs(d.MaxAbs-1e-3) > 1e-6 {
 			t.Errorf("param/h.1.b differs by %v, want about 1e-3", d.MaxAbs)
 		}
