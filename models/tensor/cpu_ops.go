@@ -421,23 +421,37 @@ func (c *CPU) AttentionBackward(dqkv, dout, qkv, probs *Tensor, heads int) {
 	})
 }
 
-// Embed computes y[b,t] = wte[token] + wpe[t].
-func (c *CPU) Embed(y, wte, wpe *Tensor, tokens []int32) {
-	V, D := matDims("embed", "wte", wte)
-	n := len(tokens)
-	mustLen("embed", "y", y, n*D)
-	T := n
-	if len(y.Shape) == 3 {
-		T = y.Shape[1]
+// embedDims checks an embedding's operands: the token table [V,D]; the
+// activations, one row of D per token ([B,T,D], or [N,D] for one sequence); the
+// position table (may be nil), at least [T,D]; tokens within the vocabulary.
+// It returns D and T.
+func embedDims(op string, table, pos, act *Tensor, tokens []int32) (D, T int) {
+	V, D := matDims(op, "token table", table)
+	mustLen(op, "activations", act, len(tokens)*D)
+	T = len(tokens)
+	if len(act.Shape) == 3 {
+		T = act.Shape[1]
 	}
-	if wpe != nil {
-		if P, pd := matDims("embed", "wpe", wpe); pd != D || P < T {
-			panic(fmt.Sprintf("embed: wpe %v, want at least [%d %d]", wpe.Shape, T, D))
+	if pos != nil {
+		if P, pd := matDims(op, "position table", pos); pd != D || P < T {
+			panic(fmt.Sprintf("%s: position table %v, want at least [%d %d]", op, pos.Shape, T, D))
 		}
 	}
-	if i := slices.IndexFunc(tokens, func(t int32) bool { return t < 0 || int(t) >= V }); i >= 0 {
-		panic(fmt.Sprintf("embed: token %d at %d outside vocabulary of %d", tokens[i], i, V))
+	checkIDs(op, "token", tokens, V)
+	return D, T
+}
+
+// checkIDs panics unless every id is within a vocabulary of V.
+func checkIDs(op, what string, ids []int32, V int) {
+	if i := slices.IndexFunc(ids, func(t int32) bool { return t < 0 || int(t) >= V }); i >= 0 {
+		panic(fmt.Sprintf("%s: %s %d at %d outside vocabulary of %d", op, what, ids[i], i, V))
 	}
+}
+
+// Embed computes y[b,t] = wte[token] + wpe[t].
+func (c *CPU) Embed(y, wte, wpe *Tensor, tokens []int32) {
+	D, T := embedDims("embed", wte, wpe, y, tokens)
+	n := len(tokens)
 	parallelRange(n, rowGrain, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			tok := int(tokens[r])
@@ -456,21 +470,7 @@ func (c *CPU) Embed(y, wte, wpe *Tensor, tokens []int32) {
 // EmbedBackward scatter-adds dy into dwte and sums it per position into dwpe.
 // Tasks own column blocks, and rows are added in order within each.
 func (c *CPU) EmbedBackward(dwte, dwpe, dy *Tensor, tokens []int32) {
-	V, D := matDims("embed backward", "dwte", dwte)
-	n := len(tokens)
-	mustLen("embed backward", "dy", dy, n*D)
-	T := n
-	if len(dy.Shape) == 3 {
-		T = dy.Shape[1]
-	}
-	if dwpe != nil {
-		if P, pd := matDims("embed backward", "dwpe", dwpe); pd != D || P < T {
-			panic(fmt.Sprintf("embed backward: dwpe %v, want at least [%d %d]", dwpe.Shape, T, D))
-		}
-	}
-	if i := slices.IndexFunc(tokens, func(t int32) bool { return t < 0 || int(t) >= V }); i >= 0 {
-		panic(fmt.Sprintf("embed backward: token %d at %d outside vocabulary of %d", tokens[i], i, V))
-	}
+	D, T := embedDims("embed backward", dwte, dwpe, dy, tokens)
 	clear(dwte.Data)
 	if dwpe != nil {
 		clear(dwpe.Data)
@@ -499,9 +499,7 @@ func (c *CPU) CrossEntropy(probs, logits *Tensor, targets []int32) float64 {
 		panic(fmt.Sprintf("cross entropy: %d targets for %d rows", len(targets), n))
 	}
 	mustLen("cross entropy", "probs", probs, n*V)
-	if i := slices.IndexFunc(targets, func(t int32) bool { return t < 0 || int(t) >= V }); i >= 0 {
-		panic(fmt.Sprintf("cross entropy: target %d at %d outside vocabulary of %d", targets[i], i, V))
-	}
+	checkIDs("cross entropy", "target", targets, V)
 	losses := make([]float64, n)
 	parallelRange(n, rowGrain, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
@@ -541,9 +539,7 @@ func (c *CPU) CrossEntropyBackward(dlogits, probs *Tensor, targets []int32, scal
 	if len(targets) != n {
 		panic(fmt.Sprintf("cross entropy backward: %d targets for %d rows", len(targets), n))
 	}
-	if i := slices.IndexFunc(targets, func(t int32) bool { return t < 0 || int(t) >= V }); i >= 0 {
-		panic(fmt.Sprintf("cross entropy backward: target %d at %d outside vocabulary of %d", targets[i], i, V))
-	}
+	checkIDs("cross entropy backward", "target", targets, V)
 	s := scale / float32(n)
 	parallelRange(n, rowGrain, func(lo, hi int) {
 		for r := lo; r < hi; r++ {

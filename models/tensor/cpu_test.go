@@ -387,7 +387,7 @@ func TestOperationsRefuseBadShapes(t *testing.T) {
 		{"embed backward token", "embed backward: token -1 at 0 outside vocabulary of 5", func() {
 			be.EmbedBackward(New(5, 3), nil, New(2, 3), []int32{-1, 2})
 		}},
-		{"embed positions", "embed: wpe [1 3], want at least [2 3]", func() { be.Embed(New(1, 2, 3), New(5, 3), New(1, 3), []int32{1, 2}) }},
+		{"embed positions", "embed: position table [1 3], want at least [2 3]", func() { be.Embed(New(1, 2, 3), New(5, 3), New(1, 3), []int32{1, 2}) }},
 		{"cross entropy target", "cross entropy: target 7 at 1 outside vocabulary of 3", func() {
 			be.CrossEntropy(New(2, 3), New(2, 3), []int32{0, 7})
 		}},
