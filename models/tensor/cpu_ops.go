@@ -113,12 +113,18 @@ func (c *CPU) scratch(n int) []float32 {
 // release returns a scratch buffer to the pool.
 func (c *CPU) release(b []float32) { c.pool.Put(&b) }
 
+// lnDims returns x's rows and width, checking the per-row statistics against them.
+func lnDims(op string, x, mean, rstd *Tensor) (n, d int) {
+	n, d = x.Rows()
+	mustLen(op, "mean", mean, n)
+	mustLen(op, "rstd", rstd, n)
+	return n, d
+}
+
 // LayerNorm normalises each row of x.
 func (c *CPU) LayerNorm(y, mean, rstd, x, gamma, beta *Tensor, eps float32) {
-	n, d := x.Rows()
+	n, d := lnDims("layernorm", x, mean, rstd)
 	mustLen("layernorm", "y", y, n*d)
-	mustLen("layernorm", "mean", mean, n)
-	mustLen("layernorm", "rstd", rstd, n)
 	mustLen("layernorm", "gamma", gamma, d)
 	mustLen("layernorm", "beta", beta, d)
 	parallelRange(n, rowGrain, func(lo, hi int) {
@@ -174,11 +180,9 @@ func sumSq4(x []float32, m float32) float32 {
 
 // LayerNormBackwardInput computes dx = rstd·(g·dy - mean(g·dy) - x̂·mean(g·dy·x̂)).
 func (c *CPU) LayerNormBackwardInput(dx, dy, x, mean, rstd, gamma *Tensor) {
-	n, d := x.Rows()
+	n, d := lnDims("layernorm backward", x, mean, rstd)
 	mustLen("layernorm backward", "dy", dy, n*d)
 	mustLen("layernorm backward", "dx", dx, n*d)
-	mustLen("layernorm backward", "mean", mean, n)
-	mustLen("layernorm backward", "rstd", rstd, n)
 	mustLen("layernorm backward", "gamma", gamma, d)
 	parallelRange(n, rowGrain, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
@@ -211,12 +215,10 @@ func (c *CPU) LayerNormBackwardInput(dx, dy, x, mean, rstd, gamma *Tensor) {
 
 // LayerNormBackwardWeight computes dgamma = Σ_rows dy·x̂ and dbeta = Σ_rows dy.
 func (c *CPU) LayerNormBackwardWeight(dgamma, dbeta, dy, x, mean, rstd *Tensor) {
-	n, d := x.Rows()
+	n, d := lnDims("layernorm backward weight", x, mean, rstd)
 	mustLen("layernorm backward weight", "dy", dy, n*d)
 	mustLen("layernorm backward weight", "dgamma", dgamma, d)
 	mustLen("layernorm backward weight", "dbeta", dbeta, d)
-	mustLen("layernorm backward weight", "mean", mean, n)
-	mustLen("layernorm backward weight", "rstd", rstd, n)
 	// dgamma = Σ_rows dy·x̂: form dy·x̂ row by row, then sum columns like dbeta.
 	prod := c.scratch(n * d)
 	parallelRange(n, rowGrain, func(lo, hi int) {
