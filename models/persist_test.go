@@ -259,6 +259,26 @@ func TestInitFrom(t *testing.T) {
 	if err := dst.InitFrom(badPath); err == nil || !strings.Contains(err.Error(), "has shape [3]") {
 		t.Fatalf("wrong shape: %v", err)
 	}
+	// A tied head in the file must equal the embedding it is tied to.
+	untied := append(slices.Clone(ts), safetensors.FromFloat32("lm_head.weight", []int{cfg.Vocab, cfg.Width},
+		make([]float32, cfg.Vocab*cfg.Width)))
+	untiedPath := filepath.Join(dir, "untied.safetensors")
+	if err := safetensors.WriteFile(untiedPath, untied, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := dst.InitFrom(untiedPath); err == nil || !strings.Contains(err.Error(), "hold different values, but the model ties them") {
+		t.Fatalf("tied head that differs from the embedding: %v", err)
+	}
+	same := append(slices.Clone(ts), safetensors.FromFloat32("lm_head.weight", []int{cfg.Vocab, cfg.Width},
+		src.Param("transformer.wte.weight").Value.Data))
+	samePath := filepath.Join(dir, "same.safetensors")
+	if err := safetensors.WriteFile(samePath, same, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := dst.InitFrom(samePath); err != nil {
+		t.Fatalf("tied head stored beside an equal embedding: %v", err)
+	}
+
 	missing := filepath.Join(dir, "missing.safetensors")
 	if err := safetensors.WriteFile(missing, ts[:3], nil); err != nil {
 		t.Fatal(err)
