@@ -114,6 +114,9 @@ func trainJob(b *testing.B, bin string, n int, args ...string) []ranks.StepRecor
 		}
 		recs = append(recs, r)
 	}
+	if len(recs) < 2 { // steady leaves out the first step
+		b.Fatalf("pplaunch %s: %d metric records in %s, want at least 2", strings.Join(argv, " "), len(recs), metrics)
+	}
 	return recs
 }
 
