@@ -97,6 +97,10 @@ func Overhead(o OverheadOptions) (OverheadReport, error) {
 		o.V = 2
 	}
 	rep := OverheadReport{OverheadOptions: o}
+	if o.Steps < 1 || o.ActElems < 0 || o.Cost.F < 0 || o.Cost.B < 0 || o.Cost.I < 0 || o.Cost.W < 0 {
+		return rep, fmt.Errorf("bench overhead: steps %d, activation elements %d, costs %+v: want at least one step and nothing negative",
+			o.Steps, o.ActElems, o.Cost)
+	}
 	sched, err := schedules.Generate(o.Schedule, o.P, o.M, o.V)
 	if err != nil {
 		return rep, err
@@ -114,11 +118,17 @@ func Overhead(o OverheadOptions) (OverheadReport, error) {
 		})
 	}
 	wg.Wait()
+	defer func() {
+		for _, c := range comms {
+			if c != nil {
+				c.Close()
+			}
+		}
+	}()
 	for r, err := range errs {
 		if err != nil {
 			return rep, fmt.Errorf("rank %d: %w", r, err)
 		}
-		defer comms[r].Close()
 	}
 	// A rank's v virtual stages together cost what one stage of a v=1
 	// schedule costs, so that schedules are compared on the same model.

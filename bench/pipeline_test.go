@@ -33,6 +33,23 @@ func TestOverheadSmall(t *testing.T) {
 	}
 }
 
+func TestOverheadRefusesBadOptions(t *testing.T) {
+	cost := schedules.StageCost{F: 1e-3, B: 2e-3, I: 1e-3, W: 1e-3}
+	for _, c := range []struct {
+		name string
+		o    OverheadOptions
+		want string
+	}{
+		{"no steps", OverheadOptions{Schedule: "1f1b", P: 2, M: 2, Cost: cost}, "steps 0"},
+		{"negative cost", OverheadOptions{Schedule: "1f1b", P: 2, M: 2, Steps: 1, Cost: schedules.StageCost{F: -1}}, "nothing negative"},
+		{"unknown schedule", OverheadOptions{Schedule: "2f2b", P: 2, M: 2, Steps: 1, Cost: cost}, "2f2b"},
+	} {
+		if _, err := Overhead(c.o); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error containing %q", c.name, err, c.want)
+		}
+	}
+}
+
 // BenchmarkPipelineOverhead prints, for each schedule at P=4 and M=8 and 32,
 // the executor's step time (real executor, TCP over loopback, stages that
 // sleep a fixed time per action) against the simulator's makespan for the
@@ -96,6 +113,9 @@ func trainJob(b *testing.B, bin string, n int, args ...string) []ranks.StepRecor
 			b.Fatal(err)
 		}
 		recs = append(recs, r)
+	}
+	if len(recs) < 2 { // steady leaves out the first step
+		b.Fatalf("pplaunch %s: %d metric records in %s, want at least 2", strings.Join(argv, " "), len(recs), metrics)
 	}
 	return recs
 }

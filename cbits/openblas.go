@@ -59,36 +59,39 @@ var (
 // without openblas_get_config (a reference BLAS installed under that name would be
 // an order of magnitude slower).
 func LoadOpenBLAS() (*OpenBLAS, error) {
-	openblasOnce.Do(func() { openblasLib, openblasErr = loadOpenBLAS() })
+	openblasOnce.Do(func() { openblasLib, openblasErr = loadOpenBLAS(OpenBLASSoname) })
 	return openblasLib, openblasErr
 }
 
-func loadOpenBLAS() (*OpenBLAS, error) {
+// loadOpenBLAS opens soname and checks that it is OpenBLAS.
+func loadOpenBLAS(soname string) (*OpenBLAS, error) {
 	// OpenBLAS picks its kernels from CPUID when it loads, and under some
 	// hypervisors it does not recognise the CPU and falls back to Prescott
 	// (SSE3) kernels, ten times slower. Unless the user chose a core with
-	// OPENBLAS_CORETYPE, name the best family the CPU's features allow. Set in
-	// the C environment only, so child processes decide for themselves.
+	// OPENBLAS_CORETYPE (setenv's last argument 0 leaves a value that is set
+	// alone), name the best family the CPU's features allow. Set in the C
+	// environment only, which OpenBLAS reads: Go's os.Environ, and so the
+	// environment of processes Go starts, keeps the user's.
 	if ct := C.pp_best_coretype(); ct != nil {
 		k := C.CString("OPENBLAS_CORETYPE")
 		C.pp_setenv(k, ct)
 		C.free(unsafe.Pointer(k))
 	}
-	lib, err := open(OpenBLASSoname)
+	lib, err := open(soname)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("load OpenBLAS: %w", err)
 	}
 	cfg, err := lib.sym("openblas_get_config")
 	if err != nil {
-		return nil, fmt.Errorf("%w (not OpenBLAS)", err)
+		return nil, fmt.Errorf("load OpenBLAS: %w (not OpenBLAS: a reference BLAS would be ten times slower)", err)
 	}
 	threads, err := lib.sym("openblas_set_num_threads")
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("load OpenBLAS: %w", err)
 	}
 	sgemm, err := lib.sym("cblas_sgemm")
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("load OpenBLAS: %w", err)
 	}
 	C.pp_set_threads(threads, 1)
 	return &OpenBLAS{config: C.GoString(C.pp_config(cfg)), sgemm: sgemm}, nil

@@ -104,8 +104,36 @@ func (p ParamSpec) Numel() int {
 	return n
 }
 
+// layout names a model kind's parameters: GPT-2's follow nanoGPT's state_dict,
+// so its checkpoints line up.
+type layout struct {
+	wte, wpe    string // token and position embeddings (no positions in the MLP model)
+	block       string // a block's name prefix, %d its index
+	halves      []half // the residual half-blocks of a block, in order
+	lnF, lmHead string
+}
+
+// half names one residual half-block (see residual) inside a block: its
+// LayerNorm and its in and out linear layers, whose widths are inW·D (out of in)
+// and midW·D (into out).
+type half struct {
+	ln, in, out string
+	inW, midW   int
+	attention   bool // the middle is causal attention, else GELU
+}
+
+func (c Config) layout() layout {
+	if c.Kind == "gpt" {
+		return layout{wte: "transformer.wte.weight", wpe: "transformer.wpe.weight", block: "transformer.h.%d.",
+			halves: []half{{"ln_1", "attn.c_attn", "attn.c_proj", 3, 1, true}, {"ln_2", "mlp.c_fc", "mlp.c_proj", 4, 4, false}},
+			lnF:    "transformer.ln_f", lmHead: "lm_head.weight"}
+	}
+	return layout{wte: "embed.weight", block: "h.%d.",
+		halves: []half{{"ln", "fc", "proj", 4, 4, false}}, lnF: "ln_f", lmHead: "head.weight"}
+}
+
 // Params lists every parameter of the whole model in order (embedding, blocks,
-// head). The names follow nanoGPT's state_dict, so its checkpoints line up.
+// head).
 func (c Config) Params() []ParamSpec {
 	var ps []ParamSpec
 	add := func(unit int, name string, decay bool, shape ...int) {
@@ -120,36 +148,23 @@ func (c Config) Params() []ParamSpec {
 		add(unit, prefix+".weight", false, D)
 		add(unit, prefix+".bias", false, D)
 	}
-	if c.Kind == "gpt" {
-		add(embedUnit, "transformer.wte.weight", true, V, D)
-		add(embedUnit, "transformer.wpe.weight", true, c.Seq, D)
-		for i := range c.Layers {
-			p := fmt.Sprintf("transformer.h.%d.", i)
-			ln(i, p+"ln_1")
-			lin(i, p+"attn.c_attn", 3*D, D)
-			lin(i, p+"attn.c_proj", D, D)
-			ln(i, p+"ln_2")
-			lin(i, p+"mlp.c_fc", 4*D, D)
-			lin(i, p+"mlp.c_proj", D, 4*D)
-		}
-		ln(c.Layers, "transformer.ln_f")
-		add(c.Layers, "lm_head.weight", true, V, D)
-		if c.Tied {
-			ps[len(ps)-1].TiedTo = "transformer.wte.weight"
-		}
-		return ps
+	l := c.layout()
+	add(embedUnit, l.wte, true, V, D)
+	if l.wpe != "" {
+		add(embedUnit, l.wpe, true, c.Seq, D)
 	}
-	add(embedUnit, "embed.weight", true, V, D)
 	for i := range c.Layers {
-		p := fmt.Sprintf("h.%d.", i)
-		ln(i, p+"ln")
-		lin(i, p+"fc", 4*D, D)
-		lin(i, p+"proj", D, 4*D)
+		p := fmt.Sprintf(l.block, i)
+		for _, h := range l.halves {
+			ln(i, p+h.ln)
+			lin(i, p+h.in, h.inW*D, D)
+			lin(i, p+h.out, D, h.midW*D)
+		}
 	}
-	ln(c.Layers, "ln_f")
-	add(c.Layers, "head.weight", true, V, D)
+	ln(c.Layers, l.lnF)
+	add(c.Layers, l.lmHead, true, V, D)
 	if c.Tied {
-		ps[len(ps)-1].TiedTo = "embed.weight"
+		ps[len(ps)-1].TiedTo = l.wte
 	}
 	return ps
 }

@@ -137,8 +137,8 @@ func TestGradientEveryLayer(t *testing.T) {
 			func() *flow { return &flow{tokens: tokens} }},
 		{"embedding without positions", &embedding{wte: newParam(r, "wte", 1, V, D), seq: T},
 			func() *flow { return &flow{tokens: tokens} }},
-		{"attention block", &residualAttention{ln: ln("ln_1"), qkv: lin("c_attn", 3*D, D), proj: lin("c_proj", D, D), heads: H, seq: T}, act},
-		{"mlp block", &residualMLP{ln: ln("ln_2"), fc: lin("c_fc", 4*D, D), proj: lin("c_proj", D, 4*D)}, act},
+		{"attention block", &residual{ln: ln("ln_1"), in: lin("c_attn", 3*D, D), out: lin("c_proj", D, D), mid: attention{heads: H}}, act},
+		{"mlp block", &residual{ln: ln("ln_2"), in: lin("c_fc", 4*D, D), out: lin("c_proj", D, 4*D), mid: gelu{}}, act},
 		{"head and loss", &head{ln: ln("ln_f"), w: newParam(r, "lm_head", 0.5, V, D)}, act},
 	}
 	for _, c := range cases {

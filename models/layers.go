@@ -81,120 +81,101 @@ func (l layerNorm) backwardWeight(be tensor.Backend, t *lnTape, g gradBuf) {
 
 func (t *lnTape) bytes() int64 { return sizeOf(t.x, t.mean, t.rstd, t.dy) }
 
-// residualMLP is x + c_proj(gelu(c_fc(ln(x)))): GPT-2's MLP half-block, and the
-// whole block of the MLP model.
-type residualMLP struct {
-	ln       layerNorm
-	fc, proj linear
+// residual is a pre-LayerNorm half-block, x + out(mid(in(ln(x)))): GPT-2's
+// attention half (mid is causal attention, in c_attn, out c_proj), its MLP half
+// (mid is GELU, in c_fc, out c_proj), and the whole block of the MLP model.
+type residual struct {
+	ln      layerNorm
+	in, out linear
+	mid     midOp
 }
 
-type mlpTape struct {
-	m           *residualMLP
-	ln          *lnTape
-	a, f, th, g *tensor.Tensor // ln output, fc output, tanh saved by GELU, GELU output
-	df, dy      *tensor.Tensor // kept for the weight gradients
+// midOp is the parameter-free middle of a residual half-block.
+type midOp interface {
+	// forward computes y from h and returns it with the state backward needs.
+	forward(be tensor.Backend, al *alloc, h *tensor.Tensor) (y, saved *tensor.Tensor)
+	// backward computes dh from dy (which it may overwrite), h and saved.
+	backward(be tensor.Backend, al *alloc, h, saved, dy *tensor.Tensor) *tensor.Tensor
 }
 
-func (m *residualMLP) params() []*Param {
-	return []*Param{m.ln.g, m.ln.b, m.fc.w, m.fc.b, m.proj.w, m.proj.b}
-}
+// gelu is GELU with the tanh approximation; it saves the tanh.
+type gelu struct{}
 
-func (m *residualMLP) forward(be tensor.Backend, fl *flow) tape {
-	x := fl.x
-	n, _ := x.Rows()
-	hidden := m.fc.w.Shape[0]
-	a, lt := m.ln.forward(be, fl.al, x)
-	f := fl.al.new(n, hidden)
-	be.Linear(f, a, m.fc.w.Value, m.fc.b.Value, nil)
-	th, g := fl.al.like(f), fl.al.like(f)
+func (gelu) forward(be tensor.Backend, al *alloc, f *tensor.Tensor) (y, saved *tensor.Tensor) {
+	th, g := al.like(f), al.like(f)
 	be.Gelu(g, th, f)
-	y := fl.al.like(x)
-	be.Linear(y, g, m.proj.w.Value, m.proj.b.Value, x)
-	fl.x = y
-	return &mlpTape{m: m, ln: lt, a: a, f: f, th: th, g: g}
+	return g, th
 }
 
-func (t *mlpTape) backwardInput(be tensor.Backend, al *alloc, dy *tensor.Tensor, _ float32) *tensor.Tensor {
-	m := t.m
-	dg := al.like(t.g)
-	be.LinearBackwardInput(dg, dy, m.proj.w.Value)
-	df := dg // GELU's backward may write over its input gradient
-	be.GeluBackward(df, dg, t.f, t.th)
-	da := al.like(t.a)
-	be.LinearBackwardInput(da, df, m.fc.w.Value)
-	dx := m.ln.backwardInput(be, al, t.ln, da)
-	be.Add(dx, dx, dy)
-	t.df, t.dy = df, dy
-	t.f, t.th = nil, nil
-	return dx
+func (gelu) backward(be tensor.Backend, _ *alloc, f, th, dg *tensor.Tensor) *tensor.Tensor {
+	be.GeluBackward(dg, dg, f, th) // in place: dg is not needed after
+	return dg
 }
 
-func (t *mlpTape) backwardWeight(be tensor.Backend, g gradBuf) {
-	m := t.m
-	be.LinearBackwardWeight(g.of(m.proj.w), g.of(m.proj.b), t.dy, t.g)
-	be.LinearBackwardWeight(g.of(m.fc.w), g.of(m.fc.b), t.df, t.a)
-	m.ln.backwardWeight(be, t.ln, g)
+// attention is causal multi-head self-attention over h = q|k|v [B,T,3D]; it
+// saves the softmax probabilities.
+type attention struct{ heads int }
+
+func (a attention) forward(be tensor.Backend, al *alloc, qkv *tensor.Tensor) (y, saved *tensor.Tensor) {
+	B, T, D := qkv.Shape[0], qkv.Shape[1], qkv.Shape[2]/3
+	att, probs := al.new(B, T, D), al.new(B, a.heads, T, T)
+	be.Attention(att, probs, qkv, a.heads)
+	return att, probs
 }
 
-func (t *mlpTape) bytes() int64 { return t.ln.bytes() + sizeOf(t.a, t.f, t.th, t.g, t.df, t.dy) }
-
-// residualAttention is x + c_proj(attn(c_attn(ln_1(x)))): GPT-2's attention
-// half-block with causal multi-head attention.
-type residualAttention struct {
-	ln         layerNorm
-	qkv, proj  linear
-	heads, seq int
+func (a attention) backward(be tensor.Backend, al *alloc, qkv, probs, datt *tensor.Tensor) *tensor.Tensor {
+	dqkv := al.like(qkv)
+	be.AttentionBackward(dqkv, datt, qkv, probs, a.heads)
+	return dqkv
 }
 
-type attnTape struct {
-	a                   *residualAttention
-	ln                  *lnTape
-	in, qkv, probs, att *tensor.Tensor // ln output, q|k|v, softmax, attention output
-	dqkv, dy            *tensor.Tensor
+type residualTape struct {
+	r              *residual
+	ln             *lnTape
+	a, h, saved, y *tensor.Tensor // ln output, in's output, what mid saved, mid's output
+	dh, dy         *tensor.Tensor // kept for the weight gradients
 }
 
-func (m *residualAttention) params() []*Param {
-	return []*Param{m.ln.g, m.ln.b, m.qkv.w, m.qkv.b, m.proj.w, m.proj.b}
+func (r *residual) params() []*Param {
+	return []*Param{r.ln.g, r.ln.b, r.in.w, r.in.b, r.out.w, r.out.b}
 }
 
-func (m *residualAttention) forward(be tensor.Backend, fl *flow) tape {
+func (r *residual) forward(be tensor.Backend, fl *flow) tape {
 	x := fl.x
-	B, T, D := x.Shape[0], x.Shape[1], x.Shape[2]
-	in, lt := m.ln.forward(be, fl.al, x)
-	qkv := fl.al.new(B, T, 3*D)
-	be.Linear(qkv, in, m.qkv.w.Value, m.qkv.b.Value, nil)
-	att, probs := fl.al.like(x), fl.al.new(B, m.heads, T, T)
-	be.Attention(att, probs, qkv, m.heads)
-	y := fl.al.like(x)
-	be.Linear(y, att, m.proj.w.Value, m.proj.b.Value, x)
-	fl.x = y
-	return &attnTape{a: m, ln: lt, in: in, qkv: qkv, probs: probs, att: att}
+	a, lt := r.ln.forward(be, fl.al, x)
+	hshape := append(x.Shape[:len(x.Shape)-1:len(x.Shape)-1], r.in.w.Shape[0])
+	h := fl.al.new(hshape...)
+	be.Linear(h, a, r.in.w.Value, r.in.b.Value, nil)
+	y, saved := r.mid.forward(be, fl.al, h)
+	out := fl.al.like(x)
+	be.Linear(out, y, r.out.w.Value, r.out.b.Value, x)
+	fl.x = out
+	return &residualTape{r: r, ln: lt, a: a, h: h, saved: saved, y: y}
 }
 
-func (t *attnTape) backwardInput(be tensor.Backend, al *alloc, dy *tensor.Tensor, _ float32) *tensor.Tensor {
-	m := t.a
-	datt := al.like(t.att)
-	be.LinearBackwardInput(datt, dy, m.proj.w.Value)
-	dqkv := al.like(t.qkv)
-	be.AttentionBackward(dqkv, datt, t.qkv, t.probs, m.heads)
-	din := al.like(t.in)
-	be.LinearBackwardInput(din, dqkv, m.qkv.w.Value)
-	dx := m.ln.backwardInput(be, al, t.ln, din)
+func (t *residualTape) backwardInput(be tensor.Backend, al *alloc, dy *tensor.Tensor, _ float32) *tensor.Tensor {
+	r := t.r
+	dmid := al.like(t.y)
+	be.LinearBackwardInput(dmid, dy, r.out.w.Value)
+	dh := r.mid.backward(be, al, t.h, t.saved, dmid)
+	da := al.like(t.a)
+	be.LinearBackwardInput(da, dh, r.in.w.Value)
+	dx := r.ln.backwardInput(be, al, t.ln, da)
 	be.Add(dx, dx, dy)
-	t.dqkv, t.dy = dqkv, dy
-	t.qkv, t.probs = nil, nil
+	t.dh, t.dy = dh, dy
+	t.h, t.saved = nil, nil
 	return dx
 }
 
-func (t *attnTape) backwardWeight(be tensor.Backend, g gradBuf) {
-	m := t.a
-	be.LinearBackwardWeight(g.of(m.proj.w), g.of(m.proj.b), t.dy, t.att)
-	be.LinearBackwardWeight(g.of(m.qkv.w), g.of(m.qkv.b), t.dqkv, t.in)
-	m.ln.backwardWeight(be, t.ln, g)
+func (t *residualTape) backwardWeight(be tensor.Backend, g gradBuf) {
+	r := t.r
+	be.LinearBackwardWeight(g.of(r.out.w), g.of(r.out.b), t.dy, t.y)
+	be.LinearBackwardWeight(g.of(r.in.w), g.of(r.in.b), t.dh, t.a)
+	r.ln.backwardWeight(be, t.ln, g)
 }
 
-func (t *attnTape) bytes() int64 {
-	return t.ln.bytes() + sizeOf(t.in, t.qkv, t.probs, t.att, t.dqkv, t.dy)
+func (t *residualTape) bytes() int64 {
+	return t.ln.bytes() + sizeOf(t.a, t.h, t.saved, t.y, t.dh, t.dy)
 }
 
 // embedding turns token ids into vectors: wte[token] (+ wpe[position] for GPT).

@@ -58,6 +58,9 @@ func importSlots(st OptimizerState, kind string, slots ...string) ([]map[string]
 	out := make([]map[string][]float32, len(slots))
 	for i, slot := range slots {
 		out[i] = exportSlots(st.Slots[slot])
+		if len(out[i]) != len(out[0]) {
+			return nil, fmt.Errorf("%s state: %d parameters in %s, %d in %s", kind, len(out[0]), slots[0], len(out[i]), slot)
+		}
 		for name, v := range out[i] {
 			if other := out[0][name]; len(other) != len(v) {
 				return nil, fmt.Errorf("%s state: %s has %d values in %s and %d in %s", kind, name, len(other), slots[0], len(v), slot)

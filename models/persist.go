@@ -63,7 +63,24 @@ func (s *Stage) LoadShard(sh checkpoint.Shard, opt Optimizer, steps int) error {
 			return fmt.Errorf("stage %d: parameter %s has shape %v in the shard, %v in the model", s.index, p.Name, t.Shape, p.Shape)
 		}
 	}
-	st := OptimizerState{Kind: opt.State().Kind, Steps: steps, Slots: map[string]map[string][]float32{}}
+	// Every slot the optimizer keeps must hold every parameter, at its size: a
+	// missing moment would restart from zero with the step count of the
+	// checkpoint, silently another run.
+	want := opt.State()
+	for slot := range want.Slots {
+		got := map[string]int{}
+		for _, t := range sh.State[slot] {
+			got[t.Name] = len(t.Data)
+		}
+		for _, p := range s.params {
+			if n, ok := got[p.Name]; !ok {
+				return fmt.Errorf("stage %d: optimizer slot %s has no values for %s", s.index, slot, p.Name)
+			} else if n != p.Numel() {
+				return fmt.Errorf("stage %d: optimizer slot %s has %d values for %s, which has %d", s.index, slot, n, p.Name, p.Numel())
+			}
+		}
+	}
+	st := OptimizerState{Kind: want.Kind, Steps: steps, Slots: map[string]map[string][]float32{}}
 	for slot, ts := range sh.State {
 		st.Slots[slot] = map[string][]float32{}
 		for _, t := range ts {
@@ -82,29 +99,51 @@ func (s *Stage) LoadShard(sh checkpoint.Shard, opt Optimizer, steps int) error {
 // InitFrom replaces the stage's parameters with the tensors of the same names in
 // a safetensors file made elsewhere (for example nanoGPT's state_dict, whose
 // names and [out, in] layouts these are). F32, F64, F16 and BF16 are accepted. A
-// tied LM head missing from the file takes the token embedding. Every parameter
-// must be present with the right shape; tensors the stage does not hold are
-// ignored (they belong to other stages).
+// tied LM head takes the token embedding (the file may hold the head too, with
+// the same values, or not at all), so every stage starts from the same tied
+// values. Every parameter must be present with the right shape; tensors the
+// stage does not hold are ignored (they belong to other stages).
 func (s *Stage) InitFrom(path string) error {
 	f, err := safetensors.ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("init from %s: %w", path, err)
 	}
+	// read converts the tensor name, if the file has it, checking its shape.
+	read := func(name string, shape []int) ([]float32, bool, error) {
+		t, ok := f.Get(name)
+		if !ok {
+			return nil, false, nil
+		}
+		if !slices.Equal(t.Shape, shape) {
+			return nil, true, fmt.Errorf("init from %s: %s has shape %v, the model wants %v", path, name, t.Shape, shape)
+		}
+		v, err := t.Float32s()
+		if err != nil {
+			return nil, true, fmt.Errorf("init from %s: %s: %w", path, name, err)
+		}
+		return v, true, nil
+	}
 	vals := make([][]float32, len(s.params))
 	for i, p := range s.params {
-		t, ok := f.Get(p.Name)
-		if !ok && p.TiedTo != "" {
-			t, ok = f.Get(p.TiedTo)
+		v, ok, err := read(p.Name, p.Shape)
+		if err != nil {
+			return err
+		}
+		if p.TiedTo != "" {
+			e, eok, err := read(p.TiedTo, p.Shape) // a tied copy has its original's shape
+			switch {
+			case err != nil:
+				return err
+			case eok && ok && !slices.Equal(e, v):
+				return fmt.Errorf("init from %s: %s and %s hold different values, but the model ties them", path, p.TiedTo, p.Name)
+			case eok:
+				v, ok = e, true
+			}
 		}
 		if !ok {
 			return fmt.Errorf("init from %s: no tensor %s (stage %d)", path, p.Name, s.index)
 		}
-		if !slices.Equal(t.Shape, p.Shape) {
-			return fmt.Errorf("init from %s: %s has shape %v, the model wants %v", path, p.Name, t.Shape, p.Shape)
-		}
-		if vals[i], err = t.Float32s(); err != nil {
-			return fmt.Errorf("init from %s: %s: %w", path, p.Name, err)
-		}
+		vals[i] = v
 	}
 	for i, p := range s.params {
 		copy(p.Value.Data, vals[i])

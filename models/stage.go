@@ -117,33 +117,24 @@ func NewStage(cfg Config, cut []int, index int, be tensor.Backend, opts StageOpt
 
 // build lays out the sublayers in order.
 func (s *Stage) build() {
-	c, P := s.cfg, s.byName
+	c, P, l := s.cfg, s.byName, s.cfg.layout()
 	lin := func(prefix string) linear { return linear{w: P[prefix+".weight"], b: P[prefix+".bias"]} }
 	ln := func(prefix string) layerNorm { return layerNorm{g: P[prefix+".weight"], b: P[prefix+".bias"]} }
 	if s.index == 0 {
-		if c.Kind == "gpt" {
-			s.subs = append(s.subs, &embedding{wte: P["transformer.wte.weight"], wpe: P["transformer.wpe.weight"], seq: c.Seq})
-		} else {
-			s.subs = append(s.subs, &embedding{wte: P["embed.weight"], seq: c.Seq})
-		}
+		s.subs = append(s.subs, &embedding{wte: P[l.wte], wpe: P[l.wpe], seq: c.Seq}) // P[""] is nil: no positions
 	}
 	for i := s.firstLayer; i < s.firstLayer+s.numLayers; i++ {
-		if c.Kind == "gpt" {
-			p := fmt.Sprintf("transformer.h.%d.", i)
-			s.subs = append(s.subs,
-				&residualAttention{ln: ln(p + "ln_1"), qkv: lin(p + "attn.c_attn"), proj: lin(p + "attn.c_proj"), heads: c.Heads, seq: c.Seq},
-				&residualMLP{ln: ln(p + "ln_2"), fc: lin(p + "mlp.c_fc"), proj: lin(p + "mlp.c_proj")})
-		} else {
-			p := fmt.Sprintf("h.%d.", i)
-			s.subs = append(s.subs, &residualMLP{ln: ln(p + "ln"), fc: lin(p + "fc"), proj: lin(p + "proj")})
+		p := fmt.Sprintf(l.block, i)
+		for _, h := range l.halves {
+			var mid midOp = gelu{}
+			if h.attention {
+				mid = attention{heads: c.Heads}
+			}
+			s.subs = append(s.subs, &residual{ln: ln(p + h.ln), in: lin(p + h.in), out: lin(p + h.out), mid: mid})
 		}
 	}
 	if s.IsLast() {
-		if c.Kind == "gpt" {
-			s.subs = append(s.subs, &head{ln: ln("transformer.ln_f"), w: P["lm_head.weight"]})
-		} else {
-			s.subs = append(s.subs, &head{ln: ln("ln_f"), w: P["head.weight"]})
-		}
+		s.subs = append(s.subs, &head{ln: ln(l.lnF), w: P[l.lmHead]})
 	}
 }
 

@@ -2,31 +2,13 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/alexflint/go-arg"
-
 	"github.com/pplaunch/pplaunch/models/checkpoint"
 )
-
-// parseCheckpoint parses argv the way main does once `Checkpoint *checkpointCmd` is
-// wired into its cli struct.
-func parseCheckpoint(t *testing.T, argv ...string) (*checkpointCmd, error) {
-	t.Helper()
-	var c struct {
-		Checkpoint *checkpointCmd `arg:"subcommand:checkpoint"`
-	}
-	p, err := arg.NewParser(arg.Config{Program: "pplaunch"}, &c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = p.Parse(argv)
-	return c.Checkpoint, err
-}
 
 func saveCkpt(t *testing.T, dir string, bias float32, stages ...[]string) {
 	t.Helper()
@@ -46,6 +28,9 @@ func saveCkpt(t *testing.T, dir string, bias float32, stages ...[]string) {
 	}
 }
 
+// TestCheckpointCompareCLI runs `pplaunch checkpoint compare` as main does:
+// exit 0 only when every tensor matches, 1 naming the differences otherwise,
+// 2 for bad usage.
 func TestCheckpointCompareCLI(t *testing.T) {
 	root := t.TempDir()
 	one, two, other := filepath.Join(root, "one"), filepath.Join(root, "two"), filepath.Join(root, "other")
@@ -53,53 +38,43 @@ func TestCheckpointCompareCLI(t *testing.T) {
 	saveCkpt(t, two, 0.25, []string{"wte"}, []string{"h.0.w", "h.0.b"})
 	saveCkpt(t, other, 0.2500001, []string{"wte", "h.0.w"}, []string{"h.0.b"})
 
-	run := func(argv ...string) (string, error) {
-		c, err := parseCheckpoint(t, argv...)
-		if err != nil {
-			t.Fatalf("parse %v: %v", argv, err)
-		}
-		var out bytes.Buffer
-		err = c.run(context.Background(), &out, &out)
-		return out.String(), err
+	pplaunch := func(argv ...string) (code int, stdout, stderr string) {
+		var out, errb bytes.Buffer
+		code = run(argv, &out, &errb)
+		return code, out.String(), errb.String()
 	}
 
-	out, err := run("checkpoint", "compare", one, two)
-	if err != nil {
-		t.Fatalf("same parameters, 1 vs 2 stages: %v\n%s", err, out)
+	code, out, errs := pplaunch("checkpoint", "compare", one, two)
+	if code != 0 {
+		t.Fatalf("same parameters, 1 vs 2 stages: exit %d, %s\n%s", code, errs, out)
 	}
 	if !strings.Contains(out, "3 tensors: 3 match, 0 differ") || !strings.Contains(out, "param/wte") {
 		t.Fatalf("output:\n%s", out)
 	}
 
-	out, err = run("checkpoint", "compare", one, other)
-	if err == nil || !strings.Contains(err.Error(), "1 of 3 tensors differ") {
-		t.Fatalf("exact compare of differing checkpoints: err %v\n%s", err, out)
+	code, out, errs = pplaunch("checkpoint", "compare", one, other)
+	if code != 1 || !strings.Contains(errs, "1 of 3 tensors differ") {
+		t.Fatalf("exact compare of differing checkpoints: exit %d, %s\n%s", code, errs, out)
 	}
 	if !strings.Contains(out, "param/h.0.b") || !strings.Contains(out, "DIFFERS: 1 elements outside tolerance") {
 		t.Fatalf("output does not name the differing tensor:\n%s", out)
 	}
-
 	t.Logf("exact compare output:\n%s", out)
 
-	out, err = run("checkpoint", "compare", one, other, "--rtol", "1e-5")
-	if err != nil {
-		t.Fatalf("--rtol 1e-5: %v\n%s", err, out)
+	if code, out, errs = pplaunch("checkpoint", "compare", one, other, "--rtol", "1e-5"); code != 0 {
+		t.Fatalf("--rtol 1e-5: exit %d, %s\n%s", code, errs, out)
 	}
-
-	if _, err := run("checkpoint", "compare", one, filepath.Join(root, "missing")); err == nil || !strings.Contains(err.Error(), "missing") {
-		t.Fatalf("missing checkpoint: %v", err)
+	missing := filepath.Join(root, "missing")
+	if code, _, errs = pplaunch("checkpoint", "compare", one, missing); code != 1 || !strings.Contains(errs, missing) {
+		t.Fatalf("missing checkpoint: exit %d, %s", code, errs)
 	}
-	if _, err := run("checkpoint", "compare", one, two, "--atol", "-1"); err == nil || !strings.Contains(err.Error(), "--atol") {
-		t.Fatalf("negative tolerance: %v", err)
+	if code, _, errs = pplaunch("checkpoint", "compare", one, two, "--atol", "-1"); code != 1 || !strings.Contains(errs, "--atol") {
+		t.Fatalf("negative tolerance: exit %d, %s", code, errs)
 	}
-	if _, err := parseCheckpoint(t, "checkpoint", "compare", one); err == nil {
-		t.Fatal("one directory accepted")
+	if code, _, errs = pplaunch("checkpoint", "compare", one); code != 2 || !strings.Contains(errs, "DIR2") {
+		t.Fatalf("one directory: exit %d, %s", code, errs)
 	}
-	c, err := parseCheckpoint(t, "checkpoint")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.run(context.Background(), &bytes.Buffer{}, &bytes.Buffer{}); err == nil {
-		t.Fatal("no subcommand accepted")
+	if code, _, errs = pplaunch("checkpoint"); code != 1 || !strings.Contains(errs, "name a subcommand") {
+		t.Fatalf("no subcommand: exit %d, %s", code, errs)
 	}
 }

@@ -14,7 +14,7 @@ type modelFlags struct {
 	Width  int    `arg:"--width" help:"model width d (overrides the preset)"`
 	Heads  int    `arg:"--heads" help:"attention heads (overrides the preset)"`
 	Seq    int    `arg:"--seq" help:"sequence length in bytes (overrides the preset)"`
-	Tied   bool   `arg:"--tied" help:"tie the LM head to the token embedding"`
+	Tied   bool   `arg:"--tied" help:"tie the LM head to the token embedding (the gpt2 preset is always tied)"`
 }
 
 // config resolves the preset and overrides into a checked model config.

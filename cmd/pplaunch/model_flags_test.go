@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -32,6 +33,20 @@ func TestModelFlags(t *testing.T) {
 		if err != nil || got != c.want {
 			t.Errorf("%+v: %+v, %v; want %+v", c.f, got, err, c.want)
 		}
+	}
+}
+
+// TestModelFlagHelpNamesEveryPreset keeps --model's help in step with the presets.
+func TestModelFlagHelpNamesEveryPreset(t *testing.T) {
+	f, _ := reflect.TypeFor[modelFlags]().FieldByName("Model")
+	help := f.Tag.Get("help")
+	for _, name := range models.PresetNames() {
+		if !strings.Contains(help, name) {
+			t.Errorf("--model help %q does not name preset %s", help, name)
+		}
+	}
+	if def := f.Tag.Get("default"); def != models.DefaultPreset {
+		t.Errorf("--model defaults to %q, models.DefaultPreset is %q", def, models.DefaultPreset)
 	}
 }
 

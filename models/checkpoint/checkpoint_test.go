@@ -259,6 +259,28 @@ func TestLoadRefuses(t *testing.T) {
 			b, _ := os.ReadFile(p)
 			os.WriteFile(p, []byte(strings.Replace(string(b), `"format": 1`, `"format": 9`, 1)), 0o644)
 		}, good, []string{"format version 9"}},
+		{"optimizer slot shape", func(dir string) {
+			// A shard written by another tool, hashed into a valid manifest,
+			// whose first moment of wte is laid out [4 8] instead of [8 4].
+			p := filepath.Join(dir, shard0)
+			f, err := safetensors.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range f.Tensors {
+				if f.Tensors[i].Name == "adam_m/wte" {
+					f.Tensors[i].Shape = []int{4, 8}
+				}
+			}
+			if err := safetensors.WriteFile(p, f.Tensors, f.Metadata); err != nil {
+				t.Fatal(err)
+			}
+			m := manifest(3)
+			m.NumStages = 2
+			if err := Commit(dir, m); err != nil {
+				t.Fatal(err)
+			}
+		}, good, []string{shard0, `optimizer slot adam_m: "wte" has shape [4 8], the parameter [8 4]`}},
 		{"escaping file name", func(dir string) {
 			p := filepath.Join(dir, ManifestName)
 			b, _ := os.ReadFile(p)
@@ -360,6 +382,8 @@ func TestCompare(t *testing.T) {
 	if d := exact["zero"]; !math.IsInf(d.MaxRel, 1) {
 		t.Errorf("zero: relative difference to 0 should be +Inf, got %v", d.MaxRel)
 	}
+	// float32 holds 100.0001 as 100.0001068 (spacing 7.6e-6 near 100), so the
+	// relative difference is 1.07e-6, not exactly 1e-6.
 	if d := exact["close"]; math.Abs(d.MaxRel-1e-6) > 2e-7 {
 		t.Errorf("close: max relative %v, want about 1e-6", d.MaxRel)
 	}
@@ -413,6 +437,7 @@ func TestCompareDirsAcrossLayouts(t *testing.T) {
 		if !d.Match() {
 			bad = append(bad, d.Name)
 		}
+		// 1e-3 added in float32 to a value below 1 (spacing 6e-8).
 		if d.Name == "param/h.1.b" && math.Abs(d.MaxAbs-1e-3) > 1e-6 {
 			t.Errorf("param/h.1.b differs by %v, want about 1e-3", d.MaxAbs)
 		}

@@ -317,6 +317,9 @@ func pick(where string, want []TensorSpec, slots []string, byName map[string]Ten
 			if !ok {
 				return Shard{}, fmt.Errorf("checkpoint %s: optimizer slot %s lacks parameter %q", where, slot, w.Name)
 			}
+			if !slices.Equal(s.Shape, p.Shape) {
+				return Shard{}, fmt.Errorf("checkpoint %s: optimizer slot %s: %q has shape %v, the parameter %v", where, slot, w.Name, s.Shape, p.Shape)
+			}
 			sh.State[slot] = append(sh.State[slot], Tensor{Name: w.Name, Shape: s.Shape, Data: s.Data})
 		}
 	}

@@ -118,9 +118,6 @@ func New(name string, b []byte) (*Corpus, error) {
 // Name is the corpus's path, or DefaultName for the embedded one.
 func (c *Corpus) Name() string { return c.name }
 
-// Len is the corpus size in bytes (tokens), both splits together.
-func (c *Corpus) Len() int { return len(c.train) + len(c.val) }
-
 // TrainLen is the size of the training split in bytes.
 func (c *Corpus) TrainLen() int { return len(c.train) }
 

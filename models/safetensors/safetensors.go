@@ -172,9 +172,12 @@ func (t Tensor) Float64s() ([]float64, error) {
 		}
 		return out, nil
 	}
-	f, err := t.Float32s()
-	if err != nil {
+	if t.DType != F32 && t.DType != F16 && t.DType != BF16 {
 		return nil, fmt.Errorf("tensor %q: cannot convert %s to float64", t.Name, t.DType)
+	}
+	f, err := t.Float32s() // exact for these types
+	if err != nil {
+		return nil, err
 	}
 	out := make([]float64, len(f))
 	for i, x := range f {
@@ -487,13 +490,14 @@ func (info tensorInfo) tensor(name string, data []byte) (Tensor, int, error) {
 	return Tensor{Name: name, DType: info.DType, Shape: info.Shape, Data: data[begin:end:end]}, int(begin), nil
 }
 
-// checkOffsets requires the tensors to tile the data section exactly: no gaps, no
-// overlaps, nothing after the last tensor.
+// span is where one tensor's bytes lie in the data section.
 type span struct {
 	begin, end int
 	name       string
 }
 
+// checkOffsets requires the tensors to tile the data section exactly: no gaps, no
+// overlaps, nothing after the last tensor.
 func checkOffsets(spans []span, dataLen int) error {
 	sort.Slice(spans, func(i, j int) bool {
 		if spans[i].begin != spans[j].begin {

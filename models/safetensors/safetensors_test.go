@@ -149,6 +149,15 @@ func TestHalfAndBFloat(t *testing.T) {
 	if err != nil || d[2] != 3.140625 {
 		t.Fatalf("BF16 as float64 = %v, %v", d, err)
 	}
+	// A conversion error says what is wrong: the dtype, or the size.
+	if _, err := (Tensor{Name: "i", DType: I32, Shape: []int{1}, Data: make([]byte, 4)}).Float64s(); err == nil ||
+		!strings.Contains(err.Error(), "cannot convert I32 to float64") {
+		t.Errorf("I32 as float64: %v", err)
+	}
+	if _, err := (Tensor{Name: "s", DType: F32, Shape: []int{2}, Data: make([]byte, 4)}).Float64s(); err == nil ||
+		!strings.Contains(err.Error(), "needs 8 bytes, has 4") {
+		t.Errorf("short F32 as float64: %v", err)
+	}
 }
 
 func TestEncodeRejects(t *testing.T) {

@@ -49,6 +49,4 @@ type Backend interface {
 	CrossEntropyBackward(dlogits, probs *Tensor, targets []int32, scale float32)
 	// Add computes y = a + b elementwise (y may alias a or b).
 	Add(y, a, b *Tensor)
-	// SumSquares returns Σ x², accumulated in float64 in index order.
-	SumSquares(x *Tensor) float64
 }

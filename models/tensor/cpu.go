@@ -37,7 +37,7 @@ func NewCPU(blasName string) (*CPU, error) {
 		o, err := cbits.LoadOpenBLAS()
 		if err != nil {
 			if blasName == "openblas" {
-				return nil, fmt.Errorf("cpu backend: %w", err)
+				return nil, fmt.Errorf("cpu backend: BLAS openblas chosen, but %w (install libopenblas0-pthread, or choose gonum)", err)
 			}
 			return gonumCPU(), nil
 		}
@@ -159,6 +159,14 @@ func mustShape(op string, t *Tensor, shape ...int) {
 			panic(fmt.Sprintf("%s: shape %v, want %v", op, t.Shape, shape))
 		}
 	}
+}
+
+// matDims checks that t is a matrix and returns its dimensions.
+func matDims(op, what string, t *Tensor) (rows, cols int) {
+	if len(t.Shape) != 2 {
+		panic(fmt.Sprintf("%s: %s has shape %v, want a matrix", op, what, t.Shape))
+	}
+	return t.Shape[0], t.Shape[1]
 }
 
 func mustLen(op, what string, t *Tensor, n int) {

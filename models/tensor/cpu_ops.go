@@ -3,6 +3,7 @@ package tensor
 import (
 	"fmt"
 	"math"
+	"slices"
 )
 
 // rowGrain is the fixed number of rows one task handles in row-wise operations.
@@ -35,25 +36,31 @@ func (c *CPU) MatMul(cc, a *Tensor, ta bool, b *Tensor, tb bool, alpha, beta flo
 // Linear computes y = x·wᵀ + bias (+ residual).
 func (c *CPU) Linear(y, x, w, bias, residual *Tensor) {
 	n, in := x.Rows()
-	out := w.Shape[0]
+	out, _ := matDims("linear", "w", w)
 	mustShape("linear weight", w, out, in)
 	mustLen("linear", "y", y, n*out)
+	if bias != nil {
+		mustLen("linear", "bias", bias, out)
+	}
+	if residual != nil {
+		mustLen("linear", "residual", residual, n*out)
+	}
+	// y starts as residual + bias (either may be missing); the product adds onto it.
 	beta := float32(0)
 	if bias != nil || residual != nil {
-		mustLen("linear", "bias", bias, out)
-		if residual != nil {
-			mustLen("linear", "residual", residual, n*out)
-		}
 		parallelRange(n, rowGrain, func(lo, hi int) {
 			for r := lo; r < hi; r++ {
 				yr := y.Data[r*out : (r+1)*out]
-				if residual == nil {
+				switch {
+				case residual == nil:
 					copy(yr, bias.Data)
-					continue
-				}
-				rr := residual.Data[r*out : (r+1)*out]
-				for j, b := range bias.Data {
-					yr[j] = rr[j] + b
+				case bias == nil:
+					copy(yr, residual.Data[r*out:(r+1)*out])
+				default:
+					rr := residual.Data[r*out : (r+1)*out]
+					for j, b := range bias.Data {
+						yr[j] = rr[j] + b
+					}
 				}
 			}
 		})
@@ -64,7 +71,7 @@ func (c *CPU) Linear(y, x, w, bias, residual *Tensor) {
 
 // LinearBackwardInput computes dx = dy·w.
 func (c *CPU) LinearBackwardInput(dx, dy, w *Tensor) {
-	out, in := w.Shape[0], w.Shape[1]
+	out, in := matDims("linear backward input", "w", w)
 	n := dy.Len() / out
 	mustLen("linear backward input", "dy", dy, n*out)
 	mustLen("linear backward input", "dx", dx, n*in)
@@ -73,7 +80,7 @@ func (c *CPU) LinearBackwardInput(dx, dy, w *Tensor) {
 
 // LinearBackwardWeight computes dw = dyᵀ·x and dbias = Σ_rows dy.
 func (c *CPU) LinearBackwardWeight(dw, dbias, dy, x *Tensor) {
-	out, in := dw.Shape[0], dw.Shape[1]
+	out, in := matDims("linear backward weight", "dw", dw)
 	n := x.Len() / in
 	mustLen("linear backward weight", "dy", dy, n*out)
 	mustLen("linear backward weight", "x", x, n*in)
@@ -106,12 +113,18 @@ func (c *CPU) scratch(n int) []float32 {
 // release returns a scratch buffer to the pool.
 func (c *CPU) release(b []float32) { c.pool.Put(&b) }
 
+// lnDims returns x's rows and width, checking the per-row statistics against them.
+func lnDims(op string, x, mean, rstd *Tensor) (n, d int) {
+	n, d = x.Rows()
+	mustLen(op, "mean", mean, n)
+	mustLen(op, "rstd", rstd, n)
+	return n, d
+}
+
 // LayerNorm normalises each row of x.
 func (c *CPU) LayerNorm(y, mean, rstd, x, gamma, beta *Tensor, eps float32) {
-	n, d := x.Rows()
+	n, d := lnDims("layernorm", x, mean, rstd)
 	mustLen("layernorm", "y", y, n*d)
-	mustLen("layernorm", "mean", mean, n)
-	mustLen("layernorm", "rstd", rstd, n)
 	mustLen("layernorm", "gamma", gamma, d)
 	mustLen("layernorm", "beta", beta, d)
 	parallelRange(n, rowGrain, func(lo, hi int) {
@@ -167,9 +180,10 @@ func sumSq4(x []float32, m float32) float32 {
 
 // LayerNormBackwardInput computes dx = rstd·(g·dy - mean(g·dy) - x̂·mean(g·dy·x̂)).
 func (c *CPU) LayerNormBackwardInput(dx, dy, x, mean, rstd, gamma *Tensor) {
-	n, d := x.Rows()
+	n, d := lnDims("layernorm backward", x, mean, rstd)
 	mustLen("layernorm backward", "dy", dy, n*d)
 	mustLen("layernorm backward", "dx", dx, n*d)
+	mustLen("layernorm backward", "gamma", gamma, d)
 	parallelRange(n, rowGrain, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			xr, dyr := x.Data[r*d:(r+1)*d], dy.Data[r*d:(r+1)*d]
@@ -201,9 +215,10 @@ func (c *CPU) LayerNormBackwardInput(dx, dy, x, mean, rstd, gamma *Tensor) {
 
 // LayerNormBackwardWeight computes dgamma = Σ_rows dy·x̂ and dbeta = Σ_rows dy.
 func (c *CPU) LayerNormBackwardWeight(dgamma, dbeta, dy, x, mean, rstd *Tensor) {
-	n, d := x.Rows()
+	n, d := lnDims("layernorm backward weight", x, mean, rstd)
 	mustLen("layernorm backward weight", "dy", dy, n*d)
 	mustLen("layernorm backward weight", "dgamma", dgamma, d)
+	mustLen("layernorm backward weight", "dbeta", dbeta, d)
 	// dgamma = Σ_rows dy·x̂: form dy·x̂ row by row, then sum columns like dbeta.
 	prod := c.scratch(n * d)
 	parallelRange(n, rowGrain, func(lo, hi int) {
@@ -272,6 +287,7 @@ func geluScalar(xs, ts, ys []float32) {
 func (c *CPU) GeluBackward(dx, dy, x, th *Tensor) {
 	mustLen("gelu backward", "dx", dx, x.Len())
 	mustLen("gelu backward", "dy", dy, x.Len())
+	mustLen("gelu backward", "th", th, x.Len())
 	parallelRange(x.Len(), rowGrain*256, func(lo, hi int) {
 		xs, ts, dys, dxs := x.Data[lo:hi], th.Data[lo:hi], dy.Data[lo:hi], dx.Data[lo:hi]
 		n := geluBackVector(xs, ts, dys, dxs)
@@ -309,6 +325,13 @@ func attnDims(op string, qkv, out, probs *Tensor, heads int) (b, t, d, hd int) {
 	return b, t, d, d / heads
 }
 
+// headViews returns where head h of sequence b starts in a [B,T,3D] buffer of
+// q|k|v: its q, k and v columns, each row 3D values after the one before.
+func headViews(buf []float32, b, h, T, D, hd int) (q, k, v []float32) {
+	base := b*T*3*D + h*hd
+	return buf[base:], buf[base+D:], buf[base+2*D:]
+}
+
 // Attention is causal multi-head self-attention; each (batch, head) pair is an
 // independent task.
 func (c *CPU) Attention(out, probs, qkv *Tensor, heads int) {
@@ -317,10 +340,7 @@ func (c *CPU) Attention(out, probs, qkv *Tensor, heads int) {
 	ld := 3 * D
 	parallel(B*heads, func(i int) {
 		b, h := i/heads, i%heads
-		base := b * T * ld
-		q := qkv.Data[base+h*hd:]
-		k := qkv.Data[base+D+h*hd:]
-		v := qkv.Data[base+2*D+h*hd:]
+		q, k, v := headViews(qkv.Data, b, h, T, D, hd)
 		p := probs.Data[i*T*T : (i+1)*T*T]
 		// Causal: a block of query rows needs keys only up to its last row.
 		for r0 := 0; r0 < T; r0 += attnBlock {
@@ -363,13 +383,8 @@ func (c *CPU) AttentionBackward(dqkv, dout, qkv, probs *Tensor, heads int) {
 	ld := 3 * D
 	parallel(B*heads, func(i int) {
 		b, h := i/heads, i%heads
-		base := b * T * ld
-		q := qkv.Data[base+h*hd:]
-		k := qkv.Data[base+D+h*hd:]
-		v := qkv.Data[base+2*D+h*hd:]
-		dq := dqkv.Data[base+h*hd:]
-		dk := dqkv.Data[base+D+h*hd:]
-		dv := dqkv.Data[base+2*D+h*hd:]
+		q, k, v := headViews(qkv.Data, b, h, T, D, hd)
+		dq, dk, dv := headViews(dqkv.Data, b, h, T, D, hd)
 		do := dout.Data[b*T*D+h*hd:]
 		p := probs.Data[i*T*T : (i+1)*T*T]
 		dp := c.scratch(T * T)
@@ -408,24 +423,40 @@ func (c *CPU) AttentionBackward(dqkv, dout, qkv, probs *Tensor, heads int) {
 	})
 }
 
+// embedDims checks an embedding's operands: the token table [V,D]; the
+// activations, one row of D per token ([B,T,D], or [N,D] for one sequence); the
+// position table (may be nil), at least [T,D]; tokens within the vocabulary.
+// It returns D and T.
+func embedDims(op string, table, pos, act *Tensor, tokens []int32) (D, T int) {
+	V, D := matDims(op, "token table", table)
+	mustLen(op, "activations", act, len(tokens)*D)
+	T = len(tokens)
+	if len(act.Shape) == 3 {
+		T = act.Shape[1]
+	}
+	if pos != nil {
+		if P, pd := matDims(op, "position table", pos); pd != D || P < T {
+			panic(fmt.Sprintf("%s: position table %v, want at least [%d %d]", op, pos.Shape, T, D))
+		}
+	}
+	checkIDs(op, "token", tokens, V)
+	return D, T
+}
+
+// checkIDs panics unless every id is within a vocabulary of V.
+func checkIDs(op, what string, ids []int32, V int) {
+	if i := slices.IndexFunc(ids, func(t int32) bool { return t < 0 || int(t) >= V }); i >= 0 {
+		panic(fmt.Sprintf("%s: %s %d at %d outside vocabulary of %d", op, what, ids[i], i, V))
+	}
+}
+
 // Embed computes y[b,t] = wte[token] + wpe[t].
 func (c *CPU) Embed(y, wte, wpe *Tensor, tokens []int32) {
-	V, D := wte.Shape[0], wte.Shape[1]
+	D, T := embedDims("embed", wte, wpe, y, tokens)
 	n := len(tokens)
-	mustLen("embed", "y", y, n*D)
-	T := n
-	if len(y.Shape) == 3 {
-		T = y.Shape[1]
-	}
-	if wpe != nil && wpe.Shape[0] < T {
-		panic(fmt.Sprintf("embed: sequence %d longer than %d positions", T, wpe.Shape[0]))
-	}
 	parallelRange(n, rowGrain, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			tok := int(tokens[r])
-			if tok < 0 || tok >= V {
-				panic(fmt.Sprintf("embed: token %d outside vocabulary of %d", tok, V))
-			}
 			yr := y.Data[r*D : (r+1)*D]
 			copy(yr, wte.Data[tok*D:(tok+1)*D])
 			if wpe != nil {
@@ -441,13 +472,7 @@ func (c *CPU) Embed(y, wte, wpe *Tensor, tokens []int32) {
 // EmbedBackward scatter-adds dy into dwte and sums it per position into dwpe.
 // Tasks own column blocks, and rows are added in order within each.
 func (c *CPU) EmbedBackward(dwte, dwpe, dy *Tensor, tokens []int32) {
-	D := dwte.Shape[1]
-	n := len(tokens)
-	mustLen("embed backward", "dy", dy, n*D)
-	T := n
-	if len(dy.Shape) == 3 {
-		T = dy.Shape[1]
-	}
+	D, T := embedDims("embed backward", dwte, dwpe, dy, tokens)
 	clear(dwte.Data)
 	if dwpe != nil {
 		clear(dwpe.Data)
@@ -476,14 +501,12 @@ func (c *CPU) CrossEntropy(probs, logits *Tensor, targets []int32) float64 {
 		panic(fmt.Sprintf("cross entropy: %d targets for %d rows", len(targets), n))
 	}
 	mustLen("cross entropy", "probs", probs, n*V)
+	checkIDs("cross entropy", "target", targets, V)
 	losses := make([]float64, n)
 	parallelRange(n, rowGrain, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			lr, pr := logits.Data[r*V:(r+1)*V], probs.Data[r*V:(r+1)*V]
 			tg := int(targets[r])
-			if tg < 0 || tg >= V {
-				panic(fmt.Sprintf("cross entropy: target %d outside vocabulary of %d", tg, V))
-			}
 			mx := lr[0]
 			for _, v := range lr {
 				if v > mx {
@@ -515,6 +538,10 @@ func (c *CPU) CrossEntropy(probs, logits *Tensor, targets []int32) float64 {
 func (c *CPU) CrossEntropyBackward(dlogits, probs *Tensor, targets []int32, scale float32) {
 	n, V := probs.Rows()
 	mustLen("cross entropy backward", "dlogits", dlogits, n*V)
+	if len(targets) != n {
+		panic(fmt.Sprintf("cross entropy backward: %d targets for %d rows", len(targets), n))
+	}
+	checkIDs("cross entropy backward", "target", targets, V)
 	s := scale / float32(n)
 	parallelRange(n, rowGrain, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
@@ -537,13 +564,4 @@ func (c *CPU) Add(y, a, b *Tensor) {
 			ys[i] = as[i] + bs[i]
 		}
 	})
-}
-
-// SumSquares returns Σ x² in float64, in index order.
-func (c *CPU) SumSquares(x *Tensor) float64 {
-	var s float64
-	for _, v := range x.Data {
-		s += float64(v) * float64(v)
-	}
-	return s
 }

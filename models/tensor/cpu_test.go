@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -84,6 +85,8 @@ func TestMatMulAgainstReference(t *testing.T) {
 					want := c.Clone()
 					naiveGemm(ta, tb, m, n, k, 0.5, a.Data, a.Shape[1], b.Data, b.Shape[1], 2, want.Data, n)
 					be.MatMul(c, a, ta, b, tb, 0.5, 2)
+					// float32 sums of k=30 products of unit normals, against
+					// float64: rounding is ~k·2⁻²⁴·|terms| ≈ 1e-5 relative at worst.
 					closeTo(t, fmt.Sprintf("%s %v ta=%v tb=%v", be.Name(), sh, ta, tb), c.Data, want.Data, 1e-4)
 				}
 			}
@@ -105,6 +108,7 @@ func TestLinearAndBackward(t *testing.T) {
 			}
 		}
 		naiveGemm(false, true, n, out, in, 1, x.Data, in, w.Data, in, 1, want.Data, out)
+		// Sums of at most 9 float32 products: rounding stays below 1e-6 relative.
 		closeTo(t, be.Name()+" linear", y.Data, want.Data, 1e-5)
 
 		dy := randTensor(r, n, out)
@@ -214,6 +218,9 @@ func TestAttentionAgainstReference(t *testing.T) {
 					}
 				}
 			}
+			// float32 softmax (exp32 within 4e-7) and sums of up to 70 terms
+			// against float64; the backward chains three such products, so
+			// its bound is ten times looser.
 			closeTo(t, fmt.Sprintf("%s attention T=%d", be.Name(), T), out.Data, want, 1e-5)
 			closeTo(t, fmt.Sprintf("%s attention backward T=%d", be.Name(), T), dqkv.Data, wantD, 1e-4)
 		}
@@ -235,6 +242,7 @@ func TestCrossEntropyAndEmbed(t *testing.T) {
 	}
 	want /= 4
 	probs := New(4, 6)
+	// A float32 softmax of 6 values against float64: about 1e-7 per row.
 	if got := be.CrossEntropy(probs, logits, targets); math.Abs(got-want) > 1e-5 {
 		t.Fatalf("cross entropy %v, want %v", got, want)
 	}
@@ -253,42 +261,150 @@ func TestCrossEntropyAndEmbed(t *testing.T) {
 	dy := randTensor(r, 2, 2, 3)
 	dwte, dwpe := New(6, 3), New(2, 3)
 	be.EmbedBackward(dwte, dwpe, dy, tokens)
-	// Token 4 appears twice: its gradient is the sum of rows 1 and 2.
-	closeTo(t, "dwte[4]", dwte.Data[12:15], []float32{dy.Data[3] + dy.Data[6], dy.Data[4] + dy.Data[7], dy.Data[5] + dy.Data[8]}, 1e-6)
-	closeTo(t, "dwpe[0]", dwpe.Data[0:3], []float32{dy.Data[0] + dy.Data[6], dy.Data[1] + dy.Data[7], dy.Data[2] + dy.Data[8]}, 1e-6)
+	// Token 4 appears twice: its gradient is the sum of rows 1 and 2, added in
+	// row order onto zero, so exactly the float32 sum.
+	closeTo(t, "dwte[4]", dwte.Data[12:15], []float32{dy.Data[3] + dy.Data[6], dy.Data[4] + dy.Data[7], dy.Data[5] + dy.Data[8]}, 0)
+	closeTo(t, "dwpe[0]", dwpe.Data[0:3], []float32{dy.Data[0] + dy.Data[6], dy.Data[1] + dy.Data[7], dy.Data[2] + dy.Data[8]}, 0)
 	if slices.ContainsFunc(dwte.Data[6:9], func(v float32) bool { return v != 0 }) {
 		t.Fatalf("dwte for unused token 2 is %v, want zeros", dwte.Data[6:9])
 	}
 }
 
-// TestThreadCountInvariance runs the same large operations at GOMAXPROCS 1 and 2:
-// the results must be identical bit for bit.
+// TestThreadCountInvariance runs every operation on shapes large enough to be
+// cut into several blocks (row and column splits of a product, rows of
+// LayerNorm, elements of GELU, column blocks of the embedding gradient) at
+// GOMAXPROCS 1, 2 and 3: the results must be identical bit for bit.
 func TestThreadCountInvariance(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 10))
-	x, w, bias := randTensor(r, 520, 96), randTensor(r, 300, 96), randTensor(r, 300)
+	N, in, out := 520, 96, 300
+	x, w, bias, res := randTensor(r, N, in), randTensor(r, out, in), randTensor(r, out), randTensor(r, N, out)
+	wide, tall := randTensor(r, 40, 30), randTensor(r, 1100, 30) // a product cut by columns
+	gamma, beta := randTensor(r, out), randTensor(r, out)
 	qkv := randTensor(r, 3, 40, 3*32)
+	V := 50
+	wte, wpe := randTensor(r, V, 600), randTensor(r, 4, 600) // 600 columns: three blocks of colGrain
+	tokens, targets := make([]int32, N), make([]int32, N)
+	for i := range tokens {
+		tokens[i], targets[i] = int32(r.IntN(V)), int32(r.IntN(out))
+	}
 	for _, be := range backends(t) {
 		run := func() [][]float32 {
-			y := New(520, 300)
-			be.Linear(y, x, w, bias, nil)
-			dw, db := New(300, 96), New(300)
+			y := New(N, out)
+			be.Linear(y, x, w, bias, res)
+			dx, dw, db := New(N, in), New(out, in), New(out)
+			be.LinearBackwardInput(dx, y, w)
 			be.LinearBackwardWeight(dw, db, y, x)
-			out, probs := New(3, 40, 32), New(3, 4, 40, 40)
-			be.Attention(out, probs, qkv, 4)
+			cols := New(40, 1100)
+			be.MatMul(cols, wide, false, tall, true, 1, 0)
+			ln, mean, rstd := New(N, out), New(N), New(N)
+			be.LayerNorm(ln, mean, rstd, y, gamma, beta, 1e-5)
+			dln, dg, dbeta := New(N, out), New(out), New(out)
+			be.LayerNormBackwardInput(dln, ln, y, mean, rstd, gamma)
+			be.LayerNormBackwardWeight(dg, dbeta, ln, y, mean, rstd)
+			g, th, dgelu := New(N, out), New(N, out), New(N, out)
+			be.Gelu(g, th, y)
+			be.GeluBackward(dgelu, ln, y, th)
+			probs, dlogits := New(N, out), New(N, out)
+			loss := be.CrossEntropy(probs, y, targets)
+			be.CrossEntropyBackward(dlogits, probs, targets, 0.5)
+			att, ap := New(3, 40, 32), New(3, 4, 40, 40)
+			be.Attention(att, ap, qkv, 4)
 			dqkv := New(3, 40, 96)
-			be.AttentionBackward(dqkv, out, qkv, probs, 4)
-			return [][]float32{y.Data, dw.Data, db.Data, out.Data, dqkv.Data}
+			be.AttentionBackward(dqkv, att, qkv, ap, 4)
+			emb := New(N/4, 4, 600)
+			be.Embed(emb, wte, wpe, tokens)
+			dwte, dwpe := New(V, 600), New(4, 600)
+			be.EmbedBackward(dwte, dwpe, emb, tokens)
+			return [][]float32{y.Data, dx.Data, dw.Data, db.Data, cols.Data, ln.Data, dln.Data, dg.Data, dbeta.Data,
+				g.Data, dgelu.Data, {float32(loss)}, dlogits.Data, att.Data, dqkv.Data, emb.Data, dwte.Data, dwpe.Data}
 		}
 		old := runtime.GOMAXPROCS(1)
 		one := run()
-		runtime.GOMAXPROCS(2)
-		two := run()
-		runtime.GOMAXPROCS(old)
-		for i := range one {
-			if !slices.Equal(one[i], two[i]) {
-				t.Fatalf("%s: output %d differs between GOMAXPROCS 1 and 2", be.Name(), i)
+		for _, procs := range []int{2, 3} {
+			runtime.GOMAXPROCS(procs)
+			got := run()
+			for i := range one {
+				if !slices.Equal(one[i], got[i]) {
+					runtime.GOMAXPROCS(old)
+					t.Fatalf("%s: output %d differs between GOMAXPROCS 1 and %d", be.Name(), i, procs)
+				}
 			}
 		}
+		runtime.GOMAXPROCS(old)
+	}
+}
+
+// TestLinearBiasAndResidual covers each combination of the optional bias and
+// residual against the float64 reference.
+func TestLinearBiasAndResidual(t *testing.T) {
+	r := rand.New(rand.NewPCG(19, 20))
+	n, in, out := 7, 5, 4
+	x, w, bias, res := randTensor(r, n, in), randTensor(r, out, in), randTensor(r, out), randTensor(r, n, out)
+	for _, be := range backends(t) {
+		for _, c := range []struct {
+			name      string
+			bias, res *Tensor
+		}{{"neither", nil, nil}, {"bias", bias, nil}, {"residual", nil, res}, {"both", bias, res}} {
+			want := New(n, out)
+			for i := range n {
+				for j := range out {
+					if c.bias != nil {
+						want.Data[i*out+j] += c.bias.Data[j]
+					}
+					if c.res != nil {
+						want.Data[i*out+j] += c.res.Data[i*out+j]
+					}
+				}
+			}
+			naiveGemm(false, true, n, out, in, 1, x.Data, in, w.Data, in, 1, want.Data, out)
+			y := randTensor(r, n, out) // overwritten whole
+			be.Linear(y, x, w, c.bias, c.res)
+			// Five products and two additions per value: float32 rounding is
+			// well below 1e-5 relative.
+			closeTo(t, be.Name()+" linear with "+c.name, y.Data, want.Data, 1e-5)
+		}
+	}
+}
+
+// TestOperationsRefuseBadShapes: an operand of the wrong size is a panic that
+// names the operation and the operand, never a silent out-of-bounds result.
+func TestOperationsRefuseBadShapes(t *testing.T) {
+	be := gonumCPU()
+	x, w := New(4, 3), New(2, 3)
+	for _, c := range []struct {
+		name, want string
+		f          func()
+	}{
+		{"linear bias", "linear: bias has 3 elements", func() { be.Linear(New(4, 2), x, w, New(3), nil) }},
+		{"linear residual", "linear: residual has 2 elements", func() { be.Linear(New(4, 2), x, w, nil, New(2)) }},
+		{"linear weight", "linear: w has shape [6]", func() { be.Linear(New(4, 2), x, New(6), nil, nil) }},
+		{"matmul", "matmul: op(a) 4x3, op(b) 2x3", func() { be.MatMul(New(4, 2), x, false, w, false, 1, 0) }},
+		{"layernorm backward stats", "layernorm backward: rstd has 3 elements", func() {
+			be.LayerNormBackwardInput(New(4, 3), New(4, 3), x, New(4), New(3), New(3))
+		}},
+		{"gelu backward", "gelu backward: th has 2 elements", func() { be.GeluBackward(New(4), New(4), New(4), New(2)) }},
+		{"embed token", "embed: token 9 at 1 outside vocabulary of 5", func() { be.Embed(New(2, 3), New(5, 3), nil, []int32{1, 9}) }},
+		{"embed backward token", "embed backward: token -1 at 0 outside vocabulary of 5", func() {
+			be.EmbedBackward(New(5, 3), nil, New(2, 3), []int32{-1, 2})
+		}},
+		{"embed positions", "embed: position table [1 3], want at least [2 3]", func() { be.Embed(New(1, 2, 3), New(5, 3), New(1, 3), []int32{1, 2}) }},
+		{"cross entropy target", "cross entropy: target 7 at 1 outside vocabulary of 3", func() {
+			be.CrossEntropy(New(2, 3), New(2, 3), []int32{0, 7})
+		}},
+		{"cross entropy backward targets", "cross entropy backward: 1 targets for 2 rows", func() {
+			be.CrossEntropyBackward(New(2, 3), New(2, 3), []int32{0}, 1)
+		}},
+		{"attention heads", "attention: width 4 not divisible by 3 heads", func() { be.Attention(New(1, 2, 4), New(1, 3, 2, 2), New(1, 2, 12), 3) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			defer func() {
+				msg := fmt.Sprint(recover())
+				if !strings.Contains(msg, c.want) {
+					t.Fatalf("panic %q, want it to contain %q", msg, c.want)
+				}
+			}()
+			c.f()
+		})
 	}
 }
 
@@ -328,6 +444,8 @@ func TestLayerNormAgainstReference(t *testing.T) {
 				want[i*d+j] = float32((float64(xv)-mu)*rs*float64(g.Data[j]) + float64(b.Data[j]))
 			}
 		}
+		// Mean and variance of 37 values near 5 in float32 lose about
+		// 37·2⁻²⁴·5 ≈ 1e-5 of the variance; 2e-5 relative covers it.
 		closeTo(t, be.Name()+" layernorm", y.Data, want, 2e-5)
 	}
 }
