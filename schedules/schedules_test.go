@@ -49,6 +49,16 @@ func vs(name string) []int {
 // idle time below are exact.
 var unit = Costs{Default: StageCost{F: 1, B: 2, I: 1, W: 1}}
 
+// generate is Generate for arguments a test knows to be valid.
+func generate(t *testing.T, name string, p, m, v int) *Schedule {
+	t.Helper()
+	s, err := Generate(name, p, m, v)
+	if err != nil {
+		t.Fatalf("%s P=%d M=%d v=%d: %v", name, p, m, v, err)
+	}
+	return s
+}
+
 func simulate(t *testing.T, s *Schedule, c Costs) Stats {
 	t.Helper()
 	tl, err := Simulate(s, c)
@@ -141,8 +151,8 @@ func sum(x []float64) float64 {
 func TestPeakActivations(t *testing.T) {
 	for p := 1; p <= 8; p++ {
 		for m := 1; m <= 32; m++ {
-			s1, _ := Generate("1f1b", p, m, 1)
-			sg, _ := Generate("gpipe", p, m, 1)
+			s1 := generate(t, "1f1b", p, m, 1)
+			sg := generate(t, "gpipe", p, m, 1)
 			st1, sg1 := simulate(t, s1, unit), simulate(t, sg, unit)
 			for r := range p {
 				if want := float64(min(p-r, m)); st1.PeakLive[r] != want {
@@ -161,8 +171,8 @@ func TestZBH1BeatsOneFOneB(t *testing.T) {
 	// one rank has no bubble for W to fill, and both take 3M.
 	for p := 2; p <= 8; p++ {
 		for m := 1; m <= 32; m++ {
-			zb, _ := Generate("zb-h1", p, m, 0)
-			ob, _ := Generate("1f1b", p, m, 0)
+			zb := generate(t, "zb-h1", p, m, 0)
+			ob := generate(t, "1f1b", p, m, 0)
 			z, o := simulate(t, zb, unit), simulate(t, ob, unit)
 			if z.Makespan >= o.Makespan {
 				t.Errorf("P=%d M=%d: zb-h1 makespan %v, not below 1f1b's %v", p, m, z.Makespan, o.Makespan)
@@ -193,9 +203,9 @@ func TestZBV(t *testing.T) {
 	whole := Costs{Default: StageCost{F: 2, B: 4, I: 2, W: 2}}
 	for p := 1; p <= 8; p++ {
 		for m := 1; m <= 32; m++ {
-			zv, _ := Generate("zb-v", p, m, 2)
-			zh, _ := Generate("zb-h1", p, m, 1)
-			ob, _ := Generate("1f1b", p, m, 1)
+			zv := generate(t, "zb-v", p, m, 2)
+			zh := generate(t, "zb-h1", p, m, 1)
+			ob := generate(t, "1f1b", p, m, 1)
 			v, h, o := simulate(t, zv, half), simulate(t, zh, whole), simulate(t, ob, whole)
 			if v.Makespan > h.Makespan {
 				t.Errorf("P=%d M=%d: zb-v makespan %v above zb-h1's %v", p, m, v.Makespan, h.Makespan)
@@ -222,6 +232,7 @@ func TestGenerateRejectsBadArguments(t *testing.T) {
 		{"interleaved", 4, 4, 1, "need at least 2"},
 		{"zb-v", 4, 4, 3, "always has 2 stages per rank"},
 		{"pipedream", 4, 4, 1, `unknown schedule "pipedream"`},
+		{"pipedream", 4, 4, 2, `unknown schedule "pipedream"`},
 	} {
 		_, err := Generate(c.name, c.p, c.m, c.v)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -289,7 +300,7 @@ func TestComputeOrderDeadlock(t *testing.T) {
 }
 
 func TestValidatorRejects(t *testing.T) {
-	ok1f1b := func() *Schedule { s, _ := Generate("1f1b", 2, 2, 1); return s }
+	ok1f1b := func() *Schedule { return generate(t, "1f1b", 2, 2, 1) }
 	for _, c := range []struct {
 		name string
 		text string
@@ -358,7 +369,7 @@ func TestValidatorRejects(t *testing.T) {
 }
 
 func TestErrorGridGolden(t *testing.T) {
-	s, _ := Generate("1f1b", 4, 8, 1)
+	s := generate(t, "1f1b", 4, 8, 1)
 	// Drop rank 2's backward of micro-batch 5.
 	l := s.Ranks[2]
 	for i, a := range l {

@@ -103,7 +103,17 @@ func Validate(s *Schedule) error {
 
 // validate is Validate, returning the index it built.
 func validate(s *Schedule) (*checker, error) {
-	c, err := newChecker(s, false)
+	c, err := checkStatic(s, false)
+	if err != nil {
+		return nil, err
+	}
+	return c, c.dryRun()
+}
+
+// checkStatic runs the checks that need no execution, shared by Validate and
+// Lower: shape, placement, uniqueness, completeness and per-rank order.
+func checkStatic(s *Schedule, computeOnly bool) (*checker, error) {
+	c, err := newChecker(s, computeOnly)
 	if err != nil {
 		return nil, err
 	}
@@ -113,7 +123,7 @@ func validate(s *Schedule) (*checker, error) {
 	if err := c.order(); err != nil {
 		return nil, err
 	}
-	return c, c.dryRun()
+	return c, nil
 }
 
 // newChecker checks the shape, the range, placement and uniqueness of every
