@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"strings"
 	"sync"
 	"testing"
@@ -163,14 +164,32 @@ func TestRunAllReduceMemoryBackendNoCeiling(t *testing.T) {
 	}
 }
 
-func TestRunP2PNeedsTwoRanks(t *testing.T) {
-	cs, _ := collective.NewMemoryWorld(1, collective.Options{})
-	if err := RunP2P(context.Background(), cs[0], P2POptions{}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "at least 2 ranks") {
-		t.Errorf("one rank: %v", err)
-	}
+// Bad options are errors that name the flag, found before any transfer.
+func TestCommBenchBadOptions(t *testing.T) {
+	one, _ := collective.NewMemoryWorld(1, collective.Options{})
 	two, _ := collective.NewMemoryWorld(2, collective.Options{})
-	if err := RunP2P(context.Background(), two[0], P2POptions{Min: 64, Max: 8}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "--min 64B is larger than --max 8B") {
-		t.Errorf("min > max: %v", err)
+	t.Cleanup(func() {
+		for _, c := range append(one, two...) {
+			c.Close()
+		}
+	})
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		run  func() error
+		want string
+	}{
+		{"one rank", func() error { return RunP2P(ctx, one[0], P2POptions{}, io.Discard) }, "at least 2 ranks"},
+		{"min > max", func() error { return RunP2P(ctx, two[0], P2POptions{Min: 64, Max: 8}, io.Discard) }, "--min 64B is larger than --max 8B"},
+		{"negative min", func() error { return RunP2P(ctx, two[0], P2POptions{Min: -8}, io.Discard) }, "--min -8: a size must not be negative"},
+		{"negative lat-max", func() error { return RunP2P(ctx, two[0], P2POptions{LatMax: -1}, io.Discard) }, "--lat-max -1"},
+		{"negative iters", func() error { return RunP2P(ctx, two[0], P2POptions{Iters: -1}, io.Discard) }, "--iters -1"},
+		{"negative reps", func() error { return RunAllReduce(ctx, two[0], AllReduceOptions{Reps: -2}, io.Discard) }, "bench allreduce: --reps -2"},
+		{"negative max", func() error { return RunAllReduce(ctx, two[0], AllReduceOptions{Max: -1}, io.Discard) }, "--max -1"},
+	} {
+		if err := tc.run(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error containing %q", tc.name, err, tc.want)
+		}
 	}
 }
 
