@@ -98,6 +98,10 @@ func TestResolveErrors(t *testing.T) {
 		{"multi-node without endpoint", func(f *Flags) { f.NNodes = intp(2) }, nil, "needs --rdzv-endpoint"},
 		{"standalone multi-node", func(f *Flags) { f.NNodes, f.Standalone = intp(2), true }, nil, "--standalone"},
 		{"bad port", func(f *Flags) { f.RdzvEndpoint = "h:x" }, nil, `port "x"`},
+		{"empty port", func(f *Flags) { f.RdzvEndpoint = "h:" }, nil, `--rdzv-endpoint "h:": empty port`},
+		{"no host", func(f *Flags) { f.RdzvEndpoint = ":29500" }, nil, `--rdzv-endpoint ":29500": no host`},
+		{"zero rdzv timeout", func(f *Flags) { f.RdzvTimeout = 0 }, nil, "--rdzv-timeout 0s: must be positive"},
+		{"negative grace period", func(f *Flags) { f.GracePeriod = -time.Second }, nil, "--grace-period -1s"},
 		{"standalone with an endpoint", func(f *Flags) { f.Standalone, f.RdzvEndpoint = true, "h:1" }, nil, "--standalone picks"},
 		{"tee without log dir", func(f *Flags) { f.Tee = true }, nil, "--tee needs --log-dir"},
 		{"tag and no-tag", func(f *Flags) { f.Tag, f.NoTag = true, true }, nil, "--no-tag"},
@@ -230,5 +234,11 @@ func TestNProcAuto(t *testing.T) {
 	c, err := Resolve(f, envFunc(map[string]string{"CUDA_VISIBLE_DEVICES": "0,1,2"}))
 	if err != nil || c.NProc != 3 {
 		t.Fatalf("auto with 3 visible GPUs: %d ranks, %v", c.NProc, err)
+	}
+	// CUDA ignores the devices from the first negative index on.
+	for env, want := range map[string]int{"1,0,-1,2": 2, "-1": 0} {
+		if got := countGPUs(envFunc(map[string]string{"CUDA_VISIBLE_DEVICES": env})); got != want {
+			t.Errorf("CUDA_VISIBLE_DEVICES=%s: %d GPUs, want %d", env, got, want)
+		}
 	}
 }
