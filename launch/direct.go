@@ -47,19 +47,19 @@ func DirectEnv(f Flags, getenv func(string) string) (map[string]string, error) {
 	default:
 		return nil, fmt.Errorf("--direct: no launcher found in the environment (neither SLURM_PROCID in an srun step, OMPI_COMM_WORLD_RANK nor PMI_RANK is set); run under srun or mpirun, or drop --direct")
 	}
+	if world < 1 || rank < 0 || rank >= world || local < 0 || local >= localSize {
+		return nil, fmt.Errorf("--direct: rank %d of %d, local rank %d of %d: inconsistent launcher variables", rank, world, local, localSize)
+	}
 	if slurm == nil {
 		// MPI launchers say nothing of nodes; ranks are laid out node by node.
-		if localSize < 1 || world%localSize != 0 {
-			nnodes, node = 0, 0
-		} else {
+		// With uneven nodes the node rank is unknown (-1) unless flags give it.
+		nnodes, node = -1, -1
+		if world%localSize == 0 {
 			nnodes, node = world/localSize, rank/localSize
 		}
 		if localSize == world {
 			host = "127.0.0.1"
 		}
-	}
-	if world < 1 || rank < 0 || rank >= world || local < 0 || local >= localSize {
-		return nil, fmt.Errorf("--direct: rank %d of %d, local rank %d of %d: inconsistent launcher variables", rank, world, local, localSize)
 	}
 	// Flags (and their environment fallbacks) win.
 	if f.NodeRank != nil {
@@ -76,6 +76,17 @@ func DirectEnv(f Flags, getenv func(string) string) (map[string]string, error) {
 	}
 	if f.MasterAddr != "" {
 		host = f.MasterAddr
+	}
+	switch {
+	case nnodes == -1 || node == -1:
+		return nil, fmt.Errorf("--direct: rank %d: %d ranks with %d on this node are not spread evenly over nodes, so the node count and rank are unknown; give --nnodes and --node-rank", rank, world, localSize)
+	case nnodes < 1:
+		return nil, fmt.Errorf("--direct: rank %d: --nnodes %d: must be 1 or more", rank, nnodes)
+	case node < 0 || node >= nnodes:
+		return nil, fmt.Errorf("--direct: rank %d: node rank %d is not in 0..%d (--nnodes %d)", rank, node, nnodes-1, nnodes)
+	}
+	if f.RdzvTimeout <= 0 {
+		return nil, fmt.Errorf("--rdzv-timeout %v: must be positive", f.RdzvTimeout)
 	}
 	if f.RdzvEndpoint != "" {
 		h, p, err := endpoint(Flags{RdzvEndpoint: f.RdzvEndpoint, MasterPort: &port}, nil)
