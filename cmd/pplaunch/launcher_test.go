@@ -122,10 +122,11 @@ func TestBenchStoreAsRanks(t *testing.T) {
 	}
 }
 
-// TestAgentForwardsSIGTERM sends a real SIGTERM to the agent process.
+// TestAgentForwardsSIGTERM sends a real SIGTERM to the agent process. Each
+// rank says ready once its child runs, so the signal finds both in place.
 func TestAgentForwardsSIGTERM(t *testing.T) {
 	cmd := pplaunch(t, nil, "--nproc", "2", "--", "/bin/sh", "-c",
-		`trap 'echo "got TERM"; exit 0' TERM; echo ready; while :; do sleep 1000 & wait $!; done`)
+		`trap 'echo "got TERM"; exit 0' TERM; sleep 1000 & echo ready; wait $!`)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
