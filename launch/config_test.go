@@ -275,3 +275,42 @@ func TestNProcAuto(t *testing.T) {
 		}
 	}
 }
+
+// FuzzLocalRanksFilter: the filter parser never panics, and what it accepts
+// shows only local ranks it names, all in range.
+func FuzzLocalRanksFilter(f *testing.F) {
+	for _, s := range []string{"", "0", "0,2", " 1 , 3", "4", "-1", "a", "0,,1", "1,1"} {
+		f.Add(s, 4)
+	}
+	f.Fuzz(func(t *testing.T, s string, nproc int) {
+		if nproc < 1 || nproc > 64 {
+			return
+		}
+		show, err := parseFilter(s, nproc)
+		if err != nil {
+			return
+		}
+		for i := range nproc {
+			if show(i) && s != "" && !strings.Contains(s, strconv.Itoa(i)) {
+				t.Fatalf("filter %q shows local rank %d, which it does not name", s, i)
+			}
+		}
+	})
+}
+
+// FuzzEndpoint: the --rdzv-endpoint parser never panics and never returns a
+// port outside 1..65535 or an empty host.
+func FuzzEndpoint(f *testing.F) {
+	for _, s := range []string{"head:1234", "head", "[::1]:80", "[::1]", "h:", ":1", "h:x", "h:99999", "a:b:c"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if s == "" {
+			return
+		}
+		host, port, err := endpoint(Flags{RdzvEndpoint: s}, nil)
+		if err == nil && (host == "" || port < 1 || port > 65535) {
+			t.Fatalf("endpoint %q = %q, %d: accepted out of range", s, host, port)
+		}
+	})
+}
