@@ -146,6 +146,45 @@ func TestRunJSON(t *testing.T) {
 	}
 }
 
+// corrupting is a communicator whose all-reduce gets one element wrong.
+type corrupting struct{ collective.Comm }
+
+func (c corrupting) AllReduce(ctx context.Context, buf collective.Buffer, op collective.ReduceOp) error {
+	err := c.Comm.AllReduce(ctx, buf, op)
+	buf.F32[len(buf.F32)-1]++
+	return err
+}
+
+// The benchmark checks its all-reduces: a wrong element shows in its row and
+// fails the run on the rank that saw it.
+func TestRunAllReduceCountsWrongResults(t *testing.T) {
+	cs, err := collective.NewMemoryWorld(2, collective.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, c := range cs {
+			c.Close()
+		}
+	})
+	ctx := context.Background()
+	outs := make([]bytes.Buffer, 2)
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for r, c := range []collective.Comm{cs[0], corrupting{cs[1]}} {
+		wg.Go(func() {
+			errs[r] = RunAllReduce(ctx, c, AllReduceOptions{Min: 8, Max: 16, Iters: 1, Reps: 1, NoPlain: true, JSON: true}, &outs[r])
+		})
+	}
+	wg.Wait()
+	if errs[0] != nil {
+		t.Errorf("rank 0, whose results are right: %v", errs[0])
+	}
+	if errs[1] == nil || !strings.Contains(errs[1].Error(), "bench allreduce: 2 wrong elements") {
+		t.Errorf("rank 1, one wrong element per size: %v, want the count", errs[1])
+	}
+}
+
 func TestRunAllReduceMemoryBackendNoCeiling(t *testing.T) {
 	cs, err := collective.NewMemoryWorld(4, collective.Options{})
 	if err != nil {
