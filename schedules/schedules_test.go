@@ -335,6 +335,8 @@ func TestValidatorRejects(t *testing.T) {
 		}, want: []string{"stage 1 is on this same rank; no transfer is needed"}},
 		{name: "uneven stages", text: "0F0, 0B0, 2F0, 2B0\n1F0, 1B0",
 			want: []string{"3 stages on 2 ranks"}},
+		{name: "a stage no line mentions", text: "0F0, 0B0, 3F0, 3B0\n1F0, 1B0",
+			want: []string{"stage 2 is on no rank"}},
 		{name: "micro out of range", edit: func() *Schedule {
 			s := ok1f1b()
 			s.Ranks[1][1].Micro = 7

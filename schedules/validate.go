@@ -146,6 +146,10 @@ func newChecker(s *Schedule, computeOnly bool) (*checker, error) {
 	}
 	held := make([]int, s.P)
 	for st, r := range s.Placement {
+		if r == -1 {
+			// Parse leaves a stage that no line mentions unplaced.
+			return nil, shape("stage %d is on no rank: no rank's list holds an action of it (stages must be numbered 0..%d without gaps)", st, len(s.Placement)-1)
+		}
 		if r < 0 || r >= s.P {
 			return nil, shape("stage %d is placed on rank %d, which does not exist (P=%d)", st, r, s.P)
 		}
