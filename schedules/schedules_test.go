@@ -543,6 +543,10 @@ func TestSimulateCommAndOverrides(t *testing.T) {
 	if !reflect.DeepEqual(st.PeakBytes, []int64{100, 300}) {
 		t.Errorf("peak bytes %v, want [100 300]", st.PeakBytes)
 	}
+	c.Stages = map[int]StageCost{2: {F: 1}}
+	if _, err := Simulate(s, c); err == nil || !strings.Contains(err.Error(), "override for stage 2, but the schedule has stages 0..1") {
+		t.Errorf("override for a stage that does not exist: %v", err)
+	}
 	if _, err := Simulate(s, Costs{Default: StageCost{F: -1}}); err == nil {
 		t.Error("Simulate accepted a negative cost")
 	}
