@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -291,5 +292,59 @@ func TestTCPSendToStalledPeerTimesOut(t *testing.T) {
 				t.Fatalf("send to a stalled peer: %v, want a timeout naming rank 1", err)
 			}
 		})
+	}
+}
+
+// In steady state a link allocates no payload-sized buffers: a receive posted
+// first is filled straight from the socket, and a message that comes first
+// is staged in a reused buffer. Each way, 32 messages of 1 MiB must allocate
+// less than two messages' size. One goroutine drives both ranks, so at most
+// one message is in flight: the pool needs at most two buffers (the reader
+// may return a bound message's buffer just after its receive completes, when
+// the next message is already being staged), so the count does not depend on
+// scheduling.
+func TestTCPSteadyStateAllocatesNoPayloads(t *testing.T) {
+	cs := tcpWorld(t, 2, Options{})
+	ctx := testCtx(t)
+	const elems = 1 << 18 // 1 MiB
+	out, in := make([]float32, elems), make([]float32, elems)
+	tag := Tag{Kind: Activation}
+	ways := []struct {
+		name string
+		xfer func() error
+	}{
+		{"receive posted first", func() error {
+			h := cs[1].Irecv(0, tag, F32(in))
+			if err := cs[0].Send(ctx, 1, tag, F32(out)); err != nil {
+				return err
+			}
+			return h.Wait(ctx)
+		}},
+		{"message first", func() error {
+			if err := cs[0].Send(ctx, 1, tag, F32(out)); err != nil {
+				return err
+			}
+			return cs[1].Recv(ctx, 0, tag, F32(in))
+		}},
+	}
+	for _, w := range ways {
+		for range 2 { // warm up: staging buffers, goroutines
+			if err := w.xfer(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for range 32 {
+			if err := w.xfer(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		runtime.ReadMemStats(&after)
+		if got := after.TotalAlloc - before.TotalAlloc; got >= 2*4*elems {
+			t.Errorf("%s: 32 messages of %d bytes allocated %d bytes; want less than two messages", w.name, 4*elems, got)
+		} else {
+			t.Logf("%s: 32 messages of %d bytes allocated %d bytes", w.name, 4*elems, got)
+		}
 	}
 }
