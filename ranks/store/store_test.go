@@ -8,6 +8,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -417,4 +418,38 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("re-encoding %+v: %+v, %v", m, again, err)
 		}
 	})
+}
+
+// flakyListener fails its first Accept calls as a listener out of file
+// descriptors does.
+type flakyListener struct {
+	net.Listener
+	fails int
+}
+
+func (l *flakyListener) Accept() (net.Conn, error) {
+	if l.fails > 0 {
+		l.fails--
+		return nil, fmt.Errorf("accept: %w", syscall.EMFILE)
+	}
+	return l.Listener.Accept()
+}
+
+// A failed accept is logged and retried: the store keeps serving the job.
+func TestServerSurvivesAcceptErrors(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lb := newLogBuf()
+	s := Serve(&flakyListener{Listener: ln, fails: 3}, testToken, lb.logf)
+	t.Cleanup(func() { s.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := dial(t, s, "").Set(ctx, "k", []byte("v")); err != nil {
+		t.Fatalf("set after accept errors: %v", err)
+	}
+	if n := strings.Count(lb.String(), "too many open files; retrying"); n != 3 {
+		t.Errorf("%d accept errors logged, want 3:\n%s", n, lb.String())
+	}
 }
