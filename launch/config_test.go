@@ -168,46 +168,31 @@ func TestDirectEnv(t *testing.T) {
 }
 
 func TestDirectEnvErrors(t *testing.T) {
-	cases := []struct {
-		name    string
-		env     map[string]string
-		wantErr string
-	}{
-		{"no launcher", nil, "no launcher found"},
-		{"mpirun across nodes without master", map[string]string{
-			"OMPI_COMM_WORLD_RANK": "0", "OMPI_COMM_WORLD_SIZE": "4", "OMPI_COMM_WORLD_LOCAL_RANK": "0", "OMPI_COMM_WORLD_LOCAL_SIZE": "2",
-		}, "--master-addr"},
-		{"rank beyond world", map[string]string{"PMI_RANK": "5", "PMI_SIZE": "2"}, "inconsistent"},
-		{"garbage rank", map[string]string{"OMPI_COMM_WORLD_RANK": "x"}, "OMPI_COMM_WORLD_RANK"},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			_, err := DirectEnv(baseFlags(), envFunc(c.env))
-			if err == nil || !strings.Contains(err.Error(), c.wantErr) {
-				t.Fatalf("err = %v, want one containing %q", err, c.wantErr)
-			}
-		})
-	}
-}
-
-// Flags given with --direct are checked as in agent mode.
-func TestDirectEnvBadFlags(t *testing.T) {
-	mpi := map[string]string{"OMPI_COMM_WORLD_RANK": "2", "OMPI_COMM_WORLD_SIZE": "5", "OMPI_COMM_WORLD_LOCAL_RANK": "0", "OMPI_COMM_WORLD_LOCAL_SIZE": "2"}
+	uneven := map[string]string{"OMPI_COMM_WORLD_RANK": "2", "OMPI_COMM_WORLD_SIZE": "5", "OMPI_COMM_WORLD_LOCAL_RANK": "0", "OMPI_COMM_WORLD_LOCAL_SIZE": "2"}
 	cases := []struct {
 		name    string
 		flags   func(*Flags)
 		env     map[string]string
 		wantErr string
 	}{
-		{"uneven nodes", func(f *Flags) { f.MasterAddr = "n1" }, mpi, "not spread evenly over nodes"},
-		{"node rank out of range", func(f *Flags) { f.MasterAddr, f.NNodes, f.NodeRank = "n1", intp(3), intp(3) }, mpi, "node rank 3 is not in 0..2"},
+		{"no launcher", nil, nil, "no launcher found"},
+		{"mpirun across nodes without master", nil, map[string]string{
+			"OMPI_COMM_WORLD_RANK": "0", "OMPI_COMM_WORLD_SIZE": "4", "OMPI_COMM_WORLD_LOCAL_RANK": "0", "OMPI_COMM_WORLD_LOCAL_SIZE": "2",
+		}, "--master-addr"},
+		{"rank beyond world", nil, map[string]string{"PMI_RANK": "5", "PMI_SIZE": "2"}, "inconsistent"},
+		{"garbage rank", nil, map[string]string{"OMPI_COMM_WORLD_RANK": "x"}, "OMPI_COMM_WORLD_RANK"},
+		// Flags given with --direct are checked as in agent mode.
+		{"uneven nodes", func(f *Flags) { f.MasterAddr = "n1" }, uneven, "not spread evenly over nodes"},
+		{"node rank out of range", func(f *Flags) { f.MasterAddr, f.NNodes, f.NodeRank = "n1", intp(3), intp(3) }, uneven, "node rank 3 is not in 0..2"},
 		{"zero nodes", func(f *Flags) { f.NNodes = intp(0) }, srunEnv(1, 0, 4), "--nnodes 0: must be 1 or more"},
 		{"zero rdzv timeout", func(f *Flags) { f.RdzvTimeout = 0 }, srunEnv(1, 0, 4), "--rdzv-timeout 0s"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			f := baseFlags()
-			c.flags(&f)
+			if c.flags != nil {
+				c.flags(&f)
+			}
 			_, err := DirectEnv(f, envFunc(c.env))
 			if err == nil || !strings.Contains(err.Error(), c.wantErr) {
 				t.Fatalf("err = %v, want one containing %q", err, c.wantErr)
@@ -217,7 +202,7 @@ func TestDirectEnvBadFlags(t *testing.T) {
 	// Uneven nodes are fine when the flags say where this rank is.
 	f := baseFlags()
 	f.MasterAddr, f.NNodes, f.NodeRank = "n1", intp(3), intp(1)
-	env, err := DirectEnv(f, envFunc(mpi))
+	env, err := DirectEnv(f, envFunc(uneven))
 	if err != nil || env["NODE_RANK"] != "1" || env["GROUP_WORLD_SIZE"] != "3" {
 		t.Fatalf("uneven nodes with flags: %v, %v", env, err)
 	}
