@@ -6,6 +6,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -85,21 +86,9 @@ func TestPlanJSON(t *testing.T) {
 	if got.Makespan != 33 || got.Ideal != 24 || got.Bubble != 3.0/11 || got.BubbleFormula == nil || *got.BubbleFormula != 3.0/11 {
 		t.Errorf("got %+v", got)
 	}
-	if want := []float64{4, 3, 2, 1}; !equal(got.PeakActivations, want) {
+	if want := []float64{4, 3, 2, 1}; !slices.Equal(got.PeakActivations, want) {
 		t.Errorf("peak_activations %v, want %v", got.PeakActivations, want)
 	}
-}
-
-func equal(a, b []float64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func TestPlanFromFile(t *testing.T) {
