@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -181,19 +182,11 @@ func TestZBH1BeatsOneFOneB(t *testing.T) {
 				t.Errorf("P=%d M=%d: zb-h1 makespan %v, want 3M+P-1 = %d", p, m, z.Makespan, 3*m+p-1)
 			}
 			// Peak memory is the largest rank's peak: that is what must fit.
-			if maxOf(z.PeakLive) > maxOf(o.PeakLive) {
+			if slices.Max(z.PeakLive) > slices.Max(o.PeakLive) {
 				t.Errorf("P=%d M=%d: zb-h1 peak %v above 1f1b's %v", p, m, z.PeakLive, o.PeakLive)
 			}
 		}
 	}
-}
-
-func maxOf(x []float64) float64 {
-	m := x[0]
-	for _, v := range x {
-		m = max(m, v)
-	}
-	return m
 }
 
 func TestZBV(t *testing.T) {
@@ -213,7 +206,7 @@ func TestZBV(t *testing.T) {
 			if m >= 2*p-1 && v.Makespan != float64(6*m+p-1) {
 				t.Errorf("P=%d M=%d: zb-v makespan %v, want 6M+P-1 = %d", p, m, v.Makespan, 6*m+p-1)
 			}
-			if maxOf(v.PeakLive) > maxOf(o.PeakLive) {
+			if slices.Max(v.PeakLive) > slices.Max(o.PeakLive) {
 				t.Errorf("P=%d M=%d: zb-v peak %v above 1f1b's %v", p, m, v.PeakLive, o.PeakLive)
 			}
 		}
