@@ -81,6 +81,7 @@ func TestArgumentErrors(t *testing.T) {
 		{[]string{"--nproc", "2", "--", "true"}, []string{"PPLAUNCH_ROLE=rank", "RANK=1"}, "already rank 1"},
 		{[]string{"--direct", "--", "true"}, []string{"SLURM_JOB_ID=", "OMPI_COMM_WORLD_RANK=", "PMI_RANK="}, "no launcher found"},
 		{[]string{"--bogus"}, nil, "unknown argument --bogus"},
+		{[]string{"--nproc", "2"}, nil, "nothing to run"},
 	}
 	for _, c := range cases {
 		var out bytes.Buffer
