@@ -186,6 +186,8 @@ func TestDirectEnvErrors(t *testing.T) {
 		{"node rank out of range", func(f *Flags) { f.MasterAddr, f.NNodes, f.NodeRank = "n1", intp(3), intp(3) }, uneven, "node rank 3 is not in 0..2"},
 		{"zero nodes", func(f *Flags) { f.NNodes = intp(0) }, srunEnv(1, 0, 4), "--nnodes 0: must be 1 or more"},
 		{"zero rdzv timeout", func(f *Flags) { f.RdzvTimeout = 0 }, srunEnv(1, 0, 4), "--rdzv-timeout 0s"},
+		{"agent-only flags", func(f *Flags) { f.NProc, f.MaxRestarts, f.Tee = "4", 2, true }, srunEnv(1, 0, 4),
+			"so --nproc 4, --max-restarts 2, --tee would be ignored"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

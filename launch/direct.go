@@ -3,6 +3,7 @@ package launch
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/pplaunch/pplaunch/ranks/store"
 )
@@ -14,6 +15,9 @@ import (
 // MPICH/Hydra's (PMI_RANK, ...). Flags win over the environment. Rank 0 hosts
 // the store at MASTER_ADDR:MASTER_PORT (EnvHostStore is set for it).
 func DirectEnv(f Flags, getenv func(string) string) (map[string]string, error) {
+	if err := agentOnly(f); err != nil {
+		return nil, err
+	}
 	slurm, err := slurmStep(getenv)
 	if err != nil {
 		return nil, err
@@ -141,6 +145,35 @@ func readInts(getenv func(string) string, vars []intVar) error {
 			return err
 		}
 		*v.dst = n
+	}
+	return nil
+}
+
+// agentOnly rejects the flags that only an agent acts on: under --direct srun
+// or mpirun starts, watches and restarts the ranks, and each process's output
+// is its own, so these would be silently ignored.
+func agentOnly(f Flags) error {
+	var set []string
+	if f.NProc != "1" {
+		set = append(set, "--nproc "+f.NProc)
+	}
+	if f.MaxRestarts != 0 {
+		set = append(set, "--max-restarts "+strconv.Itoa(f.MaxRestarts))
+	}
+	if f.Standalone {
+		set = append(set, "--standalone")
+	}
+	if f.LogDir != "" {
+		set = append(set, "--log-dir "+f.LogDir)
+	}
+	if f.Tee {
+		set = append(set, "--tee")
+	}
+	if f.LocalRanksFilter != "" {
+		set = append(set, "--local-ranks-filter "+f.LocalRanksFilter)
+	}
+	if len(set) > 0 {
+		return fmt.Errorf("--direct makes this process one rank of a job that srun or mpirun runs, so %s would be ignored: drop it (srun --ntasks-per-node sets the ranks per node)", strings.Join(set, ", "))
 	}
 	return nil
 }
