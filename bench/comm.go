@@ -477,6 +477,12 @@ func MeasureAllReduce(ctx context.Context, c collective.Comm, raw net.Conn, size
 			res.Wrong++
 		}
 	}
+	// Every rank reports the total, so rank 0's row counts what any rank saw.
+	wrong := []float64{float64(res.Wrong)}
+	if err := c.AllReduce(ctx, collective.F64(wrong), collective.Sum); err != nil {
+		return res, err
+	}
+	res.Wrong = int(wrong[0])
 	var ours, plain []time.Duration
 	for range max(1, reps) {
 		if err := c.Barrier(ctx); err != nil {

@@ -146,17 +146,20 @@ func TestRunJSON(t *testing.T) {
 	}
 }
 
-// corrupting is a communicator whose all-reduce gets one element wrong.
+// corrupting is a communicator whose float32 all-reduces get one element
+// wrong.
 type corrupting struct{ collective.Comm }
 
 func (c corrupting) AllReduce(ctx context.Context, buf collective.Buffer, op collective.ReduceOp) error {
 	err := c.Comm.AllReduce(ctx, buf, op)
-	buf.F32[len(buf.F32)-1]++
+	if buf.DType == collective.Float32 {
+		buf.F32[len(buf.F32)-1]++
+	}
 	return err
 }
 
-// The benchmark checks its all-reduces: a wrong element shows in its row and
-// fails the run on the rank that saw it.
+// The benchmark checks its all-reduces: a wrong element on any rank shows in
+// rank 0's rows and fails the run on every rank.
 func TestRunAllReduceCountsWrongResults(t *testing.T) {
 	cs, err := collective.NewMemoryWorld(2, collective.Options{})
 	if err != nil {
@@ -177,11 +180,21 @@ func TestRunAllReduceCountsWrongResults(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if errs[0] != nil {
-		t.Errorf("rank 0, whose results are right: %v", errs[0])
+	for r, err := range errs {
+		if err == nil || !strings.Contains(err.Error(), "bench allreduce: 2 wrong elements") {
+			t.Errorf("rank %d: %v, want the count of rank 1's wrong elements (one per size)", r, err)
+		}
 	}
-	if errs[1] == nil || !strings.Contains(errs[1].Error(), "bench allreduce: 2 wrong elements") {
-		t.Errorf("rank 1, one wrong element per size: %v, want the count", errs[1])
+	var rows []Result
+	for _, line := range strings.Split(strings.TrimSpace(outs[0].String()), "\n") {
+		var row Result
+		if err := json.Unmarshal([]byte(line), &row); err != nil {
+			t.Fatalf("rank 0 line %q: %v", line, err)
+		}
+		rows = append(rows, row)
+	}
+	if len(rows) != 2 || rows[0].Wrong != 1 || rows[1].Wrong != 1 {
+		t.Errorf("rank 0's rows %+v, want 2 sizes with 1 wrong element each", rows)
 	}
 }
 
