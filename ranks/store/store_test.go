@@ -277,13 +277,15 @@ func TestBarrier(t *testing.T) {
 	}
 }
 
+// Dial retries while the store is not up: its first attempt meets a port
+// that hangs up at once (as while an agent restarts), so the success that
+// follows can only come from a retry.
 func TestDialRetriesUntilListening(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr := ln.Addr().String()
-	ln.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	got := make(chan error, 1)
@@ -295,6 +297,12 @@ func TestDialRetriesUntilListening(t *testing.T) {
 		}
 		got <- err
 	}()
+	first, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Close()
+	ln.Close()
 	s, err := Listen(addr, testToken, t.Logf)
 	if err != nil {
 		t.Skipf("port %s was taken again before the test could listen: %v", addr, err)
