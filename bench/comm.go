@@ -87,11 +87,23 @@ type Result struct {
 	Wrong        int     `json:"wrong"`
 }
 
-func sizes(lo, hi Size) ([]int64, error) {
-	if lo <= 0 {
+// sizes lists the sizes from lo doubling up to hi; zero means the flag's
+// default, a negative size or count is an error.
+func sizes(lo, hi Size, iters, reps int) ([]int64, error) {
+	switch {
+	case lo < 0:
+		return nil, fmt.Errorf("--min %d: a size must not be negative", int64(lo))
+	case hi < 0:
+		return nil, fmt.Errorf("--max %d: a size must not be negative", int64(hi))
+	case iters < 0:
+		return nil, fmt.Errorf("--iters %d: must be positive (or 0 for the default)", iters)
+	case reps < 0:
+		return nil, fmt.Errorf("--reps %d: must be positive (or 0 for the default)", reps)
+	}
+	if lo == 0 {
 		lo = 8
 	}
-	if hi <= 0 {
+	if hi == 0 {
 		hi = 256 << 20
 	}
 	if lo > hi {
@@ -126,18 +138,21 @@ func RunP2P(ctx context.Context, c collective.Comm, opts P2POptions, w io.Writer
 	if c.Size() < 2 {
 		return errors.New("bench p2p: needs at least 2 ranks")
 	}
-	szs, err := sizes(opts.Min, opts.Max)
+	if opts.LatMax < 0 {
+		return fmt.Errorf("bench p2p: --lat-max %d: a size must not be negative", int64(opts.LatMax))
+	}
+	szs, err := sizes(opts.Min, opts.Max, opts.Iters, opts.Reps)
 	if err != nil {
 		return fmt.Errorf("bench p2p: %w", err)
 	}
 	if c.Rank() > 1 {
 		return c.Barrier(ctx)
 	}
-	var raw net.Conn
-	if !opts.NoPlain {
-		if raw, err = plainPair(ctx, c); err != nil {
-			return fmt.Errorf("bench p2p: plain-socket ceiling: %w", err)
-		}
+	raw, err := ceiling(ctx, c, !opts.NoPlain)
+	if err != nil {
+		return fmt.Errorf("bench p2p: %w", err)
+	}
+	if raw != nil {
 		defer raw.Close()
 	}
 	rep := newReport(w, opts.JSON, c.Rank() == 0)
@@ -314,6 +329,32 @@ func pingPongPlain(raw net.Conn, rank int, buf []byte, iters int) (time.Duration
 	return time.Since(start), nil
 }
 
+// ceiling returns the plain socket between ranks 0 and 1 when want is true
+// (and nil otherwise). Like every wait on c, its reads and writes fail when
+// ctx ends, so a hung peer cannot hold the benchmark for ever.
+func ceiling(ctx context.Context, c collective.Comm, want bool) (net.Conn, error) {
+	if !want {
+		return nil, nil
+	}
+	raw, err := plainPair(ctx, c)
+	if err != nil {
+		return nil, fmt.Errorf("plain-socket ceiling between ranks 0 and 1: %w", err)
+	}
+	stop := context.AfterFunc(ctx, func() { raw.SetDeadline(time.Unix(1, 0)) })
+	return &ctxConn{Conn: raw, stop: stop}, nil
+}
+
+// ctxConn is a connection whose reads and writes fail once a context ends.
+type ctxConn struct {
+	net.Conn
+	stop func() bool
+}
+
+func (c *ctxConn) Close() error {
+	c.stop()
+	return c.Conn.Close()
+}
+
 // plainPair connects ranks 0 and 1 of c with a plain TCP socket: rank 1
 // listens on the host it already uses for c (loopback for other backends)
 // and sends the address and a fresh nonce over c; rank 0 dials and presents
@@ -377,15 +418,19 @@ func plainPair(ctx context.Context, c collective.Comm) (net.Conn, error) {
 // bandwidth (algbw·2(n-1)/n, as nccl-tests) compared to the plain-socket
 // bandwidth between ranks 0 and 1 measured in the same run.
 func RunAllReduce(ctx context.Context, c collective.Comm, opts AllReduceOptions, w io.Writer) error {
-	szs, err := sizes(max(opts.Min, 4), opts.Max)
+	lo := opts.Min
+	if lo > 0 && lo < 4 {
+		lo = 4 // one float32
+	}
+	szs, err := sizes(lo, opts.Max, opts.Iters, opts.Reps)
 	if err != nil {
 		return fmt.Errorf("bench allreduce: %w", err)
 	}
-	var raw net.Conn
-	if !opts.NoPlain && c.Size() > 1 && c.Rank() <= 1 {
-		if raw, err = plainPair(ctx, c); err != nil {
-			return fmt.Errorf("bench allreduce: plain-socket ceiling: %w", err)
-		}
+	raw, err := ceiling(ctx, c, !opts.NoPlain && c.Size() > 1 && c.Rank() <= 1)
+	if err != nil {
+		return fmt.Errorf("bench allreduce: %w", err)
+	}
+	if raw != nil {
 		defer raw.Close()
 	}
 	rep := newReport(w, opts.JSON, c.Rank() == 0)
@@ -432,6 +477,12 @@ func MeasureAllReduce(ctx context.Context, c collective.Comm, raw net.Conn, size
 			res.Wrong++
 		}
 	}
+	// Every rank reports the total, so rank 0's row counts what any rank saw.
+	wrong := []float64{float64(res.Wrong)}
+	if err := c.AllReduce(ctx, collective.F64(wrong), collective.Sum); err != nil {
+		return res, err
+	}
+	res.Wrong = int(wrong[0])
 	var ours, plain []time.Duration
 	for range max(1, reps) {
 		if err := c.Barrier(ctx); err != nil {

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"strings"
 	"sync"
 	"testing"
@@ -145,6 +146,58 @@ func TestRunJSON(t *testing.T) {
 	}
 }
 
+// corrupting is a communicator whose float32 all-reduces get one element
+// wrong.
+type corrupting struct{ collective.Comm }
+
+func (c corrupting) AllReduce(ctx context.Context, buf collective.Buffer, op collective.ReduceOp) error {
+	err := c.Comm.AllReduce(ctx, buf, op)
+	if buf.DType == collective.Float32 {
+		buf.F32[len(buf.F32)-1]++
+	}
+	return err
+}
+
+// The benchmark checks its all-reduces: a wrong element on any rank shows in
+// rank 0's rows and fails the run on every rank.
+func TestRunAllReduceCountsWrongResults(t *testing.T) {
+	cs, err := collective.NewMemoryWorld(2, collective.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, c := range cs {
+			c.Close()
+		}
+	})
+	ctx := context.Background()
+	outs := make([]bytes.Buffer, 2)
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for r, c := range []collective.Comm{cs[0], corrupting{cs[1]}} {
+		wg.Go(func() {
+			errs[r] = RunAllReduce(ctx, c, AllReduceOptions{Min: 8, Max: 16, Iters: 1, Reps: 1, NoPlain: true, JSON: true}, &outs[r])
+		})
+	}
+	wg.Wait()
+	for r, err := range errs {
+		if err == nil || !strings.Contains(err.Error(), "bench allreduce: 2 wrong elements") {
+			t.Errorf("rank %d: %v, want the count of rank 1's wrong elements (one per size)", r, err)
+		}
+	}
+	var rows []Result
+	for _, line := range strings.Split(strings.TrimSpace(outs[0].String()), "\n") {
+		var row Result
+		if err := json.Unmarshal([]byte(line), &row); err != nil {
+			t.Fatalf("rank 0 line %q: %v", line, err)
+		}
+		rows = append(rows, row)
+	}
+	if len(rows) != 2 || rows[0].Wrong != 1 || rows[1].Wrong != 1 {
+		t.Errorf("rank 0's rows %+v, want 2 sizes with 1 wrong element each", rows)
+	}
+}
+
 func TestRunAllReduceMemoryBackendNoCeiling(t *testing.T) {
 	cs, err := collective.NewMemoryWorld(4, collective.Options{})
 	if err != nil {
@@ -163,14 +216,32 @@ func TestRunAllReduceMemoryBackendNoCeiling(t *testing.T) {
 	}
 }
 
-func TestRunP2PNeedsTwoRanks(t *testing.T) {
-	cs, _ := collective.NewMemoryWorld(1, collective.Options{})
-	if err := RunP2P(context.Background(), cs[0], P2POptions{}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "at least 2 ranks") {
-		t.Errorf("one rank: %v", err)
-	}
+// Bad options are errors that name the flag, found before any transfer.
+func TestCommBenchBadOptions(t *testing.T) {
+	one, _ := collective.NewMemoryWorld(1, collective.Options{})
 	two, _ := collective.NewMemoryWorld(2, collective.Options{})
-	if err := RunP2P(context.Background(), two[0], P2POptions{Min: 64, Max: 8}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "--min 64B is larger than --max 8B") {
-		t.Errorf("min > max: %v", err)
+	t.Cleanup(func() {
+		for _, c := range append(one, two...) {
+			c.Close()
+		}
+	})
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		run  func() error
+		want string
+	}{
+		{"one rank", func() error { return RunP2P(ctx, one[0], P2POptions{}, io.Discard) }, "at least 2 ranks"},
+		{"min > max", func() error { return RunP2P(ctx, two[0], P2POptions{Min: 64, Max: 8}, io.Discard) }, "--min 64B is larger than --max 8B"},
+		{"negative min", func() error { return RunP2P(ctx, two[0], P2POptions{Min: -8}, io.Discard) }, "--min -8: a size must not be negative"},
+		{"negative lat-max", func() error { return RunP2P(ctx, two[0], P2POptions{LatMax: -1}, io.Discard) }, "--lat-max -1"},
+		{"negative iters", func() error { return RunP2P(ctx, two[0], P2POptions{Iters: -1}, io.Discard) }, "--iters -1"},
+		{"negative reps", func() error { return RunAllReduce(ctx, two[0], AllReduceOptions{Reps: -2}, io.Discard) }, "bench allreduce: --reps -2"},
+		{"negative max", func() error { return RunAllReduce(ctx, two[0], AllReduceOptions{Max: -1}, io.Discard) }, "--max -1"},
+	} {
+		if err := tc.run(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error containing %q", tc.name, err, tc.want)
+		}
 	}
 }
 

@@ -208,13 +208,22 @@ func (t *tcpTransport) acceptPeers(ctx context.Context) error {
 	defer stop()
 	var hs sync.WaitGroup
 	go func() {
+		var backoff time.Duration
 		for {
 			c, err := t.ln.Accept()
+			if err != nil && !errors.Is(err, net.ErrClosed) {
+				// Out of file descriptors, say: peers retry nothing, so keep
+				// accepting (until ctx closes the listener).
+				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+				time.Sleep(backoff)
+				continue
+			}
 			if err != nil {
 				hs.Wait()
 				close(results)
 				return
 			}
+			backoff = 0
 			hs.Add(1)
 			go func() {
 				defer hs.Done()

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -19,22 +20,27 @@ import (
 )
 
 // A rank that presents the wrong job token is refused; the rank it tried to
-// join names the refusal when it gives up waiting.
+// join names the refusal when it gives up waiting. Rank 0 gives up only once
+// the impostor has had its answer, so the refusal is always in its error.
 func TestTCPWrongTokenRefused(t *testing.T) {
 	st := store.NewMemory()
-	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	ctx, cancel := context.WithCancel(testCtx(t))
 	defer cancel()
-	var wg sync.WaitGroup
 	errs := make([]error, 2)
-	for r, tok := range []string{testToken, "not-the-token"} {
-		wg.Go(func() {
-			c, err := NewTCP(ctx, st, r, 2, TCPOptions{Token: tok})
-			if c != nil {
-				c.Close()
-			}
-			errs[r] = err
-		})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		c, err := NewTCP(ctx, st, 0, 2, TCPOptions{Token: testToken})
+		if c != nil {
+			c.Close()
+		}
+		errs[0] = err
+	})
+	c, err := NewTCP(ctx, st, 1, 2, TCPOptions{Token: "not-the-token"})
+	if c != nil {
+		c.Close()
 	}
+	errs[1] = err
+	cancel()
 	wg.Wait()
 	if errs[1] == nil || !strings.Contains(errs[1].Error(), "rank 0 refused the connection: wrong job token") {
 		t.Errorf("impostor: %v, want a refusal for the wrong token", errs[1])
@@ -49,17 +55,7 @@ func TestTCPWrongTokenRefused(t *testing.T) {
 func TestTCPStrayConnectionsRefused(t *testing.T) {
 	st := store.NewMemory()
 	ctx := testCtx(t)
-	done := make(chan error, 1)
-	var c0 Comm
-	go func() {
-		var err error
-		c0, err = NewTCP(ctx, st, 0, 2, TCPOptions{Token: testToken})
-		done <- err
-	}()
-	addr, err := st.Get(ctx, "collective/addr/0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	addr, joined := startRank0(t, st, Options{})
 	for _, hello := range []string{"GET / HTTP/1.1\r\n\r\n" + strings.Repeat("x", 80), "PPH1" + strings.Repeat("\x00", 64)} {
 		conn, err := net.Dial("tcp", string(addr))
 		if err != nil {
@@ -81,10 +77,7 @@ func TestTCPStrayConnectionsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c1.Close()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	defer c0.Close()
+	c0 := joined()
 	if err := c1.Send(ctx, 0, Tag{}, F32([]float32{5})); err != nil {
 		t.Fatal(err)
 	}
@@ -239,18 +232,8 @@ func TestTCPCorruptFrameNamesPeer(t *testing.T) {
 func fakePeer(t *testing.T, opts Options) (Comm, net.Conn) {
 	st := store.NewMemory()
 	ctx := testCtx(t)
-	done := make(chan error, 1)
-	var c0 Comm
-	go func() {
-		var err error
-		c0, err = NewTCP(ctx, st, 0, 2, TCPOptions{Options: opts, Token: testToken})
-		done <- err
-	}()
-	addr, err := st.Get(ctx, "collective/addr/0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := net.Dial("tcp", string(addr))
+	addr, joined := startRank0(t, st, opts)
+	conn, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,11 +243,34 @@ func fakePeer(t *testing.T, opts Options) (Comm, net.Conn) {
 		t.Fatal(err)
 	}
 	st.Set(ctx, "collective/addr/1", []byte("fake"))
-	if err := <-done; err != nil {
+	return joined(), conn
+}
+
+// startRank0 starts rank 0 of a 2-rank TCP world in the background and
+// returns the address it published; joined waits until rank 0's NewTCP has
+// returned and gives its communicator, closed when the test ends.
+func startRank0(t *testing.T, st store.Store, opts Options) (addr string, joined func() Comm) {
+	t.Helper()
+	ctx := testCtx(t)
+	done := make(chan error, 1)
+	var c0 Comm
+	go func() {
+		var err error
+		c0, err = NewTCP(ctx, st, 0, 2, TCPOptions{Options: opts, Token: testToken})
+		done <- err
+	}()
+	a, err := st.Get(ctx, "collective/addr/0")
+	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { c0.Close() })
-	return c0, conn
+	return string(a), func() Comm {
+		t.Helper()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c0.Close() })
+		return c0
+	}
 }
 
 // Sends to a peer that stops draining its socket fail at the deadline, both
@@ -286,5 +292,59 @@ func TestTCPSendToStalledPeerTimesOut(t *testing.T) {
 				t.Fatalf("send to a stalled peer: %v, want a timeout naming rank 1", err)
 			}
 		})
+	}
+}
+
+// In steady state a link allocates no payload-sized buffers: a receive posted
+// first is filled straight from the socket, and a message that comes first
+// is staged in a reused buffer. Each way, 32 messages of 1 MiB must allocate
+// less than two messages' size. One goroutine drives both ranks, so at most
+// one message is in flight: the pool needs at most two buffers (the reader
+// may return a bound message's buffer just after its receive completes, when
+// the next message is already being staged), so the count does not depend on
+// scheduling.
+func TestTCPSteadyStateAllocatesNoPayloads(t *testing.T) {
+	cs := tcpWorld(t, 2, Options{})
+	ctx := testCtx(t)
+	const elems = 1 << 18 // 1 MiB
+	out, in := make([]float32, elems), make([]float32, elems)
+	tag := Tag{Kind: Activation}
+	ways := []struct {
+		name string
+		xfer func() error
+	}{
+		{"receive posted first", func() error {
+			h := cs[1].Irecv(0, tag, F32(in))
+			if err := cs[0].Send(ctx, 1, tag, F32(out)); err != nil {
+				return err
+			}
+			return h.Wait(ctx)
+		}},
+		{"message first", func() error {
+			if err := cs[0].Send(ctx, 1, tag, F32(out)); err != nil {
+				return err
+			}
+			return cs[1].Recv(ctx, 0, tag, F32(in))
+		}},
+	}
+	for _, w := range ways {
+		for range 2 { // warm up: staging buffers, goroutines
+			if err := w.xfer(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for range 32 {
+			if err := w.xfer(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		runtime.ReadMemStats(&after)
+		if got := after.TotalAlloc - before.TotalAlloc; got >= 2*4*elems {
+			t.Errorf("%s: 32 messages of %d bytes allocated %d bytes; want less than two messages", w.name, 4*elems, got)
+		} else {
+			t.Logf("%s: 32 messages of %d bytes allocated %d bytes", w.name, 4*elems, got)
+		}
 	}
 }

@@ -405,6 +405,12 @@ func (a *agent) attempt(ctx context.Context, w World, restart int) (*failure, er
 			g.sample()
 		}
 	}
+	if stopping {
+		// The job was stopped: what the ranks left behind goes too, even
+		// processes they started after the SIGTERM (a trap, a loop that had
+		// not yet reached its next fork).
+		g.stop(syscall.SIGKILL)
+	}
 	g.wait()
 	if first == nil && a.client != nil {
 		first = a.awaitNodes(ctx, restart, remote)

@@ -3,6 +3,7 @@ package launch
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -15,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // watchBuf is an output buffer a test can wait on.
@@ -135,14 +138,23 @@ func pidsFromSummary(s string) map[int]int {
 	return pids
 }
 
-// gone reports whether pid no longer runs (absent, or a zombie not yet reaped).
+// gone reports whether pid ends: it waits (on a pidfd, which becomes readable
+// when the process exits) at most 30 s, for a process that was sent SIGKILL
+// a moment ago may not have died yet.
 func gone(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	fd, err := unix.PidfdOpen(pid, 0)
 	if err != nil {
-		return true
+		return errors.Is(err, unix.ESRCH)
 	}
-	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-	return len(f) > 0 && f[0] == "Z"
+	defer unix.Close(fd)
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	for {
+		n, err := unix.Poll(fds, 30_000)
+		if err == unix.EINTR {
+			continue
+		}
+		return err == nil && n == 1
+	}
 }
 
 func TestFailFast(t *testing.T) {
@@ -201,9 +213,11 @@ func TestKilledRankExits137(t *testing.T) {
 	}
 }
 
+// Signals reach every rank; a stopped job takes along what its ranks started,
+// even a process a rank starts when it gets the SIGTERM.
 func TestSignalsReachRanks(t *testing.T) {
-	script := `trap 'echo "got USR1"' USR1; trap 'echo "got TERM"; exit 0' TERM; echo ready; ` +
-		`while :; do sleep 1000 & wait $!; done`
+	script := `trap 'echo "got USR1"' USR1; trap 'sleep 1000 & echo "got TERM, child $!"; exit 0' TERM; ` +
+		`while :; do sleep 1000 & echo ready; wait $!; done`
 	sigs, out, errb, done := runAgent(testConfig(4), script)
 	out.waitCount(t, "ready", 4)
 	sigs <- syscall.SIGUSR1
@@ -217,6 +231,12 @@ func TestSignalsReachRanks(t *testing.T) {
 	}
 	if !strings.Contains(errb.String(), "root cause: pplaunch received SIGTERM") {
 		t.Fatalf("summary does not blame the signal:\n%s", errb)
+	}
+	for _, m := range regexp.MustCompile(`child (\d+)`).FindAllStringSubmatch(out.String(), -1) {
+		pid, _ := strconv.Atoi(m[1])
+		if !gone(pid) {
+			t.Errorf("a child a rank started on SIGTERM (pid %d) still runs", pid)
+		}
 	}
 }
 

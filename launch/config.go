@@ -86,8 +86,11 @@ func Resolve(f Flags, getenv func(string) string) (Config, error) {
 	if f.MaxRestarts < 0 {
 		return c, fmt.Errorf("--max-restarts %d: must be 0 or more", f.MaxRestarts)
 	}
-	if f.RdzvTimeout <= 0 || f.GracePeriod < 0 {
-		return c, fmt.Errorf("--rdzv-timeout %v, --grace-period %v: must be positive", f.RdzvTimeout, f.GracePeriod)
+	if f.RdzvTimeout <= 0 {
+		return c, fmt.Errorf("--rdzv-timeout %v: must be positive", f.RdzvTimeout)
+	}
+	if f.GracePeriod < 0 {
+		return c, fmt.Errorf("--grace-period %v: must be 0 (SIGKILL at once) or more", f.GracePeriod)
 	}
 	var err error
 	if c.NProc, err = parseNProc(f.NProc, getenv); err != nil {
@@ -211,7 +214,12 @@ func endpoint(f Flags, slurm *slurmInfo) (string, int, error) {
 			h, p = strings.Trim(f.RdzvEndpoint, "[]"), ""
 		}
 		host = h
-		if p != "" {
+		switch {
+		case host == "":
+			return "", 0, fmt.Errorf("--rdzv-endpoint %q: no host (want HOST or HOST:PORT)", f.RdzvEndpoint)
+		case err == nil && p == "":
+			return "", 0, fmt.Errorf("--rdzv-endpoint %q: empty port (want HOST or HOST:PORT)", f.RdzvEndpoint)
+		case p != "":
 			if port, err = strconv.Atoi(p); err != nil {
 				return "", 0, fmt.Errorf("--rdzv-endpoint %q: port %q is not a number", f.RdzvEndpoint, p)
 			}
@@ -242,9 +250,17 @@ func parseNProc(s string, getenv func(string) string) (int, error) {
 }
 
 // countGPUs counts CUDA_VISIBLE_DEVICES entries, else /dev/nvidiaN devices.
+// As CUDA does, it stops at the first negative index ("-1" hides every GPU).
 func countGPUs(getenv func(string) string) int {
 	if v := strings.TrimSpace(getenv("CUDA_VISIBLE_DEVICES")); v != "" {
-		return len(strings.Split(v, ","))
+		n := 0
+		for _, d := range strings.Split(v, ",") {
+			if strings.HasPrefix(strings.TrimSpace(d), "-") {
+				break
+			}
+			n++
+		}
+		return n
 	}
 	devs, _ := filepath.Glob("/dev/nvidia[0-9]*")
 	return len(devs)

@@ -98,6 +98,10 @@ func TestResolveErrors(t *testing.T) {
 		{"multi-node without endpoint", func(f *Flags) { f.NNodes = intp(2) }, nil, "needs --rdzv-endpoint"},
 		{"standalone multi-node", func(f *Flags) { f.NNodes, f.Standalone = intp(2), true }, nil, "--standalone"},
 		{"bad port", func(f *Flags) { f.RdzvEndpoint = "h:x" }, nil, `port "x"`},
+		{"empty port", func(f *Flags) { f.RdzvEndpoint = "h:" }, nil, `--rdzv-endpoint "h:": empty port`},
+		{"no host", func(f *Flags) { f.RdzvEndpoint = ":29500" }, nil, `--rdzv-endpoint ":29500": no host`},
+		{"zero rdzv timeout", func(f *Flags) { f.RdzvTimeout = 0 }, nil, "--rdzv-timeout 0s: must be positive"},
+		{"negative grace period", func(f *Flags) { f.GracePeriod = -time.Second }, nil, "--grace-period -1s"},
 		{"standalone with an endpoint", func(f *Flags) { f.Standalone, f.RdzvEndpoint = true, "h:1" }, nil, "--standalone picks"},
 		{"tee without log dir", func(f *Flags) { f.Tee = true }, nil, "--tee needs --log-dir"},
 		{"tag and no-tag", func(f *Flags) { f.Tag, f.NoTag = true, true }, nil, "--no-tag"},
@@ -164,25 +168,45 @@ func TestDirectEnv(t *testing.T) {
 }
 
 func TestDirectEnvErrors(t *testing.T) {
+	uneven := map[string]string{"OMPI_COMM_WORLD_RANK": "2", "OMPI_COMM_WORLD_SIZE": "5", "OMPI_COMM_WORLD_LOCAL_RANK": "0", "OMPI_COMM_WORLD_LOCAL_SIZE": "2"}
 	cases := []struct {
 		name    string
+		flags   func(*Flags)
 		env     map[string]string
 		wantErr string
 	}{
-		{"no launcher", nil, "no launcher found"},
-		{"mpirun across nodes without master", map[string]string{
+		{"no launcher", nil, nil, "no launcher found"},
+		{"mpirun across nodes without master", nil, map[string]string{
 			"OMPI_COMM_WORLD_RANK": "0", "OMPI_COMM_WORLD_SIZE": "4", "OMPI_COMM_WORLD_LOCAL_RANK": "0", "OMPI_COMM_WORLD_LOCAL_SIZE": "2",
 		}, "--master-addr"},
-		{"rank beyond world", map[string]string{"PMI_RANK": "5", "PMI_SIZE": "2"}, "inconsistent"},
-		{"garbage rank", map[string]string{"OMPI_COMM_WORLD_RANK": "x"}, "OMPI_COMM_WORLD_RANK"},
+		{"rank beyond world", nil, map[string]string{"PMI_RANK": "5", "PMI_SIZE": "2"}, "inconsistent"},
+		{"garbage rank", nil, map[string]string{"OMPI_COMM_WORLD_RANK": "x"}, "OMPI_COMM_WORLD_RANK"},
+		// Flags given with --direct are checked as in agent mode.
+		{"uneven nodes", func(f *Flags) { f.MasterAddr = "n1" }, uneven, "not spread evenly over nodes"},
+		{"node rank out of range", func(f *Flags) { f.MasterAddr, f.NNodes, f.NodeRank = "n1", intp(3), intp(3) }, uneven, "node rank 3 is not in 0..2"},
+		{"zero nodes", func(f *Flags) { f.NNodes = intp(0) }, srunEnv(1, 0, 4), "--nnodes 0: must be 1 or more"},
+		{"zero rdzv timeout", func(f *Flags) { f.RdzvTimeout = 0 }, srunEnv(1, 0, 4), "--rdzv-timeout 0s"},
+		{"agent-only flags", func(f *Flags) { f.NProc, f.MaxRestarts, f.Tee = "4", 2, true }, srunEnv(1, 0, 4),
+			"so --nproc 4, --max-restarts 2, --tee would be ignored"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := DirectEnv(baseFlags(), envFunc(c.env))
+			f := baseFlags()
+			if c.flags != nil {
+				c.flags(&f)
+			}
+			_, err := DirectEnv(f, envFunc(c.env))
 			if err == nil || !strings.Contains(err.Error(), c.wantErr) {
 				t.Fatalf("err = %v, want one containing %q", err, c.wantErr)
 			}
 		})
+	}
+	// Uneven nodes are fine when the flags say where this rank is.
+	f := baseFlags()
+	f.MasterAddr, f.NNodes, f.NodeRank = "n1", intp(3), intp(1)
+	env, err := DirectEnv(f, envFunc(uneven))
+	if err != nil || env["NODE_RANK"] != "1" || env["GROUP_WORLD_SIZE"] != "3" {
+		t.Fatalf("uneven nodes with flags: %v, %v", env, err)
 	}
 }
 
@@ -231,4 +255,49 @@ func TestNProcAuto(t *testing.T) {
 	if err != nil || c.NProc != 3 {
 		t.Fatalf("auto with 3 visible GPUs: %d ranks, %v", c.NProc, err)
 	}
+	// CUDA ignores the devices from the first negative index on.
+	for env, want := range map[string]int{"1,0,-1,2": 2, "-1": 0} {
+		if got := countGPUs(envFunc(map[string]string{"CUDA_VISIBLE_DEVICES": env})); got != want {
+			t.Errorf("CUDA_VISIBLE_DEVICES=%s: %d GPUs, want %d", env, got, want)
+		}
+	}
+}
+
+// FuzzLocalRanksFilter: the filter parser never panics, and what it accepts
+// shows only local ranks it names, all in range.
+func FuzzLocalRanksFilter(f *testing.F) {
+	for _, s := range []string{"", "0", "0,2", " 1 , 3", "4", "-1", "a", "0,,1", "1,1"} {
+		f.Add(s, 4)
+	}
+	f.Fuzz(func(t *testing.T, s string, nproc int) {
+		if nproc < 1 || nproc > 64 {
+			return
+		}
+		show, err := parseFilter(s, nproc)
+		if err != nil {
+			return
+		}
+		for i := range nproc {
+			if show(i) && s != "" && !strings.Contains(s, strconv.Itoa(i)) {
+				t.Fatalf("filter %q shows local rank %d, which it does not name", s, i)
+			}
+		}
+	})
+}
+
+// FuzzEndpoint: the --rdzv-endpoint parser never panics and never returns a
+// port outside 1..65535 or an empty host.
+func FuzzEndpoint(f *testing.F) {
+	for _, s := range []string{"head:1234", "head", "[::1]:80", "[::1]", "h:", ":1", "h:x", "h:99999", "a:b:c"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if s == "" {
+			return
+		}
+		host, port, err := endpoint(Flags{RdzvEndpoint: s}, nil)
+		if err == nil && (host == "" || port < 1 || port > 65535) {
+			t.Fatalf("endpoint %q = %q, %d: accepted out of range", s, host, port)
+		}
+	})
 }

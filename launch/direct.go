@@ -3,6 +3,7 @@ package launch
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/pplaunch/pplaunch/ranks/store"
 )
@@ -14,6 +15,9 @@ import (
 // MPICH/Hydra's (PMI_RANK, ...). Flags win over the environment. Rank 0 hosts
 // the store at MASTER_ADDR:MASTER_PORT (EnvHostStore is set for it).
 func DirectEnv(f Flags, getenv func(string) string) (map[string]string, error) {
+	if err := agentOnly(f); err != nil {
+		return nil, err
+	}
 	slurm, err := slurmStep(getenv)
 	if err != nil {
 		return nil, err
@@ -47,19 +51,19 @@ func DirectEnv(f Flags, getenv func(string) string) (map[string]string, error) {
 	default:
 		return nil, fmt.Errorf("--direct: no launcher found in the environment (neither SLURM_PROCID in an srun step, OMPI_COMM_WORLD_RANK nor PMI_RANK is set); run under srun or mpirun, or drop --direct")
 	}
+	if world < 1 || rank < 0 || rank >= world || local < 0 || local >= localSize {
+		return nil, fmt.Errorf("--direct: rank %d of %d, local rank %d of %d: inconsistent launcher variables", rank, world, local, localSize)
+	}
 	if slurm == nil {
 		// MPI launchers say nothing of nodes; ranks are laid out node by node.
-		if localSize < 1 || world%localSize != 0 {
-			nnodes, node = 0, 0
-		} else {
+		// With uneven nodes the node rank is unknown (-1) unless flags give it.
+		nnodes, node = -1, -1
+		if world%localSize == 0 {
 			nnodes, node = world/localSize, rank/localSize
 		}
 		if localSize == world {
 			host = "127.0.0.1"
 		}
-	}
-	if world < 1 || rank < 0 || rank >= world || local < 0 || local >= localSize {
-		return nil, fmt.Errorf("--direct: rank %d of %d, local rank %d of %d: inconsistent launcher variables", rank, world, local, localSize)
 	}
 	// Flags (and their environment fallbacks) win.
 	if f.NodeRank != nil {
@@ -76,6 +80,17 @@ func DirectEnv(f Flags, getenv func(string) string) (map[string]string, error) {
 	}
 	if f.MasterAddr != "" {
 		host = f.MasterAddr
+	}
+	switch {
+	case nnodes == -1 || node == -1:
+		return nil, fmt.Errorf("--direct: rank %d: %d ranks with %d on this node are not spread evenly over nodes, so the node count and rank are unknown; give --nnodes and --node-rank", rank, world, localSize)
+	case nnodes < 1:
+		return nil, fmt.Errorf("--direct: rank %d: --nnodes %d: must be 1 or more", rank, nnodes)
+	case node < 0 || node >= nnodes:
+		return nil, fmt.Errorf("--direct: rank %d: node rank %d is not in 0..%d (--nnodes %d)", rank, node, nnodes-1, nnodes)
+	}
+	if f.RdzvTimeout <= 0 {
+		return nil, fmt.Errorf("--rdzv-timeout %v: must be positive", f.RdzvTimeout)
 	}
 	if f.RdzvEndpoint != "" {
 		h, p, err := endpoint(Flags{RdzvEndpoint: f.RdzvEndpoint, MasterPort: &port}, nil)
@@ -130,6 +145,35 @@ func readInts(getenv func(string) string, vars []intVar) error {
 			return err
 		}
 		*v.dst = n
+	}
+	return nil
+}
+
+// agentOnly rejects the flags that only an agent acts on: under --direct srun
+// or mpirun starts, watches and restarts the ranks, and each process's output
+// is its own, so these would be silently ignored.
+func agentOnly(f Flags) error {
+	var set []string
+	if f.NProc != "1" {
+		set = append(set, "--nproc "+f.NProc)
+	}
+	if f.MaxRestarts != 0 {
+		set = append(set, "--max-restarts "+strconv.Itoa(f.MaxRestarts))
+	}
+	if f.Standalone {
+		set = append(set, "--standalone")
+	}
+	if f.LogDir != "" {
+		set = append(set, "--log-dir "+f.LogDir)
+	}
+	if f.Tee {
+		set = append(set, "--tee")
+	}
+	if f.LocalRanksFilter != "" {
+		set = append(set, "--local-ranks-filter "+f.LocalRanksFilter)
+	}
+	if len(set) > 0 {
+		return fmt.Errorf("--direct makes this process one rank of a job that srun or mpirun runs, so %s would be ignored: drop it (srun --ntasks-per-node sets the ranks per node)", strings.Join(set, ", "))
 	}
 	return nil
 }

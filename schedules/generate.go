@@ -2,6 +2,7 @@ package schedules
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -29,6 +30,9 @@ func GenerateCompute(name string, p, m, v int) (*Schedule, error) {
 	if m < 1 {
 		return nil, fmt.Errorf("schedule %s: M=%d micro-batches; need at least 1", name, m)
 	}
+	if !slices.Contains(Names, name) {
+		return nil, fmt.Errorf("unknown schedule %q (want one of %s)", name, strings.Join(Names, ", "))
+	}
 	if name == "interleaved" {
 		if v < 2 {
 			return nil, fmt.Errorf("schedule interleaved: v=%d virtual stages per rank; need at least 2 (with v=1 it is 1f1b)", v)
@@ -49,10 +53,9 @@ func GenerateCompute(name string, p, m, v int) (*Schedule, error) {
 		return gpipe(p, m), nil
 	case "1f1b":
 		return oneFOneB(p, m), nil
-	case "zb-h1":
+	default: // "zb-h1"
 		return zbH1(p, m), nil
 	}
-	return nil, fmt.Errorf("unknown schedule %q (want one of %s)", name, strings.Join(Names, ", "))
 }
 
 func newLooped(p, m, v int) *Schedule {

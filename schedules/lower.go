@@ -22,14 +22,8 @@ import (
 // only produces after data from the first rank) is a *DeadlockError naming
 // every blocked rank; other problems are an *Error.
 func Lower(s *Schedule) (*Schedule, error) {
-	c, err := newChecker(s, true)
+	c, err := checkStatic(s, true)
 	if err != nil {
-		return nil, err
-	}
-	if err := c.complete(); err != nil {
-		return nil, err
-	}
-	if err := c.order(); err != nil {
 		return nil, err
 	}
 	out := &Schedule{P: s.P, V: s.V, M: s.M, Placement: append([]int(nil), s.Placement...), Ranks: make([][]Action, s.P)}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -48,6 +49,16 @@ func vs(name string) []int {
 // is then a small integer, exact in float64, so equalities on makespan and
 // idle time below are exact.
 var unit = Costs{Default: StageCost{F: 1, B: 2, I: 1, W: 1}}
+
+// generate is Generate for arguments a test knows to be valid.
+func generate(t *testing.T, name string, p, m, v int) *Schedule {
+	t.Helper()
+	s, err := Generate(name, p, m, v)
+	if err != nil {
+		t.Fatalf("%s P=%d M=%d v=%d: %v", name, p, m, v, err)
+	}
+	return s
+}
 
 func simulate(t *testing.T, s *Schedule, c Costs) Stats {
 	t.Helper()
@@ -141,8 +152,8 @@ func sum(x []float64) float64 {
 func TestPeakActivations(t *testing.T) {
 	for p := 1; p <= 8; p++ {
 		for m := 1; m <= 32; m++ {
-			s1, _ := Generate("1f1b", p, m, 1)
-			sg, _ := Generate("gpipe", p, m, 1)
+			s1 := generate(t, "1f1b", p, m, 1)
+			sg := generate(t, "gpipe", p, m, 1)
 			st1, sg1 := simulate(t, s1, unit), simulate(t, sg, unit)
 			for r := range p {
 				if want := float64(min(p-r, m)); st1.PeakLive[r] != want {
@@ -161,8 +172,8 @@ func TestZBH1BeatsOneFOneB(t *testing.T) {
 	// one rank has no bubble for W to fill, and both take 3M.
 	for p := 2; p <= 8; p++ {
 		for m := 1; m <= 32; m++ {
-			zb, _ := Generate("zb-h1", p, m, 0)
-			ob, _ := Generate("1f1b", p, m, 0)
+			zb := generate(t, "zb-h1", p, m, 0)
+			ob := generate(t, "1f1b", p, m, 0)
 			z, o := simulate(t, zb, unit), simulate(t, ob, unit)
 			if z.Makespan >= o.Makespan {
 				t.Errorf("P=%d M=%d: zb-h1 makespan %v, not below 1f1b's %v", p, m, z.Makespan, o.Makespan)
@@ -171,19 +182,11 @@ func TestZBH1BeatsOneFOneB(t *testing.T) {
 				t.Errorf("P=%d M=%d: zb-h1 makespan %v, want 3M+P-1 = %d", p, m, z.Makespan, 3*m+p-1)
 			}
 			// Peak memory is the largest rank's peak: that is what must fit.
-			if maxOf(z.PeakLive) > maxOf(o.PeakLive) {
+			if slices.Max(z.PeakLive) > slices.Max(o.PeakLive) {
 				t.Errorf("P=%d M=%d: zb-h1 peak %v above 1f1b's %v", p, m, z.PeakLive, o.PeakLive)
 			}
 		}
 	}
-}
-
-func maxOf(x []float64) float64 {
-	m := x[0]
-	for _, v := range x {
-		m = max(m, v)
-	}
-	return m
 }
 
 func TestZBV(t *testing.T) {
@@ -193,9 +196,9 @@ func TestZBV(t *testing.T) {
 	whole := Costs{Default: StageCost{F: 2, B: 4, I: 2, W: 2}}
 	for p := 1; p <= 8; p++ {
 		for m := 1; m <= 32; m++ {
-			zv, _ := Generate("zb-v", p, m, 2)
-			zh, _ := Generate("zb-h1", p, m, 1)
-			ob, _ := Generate("1f1b", p, m, 1)
+			zv := generate(t, "zb-v", p, m, 2)
+			zh := generate(t, "zb-h1", p, m, 1)
+			ob := generate(t, "1f1b", p, m, 1)
 			v, h, o := simulate(t, zv, half), simulate(t, zh, whole), simulate(t, ob, whole)
 			if v.Makespan > h.Makespan {
 				t.Errorf("P=%d M=%d: zb-v makespan %v above zb-h1's %v", p, m, v.Makespan, h.Makespan)
@@ -203,7 +206,7 @@ func TestZBV(t *testing.T) {
 			if m >= 2*p-1 && v.Makespan != float64(6*m+p-1) {
 				t.Errorf("P=%d M=%d: zb-v makespan %v, want 6M+P-1 = %d", p, m, v.Makespan, 6*m+p-1)
 			}
-			if maxOf(v.PeakLive) > maxOf(o.PeakLive) {
+			if slices.Max(v.PeakLive) > slices.Max(o.PeakLive) {
 				t.Errorf("P=%d M=%d: zb-v peak %v above 1f1b's %v", p, m, v.PeakLive, o.PeakLive)
 			}
 		}
@@ -222,6 +225,7 @@ func TestGenerateRejectsBadArguments(t *testing.T) {
 		{"interleaved", 4, 4, 1, "need at least 2"},
 		{"zb-v", 4, 4, 3, "always has 2 stages per rank"},
 		{"pipedream", 4, 4, 1, `unknown schedule "pipedream"`},
+		{"pipedream", 4, 4, 2, `unknown schedule "pipedream"`},
 	} {
 		_, err := Generate(c.name, c.p, c.m, c.v)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -289,7 +293,7 @@ func TestComputeOrderDeadlock(t *testing.T) {
 }
 
 func TestValidatorRejects(t *testing.T) {
-	ok1f1b := func() *Schedule { s, _ := Generate("1f1b", 2, 2, 1); return s }
+	ok1f1b := func() *Schedule { return generate(t, "1f1b", 2, 2, 1) }
 	for _, c := range []struct {
 		name string
 		text string
@@ -324,6 +328,8 @@ func TestValidatorRejects(t *testing.T) {
 		}, want: []string{"stage 1 is on this same rank; no transfer is needed"}},
 		{name: "uneven stages", text: "0F0, 0B0, 2F0, 2B0\n1F0, 1B0",
 			want: []string{"3 stages on 2 ranks"}},
+		{name: "a stage no line mentions", text: "0F0, 0B0, 3F0, 3B0\n1F0, 1B0",
+			want: []string{"stage 2 is on no rank"}},
 		{name: "micro out of range", edit: func() *Schedule {
 			s := ok1f1b()
 			s.Ranks[1][1].Micro = 7
@@ -358,7 +364,7 @@ func TestValidatorRejects(t *testing.T) {
 }
 
 func TestErrorGridGolden(t *testing.T) {
-	s, _ := Generate("1f1b", 4, 8, 1)
+	s := generate(t, "1f1b", 4, 8, 1)
 	// Drop rank 2's backward of micro-batch 5.
 	l := s.Ranks[2]
 	for i, a := range l {
@@ -529,6 +535,10 @@ func TestSimulateCommAndOverrides(t *testing.T) {
 	}
 	if !reflect.DeepEqual(st.PeakBytes, []int64{100, 300}) {
 		t.Errorf("peak bytes %v, want [100 300]", st.PeakBytes)
+	}
+	c.Stages = map[int]StageCost{2: {F: 1}}
+	if _, err := Simulate(s, c); err == nil || !strings.Contains(err.Error(), "override for stage 2, but the schedule has stages 0..1") {
+		t.Errorf("override for a stage that does not exist: %v", err)
 	}
 	if _, err := Simulate(s, Costs{Default: StageCost{F: -1}}); err == nil {
 		t.Error("Simulate accepted a negative cost")

@@ -89,6 +89,11 @@ func Simulate(s *Schedule, c Costs) (*Timeline, error) {
 	if err != nil {
 		return nil, err
 	}
+	for st := range c.Stages {
+		if st < 0 || st >= len(s.Placement) {
+			return nil, fmt.Errorf("costs: an override for stage %d, but the schedule has stages 0..%d", st, len(s.Placement)-1)
+		}
+	}
 	last := len(s.Placement) - 1
 	// ends[id] is when a compute action ended, NaN until it has run; the
 	// index is dense because the schedule is complete.

@@ -103,7 +103,17 @@ func Validate(s *Schedule) error {
 
 // validate is Validate, returning the index it built.
 func validate(s *Schedule) (*checker, error) {
-	c, err := newChecker(s, false)
+	c, err := checkStatic(s, false)
+	if err != nil {
+		return nil, err
+	}
+	return c, c.dryRun()
+}
+
+// checkStatic runs the checks that need no execution, shared by Validate and
+// Lower: shape, placement, uniqueness, completeness and per-rank order.
+func checkStatic(s *Schedule, computeOnly bool) (*checker, error) {
+	c, err := newChecker(s, computeOnly)
 	if err != nil {
 		return nil, err
 	}
@@ -113,7 +123,7 @@ func validate(s *Schedule) (*checker, error) {
 	if err := c.order(); err != nil {
 		return nil, err
 	}
-	return c, c.dryRun()
+	return c, nil
 }
 
 // newChecker checks the shape, the range, placement and uniqueness of every
@@ -136,6 +146,10 @@ func newChecker(s *Schedule, computeOnly bool) (*checker, error) {
 	}
 	held := make([]int, s.P)
 	for st, r := range s.Placement {
+		if r == -1 {
+			// Parse leaves a stage that no line mentions unplaced.
+			return nil, shape("stage %d is on no rank: no rank's list holds an action of it (stages must be numbered 0..%d without gaps)", st, len(s.Placement)-1)
+		}
 		if r < 0 || r >= s.P {
 			return nil, shape("stage %d is placed on rank %d, which does not exist (P=%d)", st, r, s.P)
 		}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"time"
 
@@ -38,6 +39,9 @@ func (c *benchAllReduceCmd) job(stdout io.Writer) func(ctx context.Context, r *r
 // commJob is a rank job that opens the job's communicator, runs f and closes it.
 func commJob(timeout time.Duration, f func(ctx context.Context, comm collective.Comm) error) func(ctx context.Context, r *ranks.Rank) error {
 	return func(ctx context.Context, r *ranks.Rank) error {
+		if timeout <= 0 {
+			return fmt.Errorf("--timeout %v: must be positive", timeout)
+		}
 		comm, err := openComm(ctx, r, timeout)
 		if err != nil {
 			return err

@@ -53,3 +53,21 @@ func TestBenchCommAsRanks(t *testing.T) {
 		})
 	}
 }
+
+// Bad benchmark flags fail the ranks with the flag named, before any transfer.
+func TestBenchCommBadFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"bench", "p2p", "--timeout", "0s"}, "--timeout 0s: must be positive"},
+		{[]string{"bench", "allreduce", "--reps=-1"}, "bench allreduce: --reps -1: must be positive"},
+	} {
+		var out, errb bytes.Buffer
+		cmd := pplaunch(t, nil, append([]string{"--nproc", "2", "--standalone"}, tc.args...)...)
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		if code := exitCode(t, cmd.Run()); code == 0 || !strings.Contains(errb.String(), tc.want) {
+			t.Errorf("%v: exit %d, want non-zero and %q in stderr:\n%s", tc.args, code, tc.want, errb.String())
+		}
+	}
+}

@@ -81,6 +81,7 @@ func TestArgumentErrors(t *testing.T) {
 		{[]string{"--nproc", "2", "--", "true"}, []string{"PPLAUNCH_ROLE=rank", "RANK=1"}, "already rank 1"},
 		{[]string{"--direct", "--", "true"}, []string{"SLURM_JOB_ID=", "OMPI_COMM_WORLD_RANK=", "PMI_RANK="}, "no launcher found"},
 		{[]string{"--bogus"}, nil, "unknown argument --bogus"},
+		{[]string{"--nproc", "2"}, nil, "nothing to run"},
 	}
 	for _, c := range cases {
 		var out bytes.Buffer
@@ -122,10 +123,11 @@ func TestBenchStoreAsRanks(t *testing.T) {
 	}
 }
 
-// TestAgentForwardsSIGTERM sends a real SIGTERM to the agent process.
+// TestAgentForwardsSIGTERM sends a real SIGTERM to the agent process. Each
+// rank says ready once its child runs, so the signal finds both in place.
 func TestAgentForwardsSIGTERM(t *testing.T) {
 	cmd := pplaunch(t, nil, "--nproc", "2", "--", "/bin/sh", "-c",
-		`trap 'echo "got TERM"; exit 0' TERM; echo ready; while :; do sleep 1000 & wait $!; done`)
+		`trap 'echo "got TERM"; exit 0' TERM; sleep 1000 & echo ready; wait $!`)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -166,26 +168,15 @@ func freePort(t *testing.T) string {
 func TestDirectUnderSrunEnvironment(t *testing.T) {
 	port := freePort(t)
 	const n = 3
-	var wg sync.WaitGroup
-	outs := make([]bytes.Buffer, n)
-	codes := make([]int, n)
+	cmds := make([]*exec.Cmd, n)
 	for i := range n {
 		env := []string{"SLURM_JOB_ID=77", "SLURM_STEP_ID=0", "SLURM_STEP_NUM_NODES=1", "SLURM_NODEID=0",
 			"SLURM_STEP_NUM_TASKS=3", "SLURM_PROCID=" + strconv.Itoa(i), "SLURM_LOCALID=" + strconv.Itoa(i),
 			"SLURM_STEP_NODELIST=localhost", "SLURM_STEP_TASKS_PER_NODE=3", "MASTER_PORT=1"}
 		// The flag wins over MASTER_PORT=1 from the environment.
-		cmd := pplaunch(t, env, "--direct", "--master-addr", "127.0.0.1", "--master-port", port, "bench", "store", "--iters", "10")
-		cmd.Stdout, cmd.Stderr = &outs[i], &outs[i]
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			codes[i] = exitCode(t, cmd.Wait())
-		}()
+		cmds[i] = pplaunch(t, env, "--direct", "--master-addr", "127.0.0.1", "--master-port", port, "bench", "store", "--iters", "10")
 	}
-	wg.Wait()
+	codes, outs := runTogether(t, cmds)
 	for i := range n {
 		if codes[i] != 0 {
 			t.Errorf("rank %d exit %d:\n%s", i, codes[i], outs[i].String())
@@ -212,23 +203,12 @@ func TestDirectProgramUnderMpirun(t *testing.T) {
 // world of 8 ranks running a built-in job.
 func TestTwoAgentProcesses(t *testing.T) {
 	port := freePort(t)
-	var wg sync.WaitGroup
-	outs := make([]bytes.Buffer, 2)
-	codes := make([]int, 2)
+	cmds := make([]*exec.Cmd, 2)
 	for n := range 2 {
-		cmd := pplaunch(t, nil, "--nnodes", "2", "--node-rank", strconv.Itoa(n), "--rdzv-endpoint", "127.0.0.1:"+port,
+		cmds[n] = pplaunch(t, nil, "--nnodes", "2", "--node-rank", strconv.Itoa(n), "--rdzv-endpoint", "127.0.0.1:"+port,
 			"--rdzv-id", "two-agents", "--rdzv-timeout", "60s", "--nproc", "4", "bench", "store", "--iters", "10")
-		cmd.Stdout, cmd.Stderr = &outs[n], &outs[n]
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			codes[n] = exitCode(t, cmd.Wait())
-		}()
 	}
-	wg.Wait()
+	codes, outs := runTogether(t, cmds)
 	for n := range 2 {
 		if codes[n] != 0 {
 			t.Errorf("node %d exit %d:\n%s", n, codes[n], outs[n].String())
@@ -238,4 +218,30 @@ func TestTwoAgentProcesses(t *testing.T) {
 		!strings.Contains(outs[1].String(), "this node's ranks are 4..7") {
 		t.Fatalf("node 0:\n%s\nnode 1:\n%s", outs[0].String(), outs[1].String())
 	}
+}
+
+// runTogether starts every command, waits for all and returns each one's exit
+// code and combined output.
+func runTogether(t *testing.T, cmds []*exec.Cmd) ([]int, []bytes.Buffer) {
+	t.Helper()
+	errs := make([]error, len(cmds))
+	outs := make([]bytes.Buffer, len(cmds))
+	var wg sync.WaitGroup
+	for i, cmd := range cmds {
+		cmd.Stdout, cmd.Stderr = &outs[i], &outs[i]
+		if err := cmd.Start(); err != nil {
+			for _, started := range cmds[:i] {
+				started.Process.Kill()
+			}
+			wg.Wait()
+			t.Fatal(err)
+		}
+		wg.Go(func() { errs[i] = cmd.Wait() })
+	}
+	wg.Wait()
+	codes := make([]int, len(cmds))
+	for i, err := range errs {
+		codes[i] = exitCode(t, err) // here: t.Fatal only on the test's goroutine
+	}
+	return codes, outs
 }

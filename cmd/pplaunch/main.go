@@ -107,7 +107,8 @@ func run(argv []string, stdout, stderr io.Writer) int {
 	case c.Checkpoint != nil:
 		return runInProcess(stderr, func(ctx context.Context) error { return c.Checkpoint.run(ctx, stdout, stderr) })
 	default:
-		p.WriteHelp(stdout)
+		fmt.Fprintln(stderr, "pplaunch: nothing to run: give a subcommand or -- PROGRAM ARGS... (pplaunch --help lists them)")
+		p.WriteUsage(stderr)
 		return 2
 	}
 }

@@ -20,7 +20,7 @@ type planCmd struct {
 	Schedule     string  `arg:"--schedule" default:"1f1b" placeholder:"NAME" help:"gpipe, 1f1b, interleaved, zb-h1 or zb-v"`
 	Stages       int     `arg:"--stages" default:"4" placeholder:"P" help:"pipeline ranks P (one stage per rank, v with --virtual)"`
 	Microbatches int     `arg:"--microbatches" default:"8" placeholder:"M" help:"micro-batches per step M"`
-	Virtual      int     `arg:"--virtual" default:"2" placeholder:"V" help:"virtual stages per rank v (interleaved only; zb-v always has 2)"`
+	Virtual      int     `arg:"--virtual" placeholder:"V" help:"virtual stages per rank v (interleaved: 2 or more, default 2; zb-v always has 2; the others 1)"`
 	TF           float64 `arg:"--tf" default:"1" placeholder:"MS" help:"forward time of one micro-batch through one rank's layers, ms"`
 	TB           float64 `arg:"--tb" default:"2" placeholder:"MS" help:"full backward time (input and weight gradients), ms"`
 	TW           float64 `arg:"--tw" default:"1" placeholder:"MS" help:"weight-gradient part of the backward, ms; zero-bubble schedules run I = tb-tw and W = tw"`
@@ -104,15 +104,25 @@ func (c *planCmd) check() error {
 	if c.Compare && (c.SVG != "" || c.Trace != "" || c.From != "" || c.Text) {
 		return errors.New("plan: --compare prints a table of the built-in schedules; --svg, --trace, --text and --from take one schedule")
 	}
+	if c.Text && (c.JSON || c.SVG != "" || c.Trace != "") {
+		return errors.New("plan: --text prints only the schedule; drop --json, --svg and --trace")
+	}
+	if c.From != "" && c.Virtual != 0 {
+		return fmt.Errorf("plan: --virtual %d with --from: v comes from the file", c.Virtual)
+	}
 	return nil
 }
 
-// virtualFor is the v a built-in schedule takes.
+// virtualFor is the v a built-in schedule takes: --virtual where given (so
+// that Generate rejects a v the schedule does not have), else its own. In
+// --compare only interleaved takes --virtual.
 func (c *planCmd) virtualFor(name string) int {
-	switch name {
-	case "interleaved":
+	switch {
+	case name == "interleaved" && c.Virtual == 0:
+		return 2
+	case name == "interleaved" || (c.Virtual != 0 && !c.Compare):
 		return c.Virtual
-	case "zb-v":
+	case name == "zb-v":
 		return 2
 	}
 	return 1

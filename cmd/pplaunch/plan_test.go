@@ -6,6 +6,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -85,21 +86,9 @@ func TestPlanJSON(t *testing.T) {
 	if got.Makespan != 33 || got.Ideal != 24 || got.Bubble != 3.0/11 || got.BubbleFormula == nil || *got.BubbleFormula != 3.0/11 {
 		t.Errorf("got %+v", got)
 	}
-	if want := []float64{4, 3, 2, 1}; !equal(got.PeakActivations, want) {
+	if want := []float64{4, 3, 2, 1}; !slices.Equal(got.PeakActivations, want) {
 		t.Errorf("peak_activations %v, want %v", got.PeakActivations, want)
 	}
-}
-
-func equal(a, b []float64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func TestPlanFromFile(t *testing.T) {
@@ -212,6 +201,10 @@ func TestPlanBadFlags(t *testing.T) {
 		{[]string{"--stages", "0"}, "P=0 ranks"},
 		{[]string{"--microbatches", "-1"}, "M=-1"},
 		{[]string{"--schedule", "interleaved", "--virtual", "1"}, "need at least 2"},
+		{[]string{"--schedule", "1f1b", "--virtual", "3"}, "v=3; it has one stage per rank"},
+		{[]string{"--schedule", "zb-v", "--virtual", "3"}, "always has 2 stages per rank"},
+		{[]string{"--from", "x.txt", "--virtual", "2"}, "--virtual 2 with --from"},
+		{[]string{"--text", "--json"}, "--text prints only the schedule"},
 		{[]string{"--schedule", "chimera"}, `unknown schedule "chimera"`},
 		{[]string{"--tw", "3"}, "--tw 3 is more than --tb 2"},
 		{[]string{"--tf", "-1"}, "--tf -1: times must be >= 0"},

@@ -127,16 +127,6 @@ func Create(ctx context.Context, names ...string) (*Net, error) {
 	return n, nil
 }
 
-// Host returns the host called name, or nil.
-func (n *Net) Host(name string) *Host {
-	for _, h := range n.Hosts {
-		if h.Name == name {
-			return h
-		}
-	}
-	return nil
-}
-
 // Nsenter is the command prefix that runs a program on h: append the program and
 // its arguments. Scripts use it too (for example as mpirun's rsh agent).
 func (h *Host) Nsenter() []string {

@@ -101,14 +101,22 @@ func (s *Server) WaitIdle(ctx context.Context) error {
 
 func (s *Server) accept() {
 	defer s.wg.Done()
+	var backoff time.Duration
 	for {
 		c, err := s.ln.Accept()
-		if err != nil {
-			if !errors.Is(err, net.ErrClosed) {
-				s.logf("store %s: accept: %v", s.ln.Addr(), err)
-			}
+		if errors.Is(err, net.ErrClosed) {
 			return
 		}
+		if err != nil {
+			// Out of file descriptors, a connection aborted before it was
+			// accepted: the store must keep serving the job, as net/http's
+			// server does, after a pause that lets descriptors free up.
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			s.logf("store %s: accept: %v; retrying in %v", s.ln.Addr(), err, backoff)
+			time.Sleep(backoff)
+			continue
+		}
+		backoff = 0
 		s.mu.Lock()
 		if s.done {
 			s.mu.Unlock()

@@ -8,6 +8,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -276,13 +277,15 @@ func TestBarrier(t *testing.T) {
 	}
 }
 
+// Dial retries while the store is not up: its first attempt meets a port
+// that hangs up at once (as while an agent restarts), so the success that
+// follows can only come from a retry.
 func TestDialRetriesUntilListening(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr := ln.Addr().String()
-	ln.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	got := make(chan error, 1)
@@ -294,6 +297,12 @@ func TestDialRetriesUntilListening(t *testing.T) {
 		}
 		got <- err
 	}()
+	first, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Close()
+	ln.Close()
 	s, err := Listen(addr, testToken, t.Logf)
 	if err != nil {
 		t.Skipf("port %s was taken again before the test could listen: %v", addr, err)
@@ -417,4 +426,38 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("re-encoding %+v: %+v, %v", m, again, err)
 		}
 	})
+}
+
+// flakyListener fails its first Accept calls as a listener out of file
+// descriptors does.
+type flakyListener struct {
+	net.Listener
+	fails int
+}
+
+func (l *flakyListener) Accept() (net.Conn, error) {
+	if l.fails > 0 {
+		l.fails--
+		return nil, fmt.Errorf("accept: %w", syscall.EMFILE)
+	}
+	return l.Listener.Accept()
+}
+
+// A failed accept is logged and retried: the store keeps serving the job.
+func TestServerSurvivesAcceptErrors(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lb := newLogBuf()
+	s := Serve(&flakyListener{Listener: ln, fails: 3}, testToken, lb.logf)
+	t.Cleanup(func() { s.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := dial(t, s, "").Set(ctx, "k", []byte("v")); err != nil {
+		t.Fatalf("set after accept errors: %v", err)
+	}
+	if n := strings.Count(lb.String(), "too many open files; retrying"); n != 3 {
+		t.Errorf("%d accept errors logged, want 3:\n%s", n, lb.String())
+	}
 }
