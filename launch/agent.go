@@ -82,7 +82,7 @@ func (a *agent) run(ctx context.Context) (int, error) {
 	})
 	defer a.closeStore()
 	if sig != 0 {
-		return 128 + int(sig), fmt.Errorf("received %s while joining the rendezvous", signalName(sig))
+		return 128 + int(sig), fmt.Errorf("received %s while joining the rendezvous", SignalName(sig))
 	}
 	if err != nil {
 		return 1, err
@@ -95,7 +95,7 @@ func (a *agent) run(ctx context.Context) (int, error) {
 			return err
 		})
 		if sig != 0 {
-			return 128 + int(sig), fmt.Errorf("received %s during the rendezvous", signalName(sig))
+			return 128 + int(sig), fmt.Errorf("received %s during the rendezvous", SignalName(sig))
 		}
 		if err != nil {
 			return 1, err
@@ -371,19 +371,19 @@ func (a *agent) attempt(ctx context.Context, w World, restart int) (*failure, er
 			sig := s.(syscall.Signal)
 			if !stopsJob(sig) {
 				g.signal(sig)
-				a.logf("forwarded %s to the ranks", signalName(sig))
+				a.logf("forwarded %s to the ranks", SignalName(sig))
 				continue
 			}
 			if stopping {
 				g.stop(syscall.SIGKILL)
 				continue
 			}
-			a.logf("received %s: forwarding it to the ranks and stopping", signalName(sig))
+			a.logf("received %s: forwarding it to the ranks and stopping", SignalName(sig))
 			stopping = true
 			g.stop(sig)
 			kill = time.After(a.c.GracePeriod)
 			if first == nil {
-				publish(a.agentFailure(128+int(sig), "pplaunch received "+signalName(sig), start))
+				publish(a.agentFailure(128+int(sig), "pplaunch received "+SignalName(sig), start))
 			}
 		case <-ctxDone:
 			ctxDone = nil
@@ -446,7 +446,7 @@ func (a *agent) awaitNodes(ctx context.Context, restart int, remote <-chan *fail
 		case s := <-a.sigs:
 			sig := s.(syscall.Signal)
 			if stopsJob(sig) {
-				f := a.agentFailure(128+int(sig), "pplaunch received "+signalName(sig)+" while waiting for the other nodes", time.Now())
+				f := a.agentFailure(128+int(sig), "pplaunch received "+SignalName(sig)+" while waiting for the other nodes", time.Now())
 				b, _ := json.Marshal(f)
 				a.client.CompareAndSet(dctx, fmt.Sprintf("attempt/%d/failed", restart), nil, b)
 				return f

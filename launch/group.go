@@ -10,6 +10,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Program is what each rank runs, and where the agent's console is.
@@ -64,7 +66,7 @@ func (r *rank) how() string {
 	case !r.exited:
 		return "still running"
 	case r.sig != 0:
-		s := fmt.Sprintf("killed by %s", signalName(r.sig))
+		s := fmt.Sprintf("killed by %s", SignalName(r.sig))
 		if r.stopped {
 			s += " (stopped by pplaunch)"
 		}
@@ -270,17 +272,10 @@ func (g *group) wait() {
 	}
 }
 
-// signalName is "SIGKILL" for 9.
-func signalName(s syscall.Signal) string {
-	if name := sigNames[s]; name != "" {
+// SignalName is "SIGKILL" for 9, or "signal N" for a number with no name.
+func SignalName(s syscall.Signal) string {
+	if name := unix.SignalName(s); name != "" {
 		return name
 	}
 	return fmt.Sprintf("signal %d", int(s))
-}
-
-var sigNames = map[syscall.Signal]string{
-	syscall.SIGHUP: "SIGHUP", syscall.SIGINT: "SIGINT", syscall.SIGQUIT: "SIGQUIT", syscall.SIGILL: "SIGILL",
-	syscall.SIGTRAP: "SIGTRAP", syscall.SIGABRT: "SIGABRT", syscall.SIGBUS: "SIGBUS", syscall.SIGFPE: "SIGFPE",
-	syscall.SIGKILL: "SIGKILL", syscall.SIGUSR1: "SIGUSR1", syscall.SIGSEGV: "SIGSEGV", syscall.SIGUSR2: "SIGUSR2",
-	syscall.SIGPIPE: "SIGPIPE", syscall.SIGALRM: "SIGALRM", syscall.SIGTERM: "SIGTERM", syscall.SIGXCPU: "SIGXCPU",
 }

@@ -88,7 +88,7 @@ func runRank(f launch.Flags, getenv func(string) string, stderr io.Writer, job f
 	ccancel()
 	cancel()
 	if s, ok := got.(syscall.Signal); ok {
-		fmt.Fprintf(stderr, "pplaunch: rank %d: stopped by %v\n", id.Rank, s)
+		fmt.Fprintf(stderr, "pplaunch: rank %d: stopped by %s\n", id.Rank, launch.SignalName(s))
 		return 128 + int(s)
 	}
 	if err != nil {

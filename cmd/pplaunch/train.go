@@ -259,16 +259,10 @@ func watchPreemption(checkpoints bool, rank int, logf func(string, ...any)) *pre
 	return p
 }
 
+// signalName names a signal the way the launcher's summary does.
 func signalName(s os.Signal) string {
-	switch s {
-	case syscall.SIGUSR1:
-		return "SIGUSR1"
-	case syscall.SIGTERM:
-		return "SIGTERM"
-	case syscall.SIGINT:
-		return "SIGINT"
-	case syscall.SIGHUP:
-		return "SIGHUP"
+	if sig, ok := s.(syscall.Signal); ok {
+		return launch.SignalName(sig)
 	}
 	return s.String()
 }
