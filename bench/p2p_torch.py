@@ -5,8 +5,8 @@ same way, to compare side by side:
     /usr/bin/python3 bench/p2p_torch.py      # Debian: apt-get install python3-torch
 
 p2p (2 ranks): rank 0 sends `iters` messages to rank 1, which keeps two receives posted
-and acknowledges the last (one-way bandwidth); then 200 ping-pongs of the same size,
-half a round trip each (latency). all-reduce (4 ranks): float32 sum. Each is timed
+and acknowledges the last (one-way bandwidth); for sizes up to 64 KiB, then up to 200
+ping-pongs of the same size, half a round trip each (latency). all-reduce (4 ranks): float32 sum. Each is timed
 `--reps` times and the median reported; iters is about 256 MiB worth (4 to 1000).
 """
 import argparse, os, statistics, time
