@@ -221,5 +221,5 @@ func BenchmarkTrainTwoRanks(b *testing.B) {
 	tw.Flush()
 	fmt.Println("step ms: mean of steps 2..10; best: the fastest of them; bench step: median of 5")
 	fmt.Println("CPU ms/step: all ranks' process CPU time together (a shared machine stretches wall time, not work)")
-	fmt.Println("reference: PyTorch 1.13 two-rank pipeline over gloo ~360 ms/step; one process, 2 threads ~320 ms/step")
+	fmt.Println("reference, side by side: OPENBLAS_CORETYPE=SKYLAKEX /usr/bin/python3 bench/pipeline_torch.py (PyTorch two-rank pipeline over gloo)")
 }
