@@ -10,7 +10,7 @@ does not recognise the CPU (some hypervisors) it runs its slow Prescott
 kernels; pplaunch then picks the kernels itself, and for a like-for-like run
 set the same for torch, e.g. OPENBLAS_CORETYPE=SKYLAKEX.
 """
-import argparse, math, os, statistics, time
+import argparse, os, statistics, time
 
 p = argparse.ArgumentParser()
 p.add_argument("--layers", type=int, default=4)
@@ -25,35 +25,17 @@ os.environ["OPENBLAS_NUM_THREADS"] = str(a.threads)  # read when OpenBLAS loads,
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from torch_gpt import Block
 torch.set_num_threads(a.threads)
 torch.manual_seed(1)
 V, D, H, T, L = 256, a.width, a.heads, a.seq, a.layers
-
-
-class Block(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.ln_1, self.ln_2 = nn.LayerNorm(D, eps=1e-5), nn.LayerNorm(D, eps=1e-5)
-        self.c_attn, self.c_proj = nn.Linear(D, 3 * D), nn.Linear(D, D)
-        self.c_fc, self.mlp_proj = nn.Linear(D, 4 * D), nn.Linear(4 * D, D)
-        self.register_buffer("mask", torch.tril(torch.ones(T, T, dtype=torch.bool)))
-
-    def forward(self, x):
-        B = x.shape[0]
-        q, k, v = self.c_attn(self.ln_1(x)).split(D, dim=2)
-        q, k, v = [t.view(B, T, H, D // H).transpose(1, 2) for t in (q, k, v)]
-        s = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(D // H))
-        s = s.masked_fill(~self.mask, float("-inf"))
-        y = (F.softmax(s, dim=-1) @ v).transpose(1, 2).contiguous().view(B, T, D)
-        x = x + self.c_proj(y)
-        return x + self.mlp_proj(F.gelu(self.c_fc(self.ln_2(x)), approximate="tanh"))
 
 
 class GPT(nn.Module):
     def __init__(self):
         super().__init__()
         self.wte, self.wpe = nn.Embedding(V, D), nn.Embedding(T, D)
-        self.h = nn.ModuleList(Block() for _ in range(L))
+        self.h = nn.ModuleList(Block(D, H, T) for _ in range(L))
         self.ln_f = nn.LayerNorm(D, eps=1e-5)
         self.lm_head = nn.Linear(D, V, bias=False)
 
