@@ -77,32 +77,18 @@ func (t *trainer) restore(context.Context) (int, error) {
 	if m.Data.Seed != c.Seed {
 		return 0, fmt.Errorf("checkpoint %s was trained with --seed %d, not %d", dir, m.Data.Seed, c.Seed)
 	}
-	var specs []checkpoint.TensorSpec
-	for _, p := range c.Model.Params() {
-		specs = append(specs, checkpoint.TensorSpec{Name: p.Name, Shape: p.Shape})
-	}
-	_, all, err := checkpoint.Load(dir, checkpoint.Expect{Model: c.Model.JSON(), Optimizer: c.Optimizer, Params: specs})
-	if err != nil {
-		return 0, fmt.Errorf("resume from %s: %w", dir, err)
-	}
-	// The whole model is loaded; each stage takes its own tensors, so the
+	// Each stage reads only the shards holding its parameters, so the
 	// checkpoint may come from any stage layout.
-	for _, s := range t.order {
-		mine := map[string]bool{}
-		for _, p := range t.stages[s].Params() {
-			mine[p.Name] = true
+	for _, st := range t.order {
+		var specs []checkpoint.TensorSpec
+		for _, p := range t.stages[st].Params() {
+			specs = append(specs, checkpoint.TensorSpec{Name: p.Name, Shape: p.Shape})
 		}
-		sh := checkpoint.Shard{State: map[string][]checkpoint.Tensor{}}
-		for i, p := range all.Params {
-			if !mine[p.Name] {
-				continue
-			}
-			sh.Params = append(sh.Params, p)
-			for slot, ts := range all.State {
-				sh.State[slot] = append(sh.State[slot], ts[i])
-			}
+		_, sh, err := checkpoint.Gather(dir, checkpoint.Expect{Model: c.Model.JSON(), Optimizer: c.Optimizer, Params: specs})
+		if err != nil {
+			return 0, fmt.Errorf("resume stage %d from %s: %w", st, dir, err)
 		}
-		if err := t.stages[s].LoadShard(sh, t.opts[s], m.Step); err != nil {
+		if err := t.stages[st].LoadShard(sh, t.opts[st], m.Step); err != nil {
 			return 0, fmt.Errorf("checkpoint %s: %w", dir, err)
 		}
 	}
