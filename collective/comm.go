@@ -155,8 +155,9 @@ type transport interface {
 type comm struct {
 	t     transport
 	opts  Options
-	id    uint32 // 0 for the world
-	ranks []int  // world rank of each member
+	wd    *watchdog // shared by the world and its groups
+	id    uint32    // 0 for the world
+	ranks []int     // world rank of each member
 	me    int
 	seq   atomic.Uint32 // collective call counter, the Step of their tags
 
@@ -171,7 +172,8 @@ func newWorld(t transport, opts Options) *comm {
 	for i := range ranks {
 		ranks[i] = i
 	}
-	return &comm{t: t, opts: opts.withDefaults(), ranks: ranks, me: t.worldRank(), groups: map[uint32]int{}}
+	o := opts.withDefaults()
+	return &comm{t: t, opts: o, wd: newWatchdog(o.Timeout), ranks: ranks, me: t.worldRank(), groups: map[uint32]int{}}
 }
 
 func (c *comm) Rank() int              { return c.me }
@@ -212,7 +214,7 @@ func (c *comm) newOp(h *Handle, o Op, internal bool) (*op, error) {
 
 // start validates ops, then posts them in order under one handle.
 func (c *comm) start(internal bool, ops ...Op) *Handle {
-	h := newHandle(c.t, c.opts.Timeout, len(ops))
+	h := newHandle(c.t, c.wd, len(ops))
 	for _, o := range ops {
 		x, err := c.newOp(h, o, internal)
 		if err != nil {
@@ -279,7 +281,7 @@ func (c *comm) Group(ranks []int) (Comm, error) {
 	if id == 0 {
 		id = 1
 	}
-	return &comm{t: c.t, opts: c.opts, id: id, ranks: world, me: me, groups: map[uint32]int{}}, nil
+	return &comm{t: c.t, opts: c.opts, wd: c.wd, id: id, ranks: world, me: me, groups: map[uint32]int{}}, nil
 }
 
 func (c *comm) Close() error {

@@ -62,10 +62,15 @@ func (o *op) finish(err error) {
 // The buffers of its operations belong to the communicator until the handle
 // is done; after Wait returns, they are the caller's again.
 type Handle struct {
-	ops     []*op
-	t       transport
-	timeout time.Duration // used when Wait's context has no deadline
-	start   time.Time
+	ops []*op
+	t   transport
+	wd  *watchdog // enforces the default timeout when Wait's context has no deadline
+
+	// Kept by wd while a Wait blocks: the list links, how many Waits
+	// hold the handle there, and when it expires.
+	wprev, wnext *Handle
+	watchers     int
+	expires      time.Time
 
 	pending atomic.Int32
 	mu      sync.Mutex
@@ -77,8 +82,8 @@ type Handle struct {
 	oneRef [1]*op
 }
 
-func newHandle(t transport, timeout time.Duration, n int) *Handle {
-	h := &Handle{t: t, timeout: timeout, start: time.Now(), done: make(chan struct{})}
+func newHandle(t transport, wd *watchdog, n int) *Handle {
+	h := &Handle{t: t, wd: wd, done: make(chan struct{})}
 	if n == 1 {
 		h.ops = h.oneRef[:0:1]
 	} else {
@@ -134,31 +139,21 @@ func (h *Handle) Wait(ctx context.Context) error {
 		return h.Err()
 	default:
 	}
-	var expired <-chan time.Time
-	if _, ok := ctx.Deadline(); !ok && h.timeout > 0 {
-		t := timerPool.Get().(*time.Timer)
-		t.Reset(h.timeout)
-		defer func() { t.Stop(); timerPool.Put(t) }()
-		expired = t.C
+	start := time.Now()
+	if _, ok := ctx.Deadline(); !ok && h.wd != nil {
+		h.wd.watch(h, start)
+		defer h.wd.unwatch(h)
 	}
-	var cause error
 	select {
 	case <-h.done:
 		return h.Err()
 	case <-ctx.Done():
-		cause = ctx.Err()
-	case <-expired:
-		cause = context.DeadlineExceeded
+		waited := time.Since(start).Round(time.Millisecond)
+		h.cancel(fmt.Errorf("timeout after %v (%w)", waited, ctx.Err()))
+		<-h.done
+		return h.Err()
 	}
-	waited := time.Since(h.start).Round(time.Millisecond)
-	h.cancel(fmt.Errorf("timeout after %v (%w)", waited, cause))
-	<-h.done
-	return h.Err()
 }
-
-// timerPool holds the timers that enforce the default timeout, so a Wait
-// without a deadline allocates nothing.
-var timerPool = sync.Pool{New: func() any { t := time.NewTimer(time.Hour); t.Stop(); return t }}
 
 // cancel stops every unfinished operation of h with err.
 func (h *Handle) cancel(err error) {
@@ -189,4 +184,103 @@ func waitAll(ctx context.Context, hs []*Handle) error {
 		}
 	}
 	return first
+}
+
+// watchdog enforces a communicator's default timeout on the Waits whose
+// context has no deadline. One goroutine, running only while something waits,
+// looks over the waiting handles a few times per timeout and cancels the
+// expired ones, so a Wait arms no timer of its own: starting and stopping a
+// runtime timer for every message cost about a microsecond per hop of the
+// small-message latency (and another for the write deadline it replaced).
+type watchdog struct {
+	timeout time.Duration
+
+	mu      sync.Mutex
+	head    *Handle
+	running bool
+}
+
+func newWatchdog(timeout time.Duration) *watchdog { return &watchdog{timeout: timeout} }
+
+// tick is how often the watchdog looks: a tenth of the timeout, between 1 ms
+// and 1 s, so a timeout fires at most 10% (or 1 s) late.
+func (w *watchdog) tick() time.Duration {
+	return min(max(w.timeout/10, time.Millisecond), time.Second)
+}
+
+func (w *watchdog) watch(h *Handle, start time.Time) {
+	w.mu.Lock()
+	h.watchers++
+	if h.watchers == 1 {
+		h.expires = start.Add(w.timeout)
+		h.wprev, h.wnext = nil, w.head
+		if w.head != nil {
+			w.head.wprev = h
+		}
+		w.head = h
+	}
+	run := !w.running
+	w.running = true
+	w.mu.Unlock()
+	if run {
+		go w.loop()
+	}
+}
+
+func (w *watchdog) unwatch(h *Handle) {
+	w.mu.Lock()
+	if h.watchers > 0 {
+		h.watchers--
+		if h.watchers == 0 {
+			w.unlink(h)
+		}
+	}
+	w.mu.Unlock()
+}
+
+func (w *watchdog) unlink(h *Handle) {
+	if h.wprev != nil {
+		h.wprev.wnext = h.wnext
+	} else {
+		w.head = h.wnext
+	}
+	if h.wnext != nil {
+		h.wnext.wprev = h.wprev
+	}
+	h.wprev, h.wnext = nil, nil
+}
+
+// loop cancels the handles whose time is up; it ends after two looks at an
+// empty list, and the next watch starts it again.
+func (w *watchdog) loop() {
+	t := time.NewTicker(w.tick())
+	defer t.Stop()
+	idle := 0
+	for now := range t.C {
+		var expired []*Handle
+		w.mu.Lock()
+		for h := w.head; h != nil; h = h.wnext {
+			if !now.Before(h.expires) {
+				expired = append(expired, h)
+			}
+		}
+		for _, h := range expired {
+			h.watchers = 0
+			w.unlink(h)
+		}
+		if w.head == nil && len(expired) == 0 {
+			idle++
+		} else {
+			idle = 0
+		}
+		if idle >= 2 {
+			w.running = false
+			w.mu.Unlock()
+			return
+		}
+		w.mu.Unlock()
+		for _, h := range expired {
+			h.cancel(fmt.Errorf("timeout after %v (%w)", w.timeout, context.DeadlineExceeded))
+		}
+	}
 }

@@ -1,7 +1,6 @@
 package collective
 
 import (
-	"bufio"
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
@@ -12,12 +11,9 @@ import (
 	"io"
 	"net"
 	"os"
-	"runtime"
-	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/pplaunch/pplaunch/ranks/store"
@@ -374,9 +370,7 @@ func (t *tcpTransport) addPeer(rank int, c *net.TCPConn) {
 		c.SetReadBuffer(b)
 		c.SetWriteBuffer(b)
 	}
-	p := &tcpPeer{t: t, rank: rank, conn: c, br: bufio.NewReaderSize(c, 64<<10), kick: make(chan struct{}, 1)}
-	p.box.pool = &t.pool
-	t.peers[rank] = p
+	t.peers[rank] = newTCPPeer(t, rank, c)
 }
 
 func (t *tcpTransport) goneErr() error {
@@ -401,7 +395,7 @@ func (t *tcpTransport) post(o *op) {
 	}
 	p := t.peers[o.peer]
 	if o.send {
-		p.send(o)
+		p.send(o, true)
 	} else {
 		p.box.post(o, t.rank)
 	}
@@ -454,11 +448,11 @@ func (t *tcpTransport) close() error {
 	var hs []*Handle
 	for _, p := range t.peers {
 		if p != nil {
-			h := newHandle(t, 0, 1)
+			h := newHandle(t, nil, 1)
 			o := &op{h: h, send: true, peer: p.rank, tag: Tag{Kind: kindBye}, buf: Bytes(nil)}
 			o.hdr = headerFor(0, o.tag, o.buf)
 			h.ops = append(h.ops, o)
-			p.sendMaybeInline(o, false) // queued, so the wait below bounds it
+			p.send(o, false) // queued and not eager, so the wait below bounds it
 			hs = append(hs, h)
 		}
 	}
@@ -469,295 +463,4 @@ func (t *tcpTransport) close() error {
 	}
 	t.shutdown(ErrClosed)
 	return nil
-}
-
-// copyMax is the largest payload copied next to its header for one write;
-// larger ones are written from the caller's buffer (writev).
-const copyMax = 16 << 10
-
-// callerWriteMax is the largest frame the sending goroutine writes itself when
-// the link is idle, saving two goroutine switches per message; larger frames
-// go to the writer goroutine so that Isend returns at once.
-const callerWriteMax = 256 << 10
-
-// tcpPeer is the connection to one other rank: a reader goroutine that
-// matches incoming frames to posted receives, and a send queue drained by a
-// writer goroutine (small frames are written by the caller when the queue is
-// idle, saving a goroutine switch).
-type tcpPeer struct {
-	t    *tcpTransport
-	rank int
-	conn *net.TCPConn
-	br   *bufio.Reader
-	box  mailbox
-
-	qmu   sync.Mutex
-	queue []*op
-	busy  bool // a frame is being written
-	cur   *op  // the op being written, if from the queue
-	werr  error
-	kick  chan struct{}
-	frame [headerMax + copyMax]byte
-	vec   [2][]byte
-
-	breakOnce sync.Once
-}
-
-func (p *tcpPeer) wake() {
-	select {
-	case p.kick <- struct{}{}:
-	default:
-	}
-}
-
-func (p *tcpPeer) send(o *op) { p.sendMaybeInline(o, true) }
-
-// sendMaybeInline queues o for the writer goroutine, or, when inline is
-// allowed, the queue is idle and the frame small, writes it at once. An
-// inline write is bounded by the communicator's timeout: it blocks only if
-// the peer stopped draining its socket.
-func (p *tcpPeer) sendMaybeInline(o *op, inline bool) {
-	p.qmu.Lock()
-	if p.werr != nil {
-		err := p.werr
-		p.qmu.Unlock()
-		o.finish(err)
-		return
-	}
-	if inline && !p.busy && len(p.queue) == 0 && o.hdr.nbytes <= callerWriteMax {
-		p.busy = true
-		p.qmu.Unlock()
-		p.conn.SetWriteDeadline(time.Now().Add(p.t.opts.Timeout))
-		err := p.write(o)
-		p.conn.SetWriteDeadline(time.Time{})
-		p.qmu.Lock()
-		p.busy = false
-		more := len(p.queue) > 0
-		p.qmu.Unlock()
-		if more {
-			p.wake()
-		}
-		p.wrote(o, err)
-		return
-	}
-	p.queue = append(p.queue, o)
-	p.qmu.Unlock()
-	p.wake()
-}
-
-func (p *tcpPeer) wrote(o *op, err error) {
-	if errors.Is(err, os.ErrDeadlineExceeded) {
-		err = fmt.Errorf("timeout after %v: rank %d stopped reading (%w)", p.t.opts.Timeout, p.rank, err)
-	}
-	if err != nil {
-		p.breakLink(fmt.Errorf("connection to rank %d lost while sending: %w", p.rank, err))
-		o.finish(p.linkErr())
-		return
-	}
-	o.finish(nil)
-}
-
-func (p *tcpPeer) linkErr() error {
-	p.qmu.Lock()
-	defer p.qmu.Unlock()
-	return p.werr
-}
-
-func (p *tcpPeer) writeLoop() {
-	defer p.t.wg.Done()
-	for {
-		p.qmu.Lock()
-		if p.werr != nil {
-			p.qmu.Unlock()
-			return
-		}
-		if p.busy || len(p.queue) == 0 {
-			p.qmu.Unlock()
-			<-p.kick
-			continue
-		}
-		o := p.queue[0]
-		p.queue = slices.Delete(p.queue, 0, 1)
-		p.busy, p.cur = true, o
-		p.qmu.Unlock()
-		err := p.write(o)
-		p.qmu.Lock()
-		p.busy, p.cur = false, nil
-		p.qmu.Unlock()
-		p.wrote(o, err)
-	}
-}
-
-// write puts o's frame on the wire: small payloads in one write with the
-// header, large ones straight from the caller's buffer.
-func (p *tcpPeer) write(o *op) error {
-	n := encodeHeader(p.frame[:], &o.hdr)
-	payload := o.buf.bytes()
-	if len(payload) <= copyMax {
-		n += copy(p.frame[n:], payload)
-		_, err := p.conn.Write(p.frame[:n])
-		return err
-	}
-	p.vec[0], p.vec[1] = p.frame[:n], payload
-	bufs := net.Buffers(p.vec[:])
-	_, err := bufs.WriteTo(p.conn) // one writev: header and payload leave together
-	p.vec[0], p.vec[1] = nil, nil
-	return err
-}
-
-func (p *tcpPeer) cancelSend(o *op, err error) {
-	p.qmu.Lock()
-	if i := slices.Index(p.queue, o); i >= 0 {
-		p.queue = slices.Delete(p.queue, i, i+1)
-		p.qmu.Unlock()
-		o.finish(err)
-		return
-	}
-	writing := p.cur == o
-	p.qmu.Unlock()
-	if writing {
-		p.breakLink(fmt.Errorf("link to rank %d broken: %s was cancelled mid-message: %w", p.rank, o.describe(), err))
-	}
-}
-
-// breakLink records why the link is gone (the first reason wins), closes the
-// connection so both goroutines stop, and fails every queued send.
-func (p *tcpPeer) breakLink(err error) {
-	p.breakOnce.Do(func() {
-		p.qmu.Lock()
-		p.werr = err
-		q := p.queue
-		p.queue = nil
-		p.qmu.Unlock()
-		p.conn.Close()
-		p.wake()
-		for _, o := range q {
-			o.finish(err)
-		}
-	})
-}
-
-func (p *tcpPeer) readLoop() {
-	defer p.t.wg.Done()
-	var hb [headerMax]byte
-	for {
-		h, err := p.readHeader(hb[:])
-		if err != nil {
-			p.readFailed(err)
-			return
-		}
-		if h.tag.Kind == kindBye {
-			err := fmt.Errorf("rank %d closed its communicator", p.rank)
-			p.breakLink(err)
-			p.box.fail(err)
-			return
-		}
-		r, msg := p.box.arrive(&h)
-		switch {
-		case msg != nil:
-			err = p.readStaged(msg)
-		case !h.matches(r.buf):
-			r.finish(mismatch(r, p.t.rank, &h))
-			_, err = p.br.Discard(h.nbytes)
-		default:
-			if _, err = io.ReadFull(p.br, r.buf.bytes()); err != nil {
-				r.finish(p.readError(err))
-			} else {
-				r.finish(nil)
-			}
-		}
-		if err != nil {
-			p.readFailed(err)
-			return
-		}
-		if p.br.Buffered() == 0 {
-			// Let the receiver just woken run before this goroutine goes
-			// back to the socket: its reply leaves a few µs sooner.
-			runtime.Gosched()
-		}
-	}
-}
-
-func (p *tcpPeer) readHeader(hb []byte) (header, error) {
-	if _, err := io.ReadFull(p.br, hb[:headerFixed]); err != nil {
-		return header{}, err
-	}
-	nd := int(hb[6])
-	if nd <= MaxDims {
-		if _, err := io.ReadFull(p.br, hb[headerFixed:headerFixed+8*nd]); err != nil {
-			return header{}, err
-		}
-	}
-	h, _, err := decodeHeader(hb[:headerFixed+8*min(nd, MaxDims)])
-	if err != nil {
-		return h, fmt.Errorf("corrupt frame from rank %d: %w", p.rank, err)
-	}
-	return h, nil
-}
-
-// stagePiece bounds how much of an unexpected payload is read before looking
-// again for a receive to hand the rest to.
-const stagePiece = 256 << 10
-
-// readStaged reads the payload of a message nobody was waiting for. If a
-// receive is posted meanwhile, the part staged so far is copied to it and the
-// rest is read straight into its buffer.
-func (p *tcpPeer) readStaged(msg *inMsg) error {
-	n := msg.hdr.nbytes
-	for msg.received < n {
-		p.box.mu.Lock()
-		bound := msg.bound
-		if bound != nil {
-			p.box.unexpected = slices.DeleteFunc(p.box.unexpected, func(m *inMsg) bool { return m == msg })
-		}
-		p.box.mu.Unlock()
-		if bound != nil {
-			dst := bound.buf.bytes()
-			copy(dst, msg.data[:msg.received])
-			p.box.pool.put(msg.data)
-			if _, err := io.ReadFull(p.br, dst[msg.received:]); err != nil {
-				bound.finish(p.readError(err))
-				return err
-			}
-			bound.finish(nil)
-			return nil
-		}
-		k := min(n-msg.received, stagePiece)
-		if _, err := io.ReadFull(p.br, msg.data[msg.received:msg.received+k]); err != nil {
-			return err
-		}
-		msg.received += k
-	}
-	p.box.mu.Lock()
-	msg.complete = true
-	bound, drop := msg.bound, msg.drop
-	if bound != nil || drop {
-		p.box.unexpected = slices.DeleteFunc(p.box.unexpected, func(m *inMsg) bool { return m == msg })
-	}
-	p.box.mu.Unlock()
-	if bound != nil {
-		copy(bound.buf.bytes(), msg.data)
-		bound.finish(nil)
-	}
-	if bound != nil || drop {
-		p.box.pool.put(msg.data)
-	}
-	return nil
-}
-
-// readError turns a read failure into the error that names the peer.
-func (p *tcpPeer) readError(err error) error {
-	if le := p.linkErr(); le != nil {
-		return le
-	}
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) {
-		return fmt.Errorf("rank %d is gone: connection closed (process exited or aborted)", p.rank)
-	}
-	return fmt.Errorf("connection to rank %d lost: %w", p.rank, err)
-}
-
-func (p *tcpPeer) readFailed(err error) {
-	err = p.readError(err)
-	p.breakLink(err)
-	p.box.fail(p.linkErr())
 }

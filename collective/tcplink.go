@@ -1,0 +1,569 @@
+package collective
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"runtime"
+	"slices"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// copyMax is the largest payload copied next to its header for one write;
+// larger ones are written from the caller's buffer (writev).
+const copyMax = 16 << 10
+
+// callerWriteMax is the largest frame a send writes itself when the link is
+// idle; larger frames go to the writer goroutine so that Isend returns at once.
+const callerWriteMax = 256 << 10
+
+// eagerMax is the largest payload a send copies and completes before it is on
+// the wire, when the link is busy; eagerLimit bounds the bytes so held per
+// peer (beyond it a send waits for the wire, which slows a sender that
+// outruns its receiver).
+const (
+	eagerMax   = 64 << 10
+	eagerLimit = 4 << 20
+)
+
+// spinFor is how long the reader polls an idle socket before it parks, when
+// the previous frame came in less than spinRecent ago. A parked reader is
+// woken through the kernel and the Go scheduler, which costs a few
+// microseconds a message; while messages come back to back (a ping-pong, a
+// ring step) polling finds the next one sooner, and the bound keeps the cost
+// at most spinFor of CPU per message.
+const (
+	spinFor    = 50 * time.Microsecond
+	spinRecent = 1 * time.Millisecond
+)
+
+// tcpPeer is the connection to one other rank.
+//
+// Incoming frames are read by one reader goroutine that matches them to
+// posted receives and reads payloads straight into their buffers.
+//
+// Outgoing frames leave in the order they were sent through one queue. A
+// send that finds the link idle writes its frame itself with one
+// non-blocking write, saving two goroutine switches; what the socket does
+// not take goes to the front of the queue. A small send that finds the link
+// busy is copied and completes at once (eager); the writer goroutine puts
+// everything queued on the wire with one writev, so a stream of small
+// messages costs few system calls on either side.
+type tcpPeer struct {
+	t    *tcpTransport
+	rank int
+	conn *net.TCPConn
+	raw  syscall.RawConn
+	br   *bufio.Reader
+	box  mailbox
+
+	qmu     sync.Mutex
+	queue   []outFrame
+	writing []outFrame // the batch the writer is putting on the wire
+	busy    bool       // a send or the writer is writing
+	eagerQ  int        // bytes of eager frames queued or being written
+	werr    error
+	kick    chan struct{}
+	free    [][]byte // eager frame buffers to reuse
+
+	// The inline write's state (used only while busy is set by a send).
+	frame  [headerMax + copyMax]byte
+	iov    [2][]byte
+	wn     int
+	wErr   error
+	wOnce  func(fd uintptr) bool
+	spare  []outFrame // writer only: the previous batch, the next queue
+	wvec   [][]byte   // writer only: the batch's iovecs
+	sr     spinReader
+	breakO sync.Once
+}
+
+// outFrame is one frame waiting for the wire: a send in flight (o, with its
+// encoded header) or an eager copy of a whole frame (data; its send is
+// already complete).
+type outFrame struct {
+	o    *op
+	data []byte
+	hdr  [headerMax]byte
+	hn   int
+	off  int // bytes already written
+}
+
+func newTCPPeer(t *tcpTransport, rank int, c *net.TCPConn) *tcpPeer {
+	p := &tcpPeer{t: t, rank: rank, conn: c, kick: make(chan struct{}, 1)}
+	p.raw, _ = c.SyscallConn() // cannot fail for a *net.TCPConn that is open
+	p.wOnce = p.writeOnce
+	p.sr = spinReader{conn: c, raw: p.raw}
+	p.sr.readFn = p.sr.readOnce
+	p.br = bufio.NewReaderSize(&p.sr, 64<<10)
+	p.box.pool = &t.pool
+	return p
+}
+
+func (p *tcpPeer) wake() {
+	select {
+	case p.kick <- struct{}{}:
+	default:
+	}
+}
+
+// send puts o on its way. With fast false (the goodbye frame), o is queued
+// and completes only once written, neither inline nor eager.
+func (p *tcpPeer) send(o *op, fast bool) {
+	p.qmu.Lock()
+	if p.werr != nil {
+		err := p.werr
+		p.qmu.Unlock()
+		o.finish(err)
+		return
+	}
+	if fast && !p.busy && len(p.queue) == 0 && o.hdr.nbytes <= callerWriteMax {
+		p.busy = true
+		p.qmu.Unlock()
+		n, total, err := p.tryWrite(o)
+		if err != nil {
+			p.qmu.Lock()
+			p.busy = false
+			p.qmu.Unlock()
+			p.wrote(o, err)
+			return
+		}
+		if n == total {
+			p.qmu.Lock()
+			p.busy = false
+			more := len(p.queue) > 0
+			p.qmu.Unlock()
+			if more {
+				p.wake()
+			}
+			o.finish(nil)
+			return
+		}
+		// The socket is full: the rest of the frame goes first.
+		p.qmu.Lock()
+		p.busy = false
+		f := p.frameFor(o, fast)
+		f.off = n
+		p.queue = slices.Insert(p.queue, 0, f)
+		p.qmu.Unlock()
+		p.wake()
+		if f.o == nil {
+			o.finish(nil)
+		}
+		return
+	}
+	f := p.frameFor(o, fast)
+	p.queue = append(p.queue, f)
+	p.qmu.Unlock()
+	p.wake()
+	if f.o == nil {
+		o.finish(nil)
+	}
+}
+
+// frameFor makes o's queue entry, an eager copy when o is small, fast and
+// the peer's eager bytes allow. Called with qmu held.
+func (p *tcpPeer) frameFor(o *op, fast bool) outFrame {
+	f := outFrame{o: o}
+	f.hn = encodeHeader(f.hdr[:], &o.hdr)
+	n := f.hn + o.hdr.nbytes
+	if !fast || o.hdr.nbytes > eagerMax || p.eagerQ+n > eagerLimit {
+		return f
+	}
+	var b []byte
+	if k := len(p.free); k > 0 && cap(p.free[k-1]) >= n {
+		b, p.free = p.free[k-1][:n], p.free[:k-1]
+	} else {
+		b = make([]byte, n, max(n, 4<<10))
+	}
+	copy(b, f.hdr[:f.hn])
+	copy(b[f.hn:], o.buf.bytes())
+	p.eagerQ += n
+	f.o, f.data = nil, b
+	return f
+}
+
+// tryWrite makes one non-blocking attempt to write o's frame and returns how
+// much of it the socket took.
+func (p *tcpPeer) tryWrite(o *op) (n, total int, err error) {
+	h := encodeHeader(p.frame[:], &o.hdr)
+	payload := o.buf.bytes()
+	total = h + len(payload)
+	if len(payload) <= copyMax {
+		copy(p.frame[h:], payload)
+		p.iov[0], p.iov[1] = p.frame[:total], nil
+	} else {
+		p.iov[0], p.iov[1] = p.frame[:h], payload
+	}
+	if err := p.raw.Write(p.wOnce); err != nil {
+		return 0, total, err
+	}
+	p.iov[1] = nil
+	return p.wn, total, p.wErr
+}
+
+// writeOnce is tryWrite's system call: it never waits for the socket.
+func (p *tcpPeer) writeOnce(fd uintptr) bool {
+	for {
+		var n int
+		var err error
+		if p.iov[1] == nil {
+			n, err = unix.Write(int(fd), p.iov[0])
+		} else {
+			n, err = unix.Writev(int(fd), p.iov[:])
+		}
+		if err == unix.EINTR {
+			continue
+		}
+		if err == unix.EAGAIN {
+			n, err = 0, nil
+		}
+		p.wn, p.wErr = max(n, 0), err
+		return true
+	}
+}
+
+func (p *tcpPeer) wrote(o *op, err error) {
+	if err != nil {
+		p.breakLink(fmt.Errorf("connection to rank %d lost while sending: %w", p.rank, err))
+		o.finish(p.linkErr())
+		return
+	}
+	o.finish(nil)
+}
+
+func (p *tcpPeer) linkErr() error {
+	p.qmu.Lock()
+	defer p.qmu.Unlock()
+	return p.werr
+}
+
+func (p *tcpPeer) writeLoop() {
+	defer p.t.wg.Done()
+	for {
+		p.qmu.Lock()
+		if p.werr != nil {
+			p.qmu.Unlock()
+			return
+		}
+		if p.busy || len(p.queue) == 0 {
+			p.qmu.Unlock()
+			<-p.kick
+			continue
+		}
+		batch := p.queue
+		p.queue = p.spare[:0]
+		p.busy, p.writing = true, batch
+		p.qmu.Unlock()
+		err := p.writeBatch(batch)
+		p.qmu.Lock()
+		p.busy, p.writing = false, nil
+		for _, f := range batch {
+			if f.data != nil {
+				p.eagerQ -= len(f.data)
+				if len(p.free) < 64 {
+					p.free = append(p.free, f.data)
+				}
+			}
+		}
+		p.qmu.Unlock()
+		for _, f := range batch {
+			if f.o != nil {
+				p.wrote(f.o, err)
+			}
+		}
+		clear(batch)
+		p.spare = batch[:0]
+	}
+}
+
+// writeBatch writes the frames of batch with as few writev calls as the
+// kernel allows, blocking until all are on the wire.
+func (p *tcpPeer) writeBatch(batch []outFrame) error {
+	v := p.wvec[:0]
+	for i := range batch {
+		f := &batch[i]
+		if f.data != nil {
+			v = append(v, f.data[f.off:])
+			continue
+		}
+		payload := f.o.buf.bytes()
+		if f.off < f.hn {
+			v = append(v, f.hdr[f.off:f.hn])
+			if len(payload) > 0 {
+				v = append(v, payload)
+			}
+		} else if rest := payload[f.off-f.hn:]; len(rest) > 0 {
+			v = append(v, rest)
+		}
+	}
+	p.wvec = v[:0]
+	bufs := net.Buffers(v)
+	_, err := bufs.WriteTo(p.conn)
+	clear(v)
+	return err
+}
+
+func (p *tcpPeer) cancelSend(o *op, err error) {
+	p.qmu.Lock()
+	if i := slices.IndexFunc(p.queue, func(f outFrame) bool { return f.o == o }); i >= 0 && p.queue[i].off == 0 {
+		p.queue = slices.Delete(p.queue, i, i+1)
+		p.qmu.Unlock()
+		o.finish(err)
+		return
+	}
+	p.qmu.Unlock()
+	if !o.finished.Load() {
+		// On the wire, or partly: a half-sent frame cannot be taken back.
+		p.breakLink(fmt.Errorf("link to rank %d broken: %s was cancelled mid-message: %w", p.rank, o.describe(), err))
+	}
+}
+
+// breakLink records why the link is gone (the first reason wins), closes the
+// connection so both goroutines stop, and fails every queued send.
+func (p *tcpPeer) breakLink(err error) {
+	p.breakO.Do(func() {
+		p.qmu.Lock()
+		p.werr = err
+		q := p.queue
+		p.queue = nil
+		p.qmu.Unlock()
+		p.conn.Close()
+		p.wake()
+		for _, f := range q {
+			if f.o != nil {
+				f.o.finish(err)
+			}
+		}
+	})
+}
+
+func (p *tcpPeer) readLoop() {
+	defer p.t.wg.Done()
+	var hb [headerMax]byte
+	for {
+		p.sr.spin = true // waiting for a new frame: poll briefly if traffic is flowing
+		h, err := p.readHeader(hb[:])
+		p.sr.spin = false
+		if err != nil {
+			p.readFailed(err)
+			return
+		}
+		if h.tag.Kind == kindBye {
+			err := fmt.Errorf("rank %d closed its communicator", p.rank)
+			p.breakLink(err)
+			p.box.fail(err)
+			return
+		}
+		r, msg := p.box.arrive(&h)
+		switch {
+		case msg != nil:
+			err = p.readStaged(msg)
+		case !h.matches(r.buf):
+			r.finish(mismatch(r, p.t.rank, &h))
+			_, err = p.br.Discard(h.nbytes)
+		default:
+			if err = p.readPayload(r.buf.bytes()); err != nil {
+				r.finish(p.readError(err))
+			} else {
+				r.finish(nil)
+			}
+		}
+		if err != nil {
+			p.readFailed(err)
+			return
+		}
+		if r != nil || p.br.Buffered() == 0 {
+			// Let the receiver just woken run before this goroutine goes
+			// back to the socket: it posts its next receive (so the next
+			// message lands in place, not in a staging copy) or sends its
+			// reply a few µs sooner.
+			runtime.Gosched()
+		}
+	}
+}
+
+// directMin is the smallest rest of a payload read straight from the socket
+// into its destination rather than through the frame reader's buffer, which
+// would copy it once more.
+const directMin = 8 << 10
+
+// readPayload fills dst with the next bytes of the stream: what the frame
+// reader has buffered, then, for a large rest, straight from the socket.
+func (p *tcpPeer) readPayload(dst []byte) error {
+	n := min(p.br.Buffered(), len(dst))
+	if n > 0 {
+		if _, err := io.ReadFull(p.br, dst[:n]); err != nil {
+			return err
+		}
+	}
+	rest := dst[n:]
+	if len(rest) >= directMin {
+		_, err := io.ReadFull(&p.sr, rest)
+		return err
+	}
+	_, err := io.ReadFull(p.br, rest)
+	return err
+}
+
+// spinReader is the reader goroutine's view of the socket. While spin is set
+// and the last read was recent, a read that finds nothing polls the socket
+// for up to spinFor (yielding to the process's other goroutines between
+// polls) before it parks in the runtime's network poller.
+type spinReader struct {
+	conn   *net.TCPConn
+	raw    syscall.RawConn
+	spin   bool
+	last   time.Time
+	buf    []byte
+	n      int
+	err    error
+	readFn func(fd uintptr) bool
+}
+
+func (r *spinReader) Read(b []byte) (int, error) {
+	if r.spin && !r.last.IsZero() {
+		now := time.Now()
+		if now.Sub(r.last) < spinRecent {
+			until := now.Add(spinFor)
+			r.buf = b
+			for {
+				if err := r.raw.Read(r.readFn); err != nil {
+					r.buf = nil
+					return 0, err
+				}
+				if r.n > 0 || r.err != nil {
+					break
+				}
+				if time.Now().After(until) {
+					break
+				}
+				runtime.Gosched()
+			}
+			r.buf = nil
+			if r.n > 0 || r.err != nil {
+				n, err := r.n, r.err
+				r.n, r.err = 0, nil
+				if n > 0 {
+					r.last = time.Now()
+				}
+				return n, err
+			}
+		}
+	}
+	n, err := r.conn.Read(b)
+	if n > 0 {
+		r.last = time.Now()
+	}
+	return n, err
+}
+
+// readOnce is the polling read: one non-blocking read(2), never waiting.
+func (r *spinReader) readOnce(fd uintptr) bool {
+	for {
+		n, err := unix.Read(int(fd), r.buf)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err == unix.EAGAIN:
+			r.n, r.err = 0, nil
+		case err != nil:
+			r.n, r.err = 0, err
+		case n == 0:
+			r.n, r.err = 0, io.EOF
+		default:
+			r.n, r.err = n, nil
+		}
+		return true
+	}
+}
+
+func (p *tcpPeer) readHeader(hb []byte) (header, error) {
+	if _, err := io.ReadFull(p.br, hb[:headerFixed]); err != nil {
+		return header{}, err
+	}
+	nd := int(hb[6])
+	if nd <= MaxDims {
+		if _, err := io.ReadFull(p.br, hb[headerFixed:headerFixed+8*nd]); err != nil {
+			return header{}, err
+		}
+	}
+	h, _, err := decodeHeader(hb[:headerFixed+8*min(nd, MaxDims)])
+	if err != nil {
+		return h, fmt.Errorf("corrupt frame from rank %d: %w", p.rank, err)
+	}
+	return h, nil
+}
+
+// stagePiece bounds how much of an unexpected payload is read before looking
+// again for a receive to hand the rest to.
+const stagePiece = 256 << 10
+
+// readStaged reads the payload of a message nobody was waiting for. If a
+// receive is posted meanwhile, the part staged so far is copied to it and the
+// rest is read straight into its buffer.
+func (p *tcpPeer) readStaged(msg *inMsg) error {
+	n := msg.hdr.nbytes
+	for msg.received < n {
+		p.box.mu.Lock()
+		bound := msg.bound
+		if bound != nil {
+			p.box.unexpected = slices.DeleteFunc(p.box.unexpected, func(m *inMsg) bool { return m == msg })
+		}
+		p.box.mu.Unlock()
+		if bound != nil {
+			dst := bound.buf.bytes()
+			copy(dst, msg.data[:msg.received])
+			p.box.pool.put(msg.data)
+			if err := p.readPayload(dst[msg.received:]); err != nil {
+				bound.finish(p.readError(err))
+				return err
+			}
+			bound.finish(nil)
+			return nil
+		}
+		k := min(n-msg.received, stagePiece)
+		if err := p.readPayload(msg.data[msg.received : msg.received+k]); err != nil {
+			return err
+		}
+		msg.received += k
+	}
+	p.box.mu.Lock()
+	msg.complete = true
+	bound, drop := msg.bound, msg.drop
+	if bound != nil || drop {
+		p.box.unexpected = slices.DeleteFunc(p.box.unexpected, func(m *inMsg) bool { return m == msg })
+	}
+	p.box.mu.Unlock()
+	if bound != nil {
+		copy(bound.buf.bytes(), msg.data)
+		bound.finish(nil)
+	}
+	if bound != nil || drop {
+		p.box.pool.put(msg.data)
+	}
+	return nil
+}
+
+// readError turns a read failure into the error that names the peer.
+func (p *tcpPeer) readError(err error) error {
+	if le := p.linkErr(); le != nil {
+		return le
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) {
+		return fmt.Errorf("rank %d is gone: connection closed (process exited or aborted)", p.rank)
+	}
+	return fmt.Errorf("connection to rank %d lost: %w", p.rank, err)
+}
+
+func (p *tcpPeer) readFailed(err error) {
+	err = p.readError(err)
+	p.breakLink(err)
+	p.box.fail(p.linkErr())
+}
