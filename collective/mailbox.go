@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 )
 
 // mailbox matches the messages from one peer to the receives posted for them.
@@ -79,23 +80,30 @@ func (m *mailbox) post(o *op, self int) {
 	}
 	m.posted = append(m.posted, o)
 	m.mu.Unlock()
+	m.pool.poke() // a reader held back by the staging limit may now deliver
 }
 
 // arrive is called when header h comes in. It returns the posted receive that
 // takes the message (removed from the posted list), or nil after filing the
-// message as unexpected with a staging buffer for its payload.
-func (m *mailbox) arrive(h *header) (*op, *inMsg) {
+// message as unexpected with a staging buffer for its payload. ok is false,
+// and nothing is filed, when no receive is posted and the staging pool is at
+// its limit.
+func (m *mailbox) arrive(h *header) (o *op, msg *inMsg, ok bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for i, o := range m.posted {
 		if sameKey(o, h) {
 			m.posted = slices.Delete(m.posted, i, i+1)
-			return o, nil
+			return o, nil, true
 		}
 	}
-	msg := &inMsg{hdr: *h, data: m.pool.get(h.nbytes)}
+	data, ok := m.pool.get(h.nbytes)
+	if !ok {
+		return nil, nil, false
+	}
+	msg = &inMsg{hdr: *h, data: data}
 	m.unexpected = append(m.unexpected, msg)
-	return nil, msg
+	return nil, msg, true
 }
 
 // withdraw removes receive o if it is still waiting for its message and reports
@@ -130,6 +138,7 @@ func (m *mailbox) fail(err error) {
 		if msg.bound != nil {
 			bound = append(bound, msg.bound)
 		}
+		m.pool.forget(len(msg.data)) // never completed; its writer may still hold the buffer
 	}
 	m.unexpected = kept
 	m.mu.Unlock()
@@ -141,16 +150,39 @@ func (m *mailbox) fail(err error) {
 	}
 }
 
-// stagingPool recycles the buffers of unexpected messages so that a steady
-// stream of them does not allocate.
+// stagingPool holds the payloads of unexpected messages. It recycles their
+// buffers, so that a steady stream of them does not allocate, and it bounds
+// the bytes they hold: past limit (when positive), get refuses and the TCP
+// reader stops reading that peer until a receive is posted or staged bytes are
+// freed, so a sender running far ahead is held back by TCP instead of growing
+// the receiver's memory without end.
 type stagingPool struct {
-	mu   sync.Mutex
-	free [][]byte
+	limit int
+
+	mu      sync.Mutex
+	free    [][]byte
+	held    int    // bytes of buffers handed out and not yet put back
+	gen     uint64 // counts changes a held-back reader waits for
+	waiters atomic.Int32
+	cond    sync.Cond
 }
 
-func (p *stagingPool) get(n int) []byte {
+func newStagingPool(limit int) *stagingPool {
+	p := &stagingPool{limit: limit}
+	p.cond.L = &p.mu
+	return p
+}
+
+// get returns a buffer of n bytes, or false if it would take the bytes held
+// past the limit. One message is always staged when nothing else is, however
+// large, so a limit below a message's size slows but never stops the link.
+func (p *stagingPool) get(n int) ([]byte, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.limit > 0 && p.held > 0 && p.held+n > p.limit {
+		return nil, false
+	}
+	p.held += n
 	best := -1
 	for i, b := range p.free {
 		if cap(b) >= n && (best < 0 || cap(b) < cap(p.free[best])) {
@@ -158,27 +190,80 @@ func (p *stagingPool) get(n int) []byte {
 		}
 	}
 	if best < 0 {
-		return make([]byte, n)
+		return make([]byte, n), true
 	}
 	b := p.free[best]
 	p.free = slices.Delete(p.free, best, best+1)
-	return b[:n]
+	return b[:n], true
 }
 
-// put returns b to the pool, which keeps at most 8 buffers and 1 GiB.
+// put returns b (from get) to the pool, which keeps at most 8 buffers and
+// 1 GiB for reuse.
 func (p *stagingPool) put(b []byte) {
-	if cap(b) == 0 {
+	p.mu.Lock()
+	p.held -= len(b)
+	p.gen++
+	if c := cap(b); c > 0 {
+		total := c
+		for _, f := range p.free {
+			total += cap(f)
+		}
+		if len(p.free) < 8 && total <= 1<<30 {
+			p.free = append(p.free, b)
+		}
+	}
+	p.mu.Unlock()
+	if p.waiters.Load() > 0 {
+		p.cond.Broadcast()
+	}
+}
+
+// forget releases n bytes of a buffer that is dropped rather than put back.
+func (p *stagingPool) forget(n int) {
+	p.mu.Lock()
+	p.held -= n
+	p.gen++
+	p.mu.Unlock()
+	if p.waiters.Load() > 0 {
+		p.cond.Broadcast()
+	}
+}
+
+// poke wakes readers held back by the limit: a receive was posted or a link
+// broke. It costs one atomic load when none is held back.
+func (p *stagingPool) poke() {
+	if p.waiters.Load() == 0 {
 		return
 	}
 	p.mu.Lock()
+	p.gen++
+	p.mu.Unlock()
+	p.cond.Broadcast()
+}
+
+// generation and waitChange let a held-back reader sleep until something it
+// may be waiting for changed since generation returned g, or stop says so.
+func (p *stagingPool) generation() uint64 {
+	p.mu.Lock()
 	defer p.mu.Unlock()
-	total := cap(b)
-	for _, f := range p.free {
-		total += cap(f)
+	return p.gen
+}
+
+func (p *stagingPool) waitChange(g uint64, stop func() bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.waiters.Add(1)
+	for p.gen == g && !stop() {
+		p.cond.Wait()
 	}
-	if len(p.free) < 8 && total <= 1<<30 {
-		p.free = append(p.free, b)
-	}
+	p.waiters.Add(-1)
+}
+
+// heldBytes is how many bytes staged messages hold now.
+func (p *stagingPool) heldBytes() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.held
 }
 
 // deliverLocal hands send s (from rank from) to the mailbox box of the
@@ -186,7 +271,7 @@ func (p *stagingPool) put(b []byte) {
 // buffer, or into a staged copy. The send is complete once it returns.
 func deliverLocal(box *mailbox, s *op, self int) {
 	h := &s.hdr
-	r, msg := box.arrive(h)
+	r, msg, _ := box.arrive(h) // in-process pools have no limit
 	switch {
 	case r == nil:
 		copy(msg.data, s.buf.bytes())

@@ -16,9 +16,9 @@ func NewMemoryWorld(size int, opts Options) ([]Comm, error) {
 	w := &memWorld{eps: make([]*memEndpoint, size)}
 	comms := make([]Comm, size)
 	for r := range size {
-		ep := &memEndpoint{w: w, rank: r, boxes: make([]mailbox, size)}
+		ep := &memEndpoint{w: w, rank: r, boxes: make([]mailbox, size), pool: newStagingPool(0)}
 		for i := range ep.boxes {
-			ep.boxes[i].pool = &ep.pool
+			ep.boxes[i].pool = ep.pool
 		}
 		w.eps[r] = ep
 		comms[r] = newWorld(ep, opts)
@@ -34,7 +34,7 @@ type memEndpoint struct {
 	w     *memWorld
 	rank  int
 	boxes []mailbox
-	pool  stagingPool
+	pool  *stagingPool // unbounded: a sender's goroutine fills it, no socket to hold back
 
 	mu   sync.Mutex
 	gone error // set by close or abort

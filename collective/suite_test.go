@@ -39,6 +39,11 @@ func memoryWorld(t testing.TB, n int, opts Options) []Comm {
 // through an in-process store.
 func tcpWorld(t testing.TB, n int, opts Options) []Comm {
 	t.Helper()
+	return tcpWorldWith(t, n, TCPOptions{Options: opts, Token: testToken})
+}
+
+func tcpWorldWith(t testing.TB, n int, opts TCPOptions) []Comm {
+	t.Helper()
 	st := store.NewMemory()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -47,7 +52,7 @@ func tcpWorld(t testing.TB, n int, opts Options) []Comm {
 	var wg sync.WaitGroup
 	for r := range n {
 		wg.Go(func() {
-			cs[r], errs[r] = NewTCP(ctx, st, r, n, TCPOptions{Options: opts, Token: testToken})
+			cs[r], errs[r] = NewTCP(ctx, st, r, n, opts)
 		})
 	}
 	wg.Wait()

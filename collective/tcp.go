@@ -40,6 +40,12 @@ type TCPOptions struct {
 	// autotunes them, which on Linux grows them further (net.ipv4.tcp_rmem,
 	// tcp_wmem: up to 32 MiB and 4 MiB here) than an explicit setting may.
 	SocketBuffer int
+	// StageLimit bounds the bytes held for messages that arrive before
+	// their receive is posted (default 1 GiB). Past it the connection that
+	// brings the next such message is not read until a receive is posted or
+	// staged bytes are taken, so TCP holds its sender back; one message is
+	// always staged when nothing else is, whatever its size.
+	StageLimit int
 }
 
 // NewTCP joins the TCP world of size ranks as rank: it listens, publishes its
@@ -59,6 +65,9 @@ func NewTCP(ctx context.Context, st store.Store, rank, size int, opts TCPOptions
 	if opts.StorePrefix == "" {
 		opts.StorePrefix = "collective"
 	}
+	if opts.StageLimit <= 0 {
+		opts.StageLimit = 1 << 30
+	}
 	opts.Options = opts.Options.withDefaults()
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
@@ -66,7 +75,8 @@ func NewTCP(ctx context.Context, st store.Store, rank, size int, opts TCPOptions
 		defer cancel()
 	}
 	t := &tcpTransport{rank: rank, size: size, opts: opts, peers: make([]*tcpPeer, size), addrs: make([]string, size)}
-	t.self.pool = &t.pool
+	t.pool = newStagingPool(opts.StageLimit)
+	t.self.pool = t.pool
 	if err := t.connect(ctx, st); err != nil {
 		t.shutdown(err)
 		return nil, fmt.Errorf("collective: rank %d: %w", rank, err)
@@ -102,7 +112,7 @@ type tcpTransport struct {
 	peers      []*tcpPeer
 	addrs      []string
 	self       mailbox // messages a rank sends itself
-	pool       stagingPool
+	pool       *stagingPool
 	gone       atomic.Pointer[error]
 	wg         sync.WaitGroup
 	stopOnce   sync.Once
@@ -402,6 +412,10 @@ func (t *tcpTransport) post(o *op) {
 }
 
 func (t *tcpTransport) cancel(o *op, err error) {
+	if o.peer != t.rank && !o.send && t.peers[o.peer].heldBack.Load() {
+		err = fmt.Errorf("%w; reading from rank %d is held back: %d MiB of earlier messages from it and others wait for receives that were never posted (StageLimit %d MiB)",
+			err, o.peer, t.pool.heldBytes()>>20, t.opts.StageLimit>>20)
+	}
 	o.cancelErr.Store(&err)
 	if o.peer == t.rank {
 		if !o.send && t.self.withdraw(o) {

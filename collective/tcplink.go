@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -82,6 +83,8 @@ type tcpPeer struct {
 	wvec   [][]byte   // writer only: the batch's iovecs
 	sr     spinReader
 	breakO sync.Once
+
+	heldBack atomic.Bool // the reader waits for room in the staging pool
 }
 
 // outFrame is one frame waiting for the wire: a send in flight (o, with its
@@ -102,7 +105,7 @@ func newTCPPeer(t *tcpTransport, rank int, c *net.TCPConn) *tcpPeer {
 	p.sr = spinReader{conn: c, raw: p.raw}
 	p.sr.readFn = p.sr.readOnce
 	p.br = bufio.NewReaderSize(&p.sr, 64<<10)
-	p.box.pool = &t.pool
+	p.box.pool = t.pool
 	return p
 }
 
@@ -336,6 +339,7 @@ func (p *tcpPeer) breakLink(err error) {
 		p.qmu.Unlock()
 		p.conn.Close()
 		p.wake()
+		p.t.pool.poke()
 		for _, f := range q {
 			if f.o != nil {
 				f.o.finish(err)
@@ -361,7 +365,11 @@ func (p *tcpPeer) readLoop() {
 			p.box.fail(err)
 			return
 		}
-		r, msg := p.box.arrive(&h)
+		r, msg, err := p.arrive(&h)
+		if err != nil {
+			p.readFailed(err)
+			return
+		}
 		switch {
 		case msg != nil:
 			err = p.readStaged(msg)
@@ -385,6 +393,27 @@ func (p *tcpPeer) readLoop() {
 			// message lands in place, not in a staging copy) or sends its
 			// reply a few µs sooner.
 			runtime.Gosched()
+		}
+	}
+}
+
+// arrive finds the receive for the message whose header h was just read, or
+// stages it. While the staging pool is full it holds the link (TCP then holds
+// the sender back) until a receive is posted, staged bytes are freed, or the
+// link breaks; heldBack is set meanwhile, for the errors of receives that
+// time out.
+func (p *tcpPeer) arrive(h *header) (*op, *inMsg, error) {
+	for {
+		g := p.t.pool.generation()
+		r, msg, ok := p.box.arrive(h)
+		if ok {
+			p.heldBack.Store(false)
+			return r, msg, nil
+		}
+		p.heldBack.Store(true)
+		p.t.pool.waitChange(g, func() bool { return p.linkErr() != nil })
+		if err := p.linkErr(); err != nil {
+			return nil, nil, err
 		}
 	}
 }

@@ -1,0 +1,178 @@
+package collective
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+func pattern(n, seed int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(i*7 + seed*13)
+	}
+	return b
+}
+
+// readFrame reads one frame from a raw connection, as a peer would.
+func readFrame(t *testing.T, r io.Reader) (header, []byte) {
+	t.Helper()
+	var hb [headerMax]byte
+	if _, err := io.ReadFull(r, hb[:headerFixed]); err != nil {
+		t.Fatal(err)
+	}
+	nd := int(hb[6])
+	if _, err := io.ReadFull(r, hb[headerFixed:headerFixed+8*nd]); err != nil {
+		t.Fatal(err)
+	}
+	h, _, err := decodeHeader(hb[:headerFixed+8*nd])
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload := make([]byte, h.nbytes)
+	if _, err := io.ReadFull(r, payload); err != nil {
+		t.Fatal(err)
+	}
+	return h, payload
+}
+
+// While a large send occupies the link (its peer reads nothing yet), small
+// blocking sends complete at once from eager copies, up to the eager limit;
+// the next one waits for the wire and times out. Everything that completed
+// then reaches the peer in order, byte for byte.
+func TestTCPEagerSendsWhileTheLinkIsBusy(t *testing.T) {
+	c, conn := fakePeer(t, Options{Timeout: time.Minute})
+	ctx := testCtx(t)
+	big := pattern(32<<20, 0) // more than loopback's socket buffers take
+	hBig := c.Isend(1, Tag{Kind: Activation, MicroBatch: 0}, Bytes(big))
+	const small = 1000
+	n := 0
+	for ; ; n++ {
+		if n > 2*eagerLimit/small {
+			t.Fatalf("%d small sends completed past the eager limit of %d bytes", n, eagerLimit)
+		}
+		sctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		err := c.Send(sctx, 1, Tag{Kind: Activation, MicroBatch: uint32(n + 1)}, Bytes(pattern(small, n+1)))
+		cancel()
+		if err != nil {
+			if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "to rank 1") {
+				t.Fatalf("send past the eager limit: %v, want a timeout naming rank 1", err)
+			}
+			break
+		}
+	}
+	if n < eagerLimit/(small+headerMax)-1 {
+		t.Fatalf("only %d small sends completed while the link was busy; want about %d", n, eagerLimit/(small+headerFixed))
+	}
+	br := bufio.NewReaderSize(conn, 1<<20)
+	if h, p := readFrame(t, br); h.tag.MicroBatch != 0 || !bytes.Equal(p, big) {
+		t.Fatalf("first frame mb=%d (%d bytes), want the large message intact", h.tag.MicroBatch, len(p))
+	}
+	if err := hBig.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		h, p := readFrame(t, br)
+		if int(h.tag.MicroBatch) != i+1 || !bytes.Equal(p, pattern(small, i+1)) {
+			t.Fatalf("frame %d: mb=%d, %d bytes; want mb=%d with its pattern", i+1, h.tag.MicroBatch, len(p), i+1)
+		}
+	}
+	t.Logf("%d eager sends of %d bytes while the link was busy", n, small)
+}
+
+// Messages of every size from empty to several times the socket buffers,
+// sent back to back under one tag with blocking sends while the receiver
+// takes them one by one, arrive in order and intact; inline, partial, eager
+// and batched writes all take part.
+func TestTCPMixedSizesInOrder(t *testing.T) {
+	cs := tcpWorld(t, 2, Options{})
+	ctx := testCtx(t)
+	rng := rand.New(rand.NewPCG(1, 2))
+	sizes := make([]int, 300)
+	for i := range sizes {
+		switch rng.IntN(4) {
+		case 0:
+			sizes[i] = rng.IntN(64)
+		case 1:
+			sizes[i] = rng.IntN(eagerMax + 1)
+		case 2:
+			sizes[i] = rng.IntN(callerWriteMax + 4096)
+		default:
+			sizes[i] = rng.IntN(3 << 20)
+		}
+	}
+	eachRank(t, cs, func(c Comm) error {
+		tag := Tag{Kind: Activation} // one tag: only the wire order pairs them
+		for i, n := range sizes {
+			if c.Rank() == 0 {
+				if err := c.Send(ctx, 1, tag, Bytes(pattern(n, i))); err != nil {
+					return err
+				}
+				continue
+			}
+			got := make([]byte, n)
+			if err := c.Recv(ctx, 0, tag, Bytes(got)); err != nil {
+				return err
+			}
+			if !bytes.Equal(got, pattern(n, i)) {
+				return fmt.Errorf("message %d (%d bytes) arrived corrupted", i, n)
+			}
+		}
+		return nil
+	})
+}
+
+// With a staging limit, a sender that runs ahead of the receives is held back
+// by TCP: the reader stages what fits and then stops reading; a receive that
+// times out meanwhile says so, and posting the receives in any order then
+// delivers everything intact.
+func TestTCPStageLimitHoldsTheSenderBack(t *testing.T) {
+	const limit, size = 4 << 20, 3 << 20
+	cs := tcpWorldWith(t, 2, TCPOptions{Token: testToken, StageLimit: limit})
+	ctx := testCtx(t)
+	tag := func(i int) Tag { return Tag{Kind: Activation, MicroBatch: uint32(i)} }
+	var sends []*Handle
+	for i := range 3 {
+		sends = append(sends, cs[0].Isend(1, tag(i), Bytes(pattern(size, i))))
+	}
+	tr := cs[1].(*comm).t.(*tcpTransport)
+	p := tr.peers[0]
+	for deadline := time.Now().Add(30 * time.Second); !p.heldBack.Load(); runtime.Gosched() {
+		if time.Now().After(deadline) {
+			t.Fatal("the reader never stopped for the staging limit")
+		}
+	}
+	if held := tr.pool.heldBytes(); held > limit {
+		t.Fatalf("%d bytes staged, over the limit of %d", held, limit)
+	}
+	last := make([]byte, size)
+	sctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	err := cs[1].Recv(sctx, 0, tag(2), Bytes(last))
+	cancel()
+	if err == nil || !strings.Contains(err.Error(), "reading from rank 0 is held back") {
+		t.Fatalf("receive behind a held-back link: %v, want a timeout that says the link is held back", err)
+	}
+	for _, i := range []int{1, 2, 0} {
+		got := make([]byte, size)
+		if err := cs[1].Recv(ctx, 0, tag(i), Bytes(got)); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, pattern(size, i)) {
+			t.Fatalf("message %d arrived corrupted", i)
+		}
+		if held := tr.pool.heldBytes(); held > limit {
+			t.Fatalf("%d bytes staged, over the limit of %d", held, limit)
+		}
+	}
+	if err := waitAll(ctx, sends); err != nil {
+		t.Fatal(err)
+	}
+}
