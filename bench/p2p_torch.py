@@ -9,7 +9,7 @@ and acknowledges the last (one-way bandwidth); for sizes up to 64 KiB, then up t
 ping-pongs of the same size, half a round trip each (latency). all-reduce (4 ranks): float32 sum. Each is timed
 `--reps` times and the median reported; iters is about 256 MiB worth (4 to 1000).
 """
-import argparse, os, statistics, time
+import argparse, json, os, statistics, time
 
 os.environ["OPENBLAS_NUM_THREADS"] = "1"
 import torch
@@ -63,7 +63,12 @@ def p2p(rank, a):
             bw.append(size * iters / d / 1e9 if rank == 0 else 0)
             if size <= 64 << 10:
                 lat.append(ping_pong(rank, buf, min(iters, 200)) * 1e6)
-        if rank == 0:
+        if rank == 0 and a.json:
+            row = {"op": "p2p", "bytes": size, "iters": iters, "algbw_gbps": statistics.median(bw)}
+            if lat:
+                row["lat_us"] = statistics.median(lat)
+            print(json.dumps(row), flush=True)
+        elif rank == 0:
             l = f"{statistics.median(lat):9.1f}" if lat else f"{'-':>9}"
             print(f"{'p2p 2 ranks':>16} {size:>12} {iters:>6} {statistics.median(bw):>12.3f} {l}")
     dist.destroy_process_group()
@@ -82,7 +87,12 @@ def allreduce(rank, a):
         for _ in range(iters):
             dist.all_reduce(x)
         per.append((time.perf_counter() - t0) / iters)
-    if rank == 0:
+    if rank == 0 and a.json:
+        s = statistics.median(per)
+        alg = a.allreduce_bytes / s / 1e9
+        print(json.dumps({"op": "allreduce", "bytes": a.allreduce_bytes, "iters": iters, "seconds": s,
+                          "algbw_gbps": alg, "busbw_gbps": alg * 2 * (n - 1) / n}), flush=True)
+    elif rank == 0:
         s = statistics.median(per)
         alg = a.allreduce_bytes / s / 1e9
         print(f"{'allreduce 4 ranks':>16} {a.allreduce_bytes:>12} {iters:>6} {alg:>12.3f} {'-':>9} "
@@ -96,7 +106,14 @@ if __name__ == "__main__":
     p.add_argument("--allreduce-bytes", type=int, default=16 << 20)
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--port", type=int, default=29527)
+    p.add_argument("--json", action="store_true", help="one JSON object per size instead of the table")
+    p.add_argument("--no-allreduce", action="store_true")
     a = p.parse_args()
+    if a.json:
+        mp.spawn(p2p, args=(a,), nprocs=2)
+        if not a.no_allreduce:
+            mp.spawn(allreduce, args=(a,), nprocs=4)
+        raise SystemExit(0)
     print(f"torch {torch.__version__} gloo over loopback TCP, median of {a.reps}")
     print(f"{'':>16} {'size(B)':>12} {'iters':>6} {'algbw(GB/s)':>12} {'lat(us)':>9}")
     mp.spawn(p2p, args=(a,), nprocs=2)

@@ -1,10 +1,10 @@
 /*
  * Open MPI reference for `pplaunch bench p2p` and `bench allreduce`, measured
  * the same way as those and bench/p2p_torch.py (gloo), to compare side by side.
- * Build and run it through bench/mpi_p2p.sh, which chooses the transport:
+ * Build and run it through bench/mpi/mpi_p2p.sh, which chooses the transport:
  *
- *     bench/mpi_p2p.sh tcp --min 8 --max 256M      # btl tcp over loopback, pml ob1
- *     bench/mpi_p2p.sh sm                          # btl vader (shared memory)
+ *     bench/mpi/mpi_p2p.sh tcp --min 8 --max 256M      # btl tcp over loopback, pml ob1
+ *     bench/mpi/mpi_p2p.sh sm                          # btl vader (shared memory)
  *
  * --op p2p (exactly 2 ranks): rank 0 sends `iters` messages of `size` bytes to
  * rank 1 with blocking MPI_Send; rank 1 keeps two receives posted (MPI_Irecv

@@ -1,16 +1,16 @@
 #!/bin/sh
 # Open MPI reference for `pplaunch bench p2p` / `bench allreduce` and
-# bench/p2p_torch.py: builds bench/mpi_p2p.c with mpicc and runs it under
+# bench/p2p_torch.py: builds bench/mpi/mpi_p2p.c with mpicc and runs it under
 # mpirun, p2p on 2 ranks then allreduce on 4 (see mpi_p2p.c for the method).
 #
-#   bench/mpi_p2p.sh tcp|sm [p2p|allreduce] [FLAGS...]
+#   bench/mpi/mpi_p2p.sh tcp|sm [p2p|allreduce] [FLAGS...]
 #
 #   tcp  btl tcp,self on loopback (lo), pml ob1: MPI over TCP, like our TCP backend and gloo
 #   sm   btl vader,self, pml ob1: shared memory, for reference
 #
 # FLAGS go to mpi_p2p (--min, --max, --allreduce-bytes, --reps, --json); e.g.
-#   bench/mpi_p2p.sh tcp --min 8 --max 256M
-#   bench/mpi_p2p.sh sm p2p --min 16M --max 16M --json
+#   bench/mpi/mpi_p2p.sh tcp --min 8 --max 256M
+#   bench/mpi/mpi_p2p.sh sm p2p --min 16M --max 16M --json
 # The binary is built in $OUT if set (and kept there), otherwise in a temporary
 # directory removed on exit. Needs Open MPI: apt-get install openmpi-bin libopenmpi-dev
 set -eu
