@@ -40,8 +40,9 @@ const (
 // ring step) polling finds the next one sooner, and the bound keeps the cost
 // at most spinFor of CPU per message.
 const (
-	spinFor    = 50 * time.Microsecond
-	spinRecent = 1 * time.Millisecond
+	spinFor        = 50 * time.Microsecond
+	spinRecent     = 1 * time.Millisecond
+	spinPayloadMin = 1 << 20
 )
 
 // tcpPeer is the connection to one other rank.
@@ -434,7 +435,12 @@ func (p *tcpPeer) readPayload(dst []byte) error {
 	}
 	rest := dst[n:]
 	if len(rest) >= directMin {
+		// Poll through a large payload too: the sender keeps the socket
+		// busy, and a reader that parks each time the socket runs dry and
+		// is woken again costs bandwidth from a few MiB up.
+		p.sr.spin = len(rest) >= spinPayloadMin
 		_, err := io.ReadFull(&p.sr, rest)
+		p.sr.spin = false
 		return err
 	}
 	_, err := io.ReadFull(p.br, rest)
