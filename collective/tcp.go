@@ -36,9 +36,10 @@ type TCPOptions struct {
 	// (default "collective"); a restarted group should use a fresh prefix.
 	StorePrefix string
 	// SocketBuffer, when positive, sets SO_SNDBUF and SO_RCVBUF in bytes
-	// (capped by the kernel at net.core.[rw]mem_max). By default the kernel
-	// autotunes them, which on Linux grows them further (net.ipv4.tcp_rmem,
-	// tcp_wmem: up to 32 MiB and 4 MiB here) than an explicit setting may.
+	// (capped by the kernel at net.core.[rw]mem_max; Linux doubles it); -1
+	// leaves them to the kernel's autotuning. By default links between
+	// ranks on one host get 256 KiB, and links between hosts autotune
+	// (net.ipv4.tcp_rmem, tcp_wmem), which suits a long fat network.
 	SocketBuffer int
 	// StageLimit bounds the bytes held for messages that arrive before
 	// their receive is posted (default 1 GiB). Past it the connection that
@@ -374,9 +375,27 @@ func (t *tcpTransport) handshakeDial(ctx context.Context, c *net.TCPConn, peer i
 	return c.SetDeadline(time.Time{})
 }
 
+// localSocketBuffer is the socket buffer size of links within one host. Less
+// data in flight stays in the CPU caches between the kernel's copy in and its
+// copy out: on the 2-core development machine a plain socket pair moved 1 MiB
+// and 64 MiB messages 18% and 30% faster with 256 KiB than with autotuned
+// buffers (up to 4 MiB and 32 MiB there), and 512 KiB was slower again.
+const localSocketBuffer = 256 << 10
+
+// sameHost reports whether both ends of c are on this host.
+func sameHost(c *net.TCPConn) bool {
+	l, lok := c.LocalAddr().(*net.TCPAddr)
+	r, rok := c.RemoteAddr().(*net.TCPAddr)
+	return lok && rok && (r.IP.IsLoopback() || l.IP.Equal(r.IP))
+}
+
 func (t *tcpTransport) addPeer(rank int, c *net.TCPConn) {
 	c.SetNoDelay(true)
-	if b := t.opts.SocketBuffer; b > 0 {
+	b := t.opts.SocketBuffer
+	if b == 0 && sameHost(c) {
+		b = localSocketBuffer
+	}
+	if b > 0 {
 		c.SetReadBuffer(b)
 		c.SetWriteBuffer(b)
 	}
