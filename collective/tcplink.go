@@ -454,7 +454,8 @@ func (p *tcpPeer) readPayload(dst []byte) error {
 type spinReader struct {
 	conn   *net.TCPConn
 	raw    syscall.RawConn
-	spin   bool
+	poll   bool // polling is on for this link (tcpTransport.tune)
+	spin   bool // the caller wants polling for this read
 	last   time.Time
 	buf    []byte
 	n      int
@@ -463,7 +464,7 @@ type spinReader struct {
 }
 
 func (r *spinReader) Read(b []byte) (int, error) {
-	if r.spin && !r.last.IsZero() {
+	if r.poll && r.spin && !r.last.IsZero() {
 		now := time.Now()
 		if now.Sub(r.last) < spinRecent {
 			until := now.Add(spinFor)
