@@ -188,6 +188,16 @@ func MeasureP2P(ctx context.Context, c collective.Comm, raw net.Conn, size int64
 			return res, err
 		}
 	}
+	if latency { // and 20 untimed ping-pongs: the first round trips of a run are slower
+		if _, err := pingPongComm(ctx, c, buf, 20); err != nil {
+			return res, err
+		}
+		if raw != nil {
+			if _, err := pingPongPlain(raw, c.Rank(), buf, 20); err != nil {
+				return res, err
+			}
+		}
+	}
 	var ours, plain, oursLat, plainLat []time.Duration
 	for range reps {
 		d, err := streamComm(ctx, c, buf, other, iters)
