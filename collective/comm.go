@@ -141,6 +141,9 @@ func (o Options) withDefaults() Options {
 type transport interface {
 	worldRank() int
 	worldSize() int
+	// polls reports whether the transport polls its links, so that a Wait
+	// may poll for its handle too rather than park at once.
+	polls() bool
 	// post starts send or receive o (o.peer is a world rank).
 	post(o *op)
 	// cancel stops o with err: withdrawn if it has not touched the wire,

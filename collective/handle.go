@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -140,6 +141,22 @@ func (h *Handle) Wait(ctx context.Context) error {
 	default:
 	}
 	start := time.Now()
+	if h.t != nil && h.t.polls() {
+		// The links poll their sockets; polling here as well, yielding to
+		// them in turn, saves parking and waking this goroutine.
+		until := start.Add(spinFor)
+		for i := 1; ; i++ {
+			runtime.Gosched()
+			select {
+			case <-h.done:
+				return h.Err()
+			default:
+			}
+			if i%8 == 0 && time.Now().After(until) {
+				break
+			}
+		}
+	}
 	if _, ok := ctx.Deadline(); !ok && h.wd != nil {
 		h.wd.watch(h, start)
 		defer h.wd.unwatch(h)

@@ -129,6 +129,7 @@ type tcpTransport struct {
 
 func (t *tcpTransport) worldRank() int { return t.rank }
 func (t *tcpTransport) worldSize() int { return t.size }
+func (t *tcpTransport) polls() bool    { return t.ownCPU && t.opts.Poll >= 0 }
 
 func (t *tcpTransport) key(rank int) string {
 	return t.opts.StorePrefix + "/addr/" + strconv.Itoa(rank)
