@@ -61,8 +61,8 @@ func reduce[T float](acc, x []T, op ReduceOp) {
 		}
 		return
 	}
-	for i, v := range x {
-		acc[i] += v
+	for i := addVec(acc, x); i < len(acc); i++ {
+		acc[i] += x[i]
 	}
 }
 
@@ -78,10 +78,9 @@ func reduceFrom[T float](own, partial []T, op ReduceOp) {
 		}
 		return
 	}
-	// Unrolled by 8: the compiler does not vectorise, and this is the ring's
-	// only computation. Each element is still partial + own, so the result
-	// does not depend on the unrolling.
-	i := 0
+	// Vector kernels where there are any, then unrolled by 8. Each element
+	// is still partial + own, so the result does not depend on either.
+	i := addVec(own, partial)
 	for ; i+8 <= len(own); i += 8 {
 		o, q := own[i:i+8:i+8], partial[i:i+8:i+8]
 		o[0], o[1], o[2], o[3] = q[0]+o[0], q[1]+o[1], q[2]+o[2], q[3]+o[3]
