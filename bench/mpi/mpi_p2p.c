@@ -19,7 +19,7 @@
  * result of the first all-reduce is checked exactly (each rank fills rank+1,
  * every element must be n(n+1)/2); a wrong element aborts the run.
  *
- * Every size runs once untimed (warm-up; 20 untimed ping-pongs too), then --reps times, each after a
+ * Every size runs once untimed (warm-up; 1000 untimed ping-pongs too), then --reps times, each after a
  * barrier; the median is reported. iters = min(1000, max(4, 256 MiB / size)).
  * --json prints one object per size with the keys of `pplaunch bench --json`
  * where they overlap (bytes, iters, seconds per message or per all-reduce,
@@ -293,7 +293,7 @@ static void run_p2p(const struct opts *o, int rank)
 		memset(other, rank + 1, (size_t)size);
 		stream(rank, buf, other, size, 1); /* warm-up: connection, registration */
 		if (size <= LAT_MAX)
-			ping_pong(rank, buf, size, 20);
+			ping_pong(rank, buf, size, 1000); /* untimed, as bench p2p does */
 		int nlat = 0;
 		for (int r = 0; r < o->reps; r++) {
 			MPI_Barrier(MPI_COMM_WORLD);
