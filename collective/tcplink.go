@@ -461,6 +461,7 @@ type spinReader struct {
 	n      int
 	err    error
 	readFn func(fd uintptr) bool
+	pfd    [1]unix.PollFd
 }
 
 func (r *spinReader) Read(b []byte) (int, error) {
@@ -502,6 +503,13 @@ func (r *spinReader) Read(b []byte) (int, error) {
 
 // readOnce is the polling read: one non-blocking read(2), never waiting.
 func (r *spinReader) readOnce(fd uintptr) bool {
+	// poll(2) looks at the socket without taking its lock, which read(2)
+	// takes even to find it empty; the sender's kernel path needs that lock.
+	r.pfd[0] = unix.PollFd{Fd: int32(fd), Events: unix.POLLIN}
+	if n, err := unix.Poll(r.pfd[:], 0); err == nil && n == 0 {
+		r.n, r.err = 0, nil
+		return true
+	}
 	for {
 		n, err := unix.Read(int(fd), r.buf)
 		switch {
