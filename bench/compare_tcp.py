@@ -105,7 +105,7 @@ def main():
                 continue
             b = statistics.median(x for x, _ in v)
             wins = sum(1 for (x, _), (y, _) in zip(v, base) if x > y)
-            bw.append(f"{b:.3f}" + (f" ({wins}/{len(v)})" if n != "pplaunch" else ""))
+            bw.append(f"{b:.3g}" + (f" ({wins}/{len(v)})" if n != "pplaunch" else ""))
             ls = [l for _, l in v if l is not None]
             if ls:
                 wins = sum(1 for (_, x), (_, y) in zip(v, base) if x is not None and y is not None and x < y)
