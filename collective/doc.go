@@ -34,8 +34,8 @@
 //
 // Waking a parked goroutine through the kernel and the scheduler costs
 // microseconds a message, so while every rank on the host has a CPU of its
-// own (TCPOptions.Poll, and SocketBuffer for the 256 KiB buffers of same-host
-// links chosen then), a link's reader polls its socket for up to 50 µs before
+// own (TCPOptions.Poll, and SocketBuffer for the 256 KiB send buffers of
+// same-host links chosen then), a link's reader polls its socket for up to 50 µs before
 // it parks when the last frame came less than 1 ms ago, and through payloads
 // of 1 MiB and more, and a Wait polls for its handle for up to 50 µs before
 // it parks. The cost is bounded: at most 50 µs of CPU per message or wait,
