@@ -115,7 +115,7 @@ func (f *flight) add(h *Handle) *Handle { f.hs = append(f.hs, h); return h }
 func (f *flight) fail(err error) error {
 	for _, h := range f.hs {
 		h.cancel(errCancelled)
-		<-h.done
+		<-h.Done()
 	}
 	return err
 }

@@ -76,15 +76,19 @@ type Handle struct {
 	pending atomic.Int32
 	mu      sync.Mutex
 	err     error
-	done    chan struct{}
+	done    chan struct{} // made when someone must block (Done, a parking Wait); closed when pending reaches 0
 
 	// A handle of one operation carries it inline: one allocation less.
 	one    op
 	oneRef [1]*op
 }
 
+// closedChan is the Done channel of every handle that finished before anyone
+// asked for one: most small sends and many receives never need a channel.
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
 func newHandle(t transport, wd *watchdog, n int) *Handle {
-	h := &Handle{t: t, wd: wd, done: make(chan struct{})}
+	h := &Handle{t: t, wd: wd}
 	if n == 1 {
 		h.ops = h.oneRef[:0:1]
 	} else {
@@ -92,16 +96,14 @@ func newHandle(t transport, wd *watchdog, n int) *Handle {
 	}
 	h.pending.Store(int32(n))
 	if n == 0 {
-		close(h.done)
+		h.done = closedChan
 	}
 	return h
 }
 
 // failedHandle returns a handle that is already done with err.
 func failedHandle(err error) *Handle {
-	h := &Handle{done: make(chan struct{}), err: err}
-	close(h.done)
-	return h
+	return &Handle{done: closedChan, err: err}
 }
 
 func (h *Handle) complete(err error) {
@@ -113,12 +115,28 @@ func (h *Handle) complete(err error) {
 		h.mu.Unlock()
 	}
 	if h.pending.Add(-1) == 0 {
-		close(h.done)
+		h.mu.Lock()
+		if h.done == nil {
+			h.done = closedChan
+		} else {
+			close(h.done)
+		}
+		h.mu.Unlock()
 	}
 }
 
 // Done is closed when every operation of the handle has finished.
-func (h *Handle) Done() <-chan struct{} { return h.done }
+func (h *Handle) Done() <-chan struct{} {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.done == nil {
+		h.done = make(chan struct{})
+	}
+	return h.done
+}
+
+// finished reports whether every operation of the handle has finished.
+func (h *Handle) finished() bool { return h.pending.Load() <= 0 }
 
 // Err returns the first error of the handle's operations; call it after Done.
 func (h *Handle) Err() error {
@@ -135,10 +153,8 @@ func (h *Handle) Err() error {
 // resumed. Either way Wait returns only once no operation uses its buffer, with
 // an error that says which operation timed out, with whom, and after how long.
 func (h *Handle) Wait(ctx context.Context) error {
-	select {
-	case <-h.done:
+	if h.finished() {
 		return h.Err()
-	default:
 	}
 	start := time.Now()
 	if h.t != nil && h.t.polls() {
@@ -147,10 +163,8 @@ func (h *Handle) Wait(ctx context.Context) error {
 		until := start.Add(spinFor)
 		for i := 1; ; i++ {
 			runtime.Gosched()
-			select {
-			case <-h.done:
+			if h.finished() {
 				return h.Err()
-			default:
 			}
 			if i%8 == 0 && time.Now().After(until) {
 				break
@@ -161,13 +175,14 @@ func (h *Handle) Wait(ctx context.Context) error {
 		h.wd.watch(h, start)
 		defer h.wd.unwatch(h)
 	}
+	done := h.Done()
 	select {
-	case <-h.done:
+	case <-done:
 		return h.Err()
 	case <-ctx.Done():
 		waited := time.Since(start).Round(time.Millisecond)
 		h.cancel(fmt.Errorf("timeout after %v (%w)", waited, ctx.Err()))
-		<-h.done
+		<-done
 		return h.Err()
 	}
 }
@@ -193,7 +208,7 @@ func waitAll(ctx context.Context, hs []*Handle) error {
 		}
 		if first != nil {
 			h.cancel(errCancelled)
-			<-h.done
+			<-h.Done()
 			continue
 		}
 		if err := h.Wait(ctx); err != nil {
