@@ -404,11 +404,14 @@ func (p *tcpPeer) readLoop() {
 // link breaks; heldBack is set meanwhile, for the errors of receives that
 // time out.
 func (p *tcpPeer) arrive(h *header) (*op, *inMsg, error) {
+	if r, msg, ok := p.box.arrive(h); ok {
+		return r, msg, nil
+	}
+	defer p.heldBack.Store(false)
 	for {
 		g := p.t.pool.generation()
 		r, msg, ok := p.box.arrive(h)
 		if ok {
-			p.heldBack.Store(false)
 			return r, msg, nil
 		}
 		p.heldBack.Store(true)
