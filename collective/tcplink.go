@@ -67,7 +67,6 @@ type tcpPeer struct {
 
 	qmu     sync.Mutex
 	queue   []outFrame
-	writing []outFrame // the batch the writer is putting on the wire
 	busy    bool       // a send or the writer is writing
 	eagerQ  int        // bytes of eager frames queued or being written
 	werr    error
@@ -263,11 +262,11 @@ func (p *tcpPeer) writeLoop() {
 		}
 		batch := p.queue
 		p.queue = p.spare[:0]
-		p.busy, p.writing = true, batch
+		p.busy = true
 		p.qmu.Unlock()
 		err := p.writeBatch(batch)
 		p.qmu.Lock()
-		p.busy, p.writing = false, nil
+		p.busy = false
 		for _, f := range batch {
 			if f.data != nil {
 				p.eagerQ -= len(f.data)
@@ -480,7 +479,7 @@ func (r *spinReader) Read(b []byte) (int, error) {
 		}
 	}
 	n, err := r.conn.Read(b)
-	if n > 0 {
+	if n > 0 && r.poll {
 		r.last = time.Now()
 	}
 	return n, err
