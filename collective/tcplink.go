@@ -65,13 +65,13 @@ type tcpPeer struct {
 	br   *bufio.Reader
 	box  mailbox
 
-	qmu     sync.Mutex
-	queue   []outFrame
-	busy    bool       // a send or the writer is writing
-	eagerQ  int        // bytes of eager frames queued or being written
-	werr    error
-	kick    chan struct{}
-	free    [][]byte // eager frame buffers to reuse
+	qmu    sync.Mutex
+	queue  []outFrame
+	busy   bool // a send or the writer is writing
+	eagerQ int  // bytes of eager frames queued or being written
+	werr   error
+	kick   chan struct{}
+	free   [][]byte // eager frame buffers to reuse
 
 	// The inline write's state (used only while busy is set by a send).
 	frame  [headerMax + copyMax]byte
