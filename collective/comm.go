@@ -42,8 +42,10 @@ type Comm interface {
 	// must have buf's dtype and shape.
 	Recv(ctx context.Context, peer int, tag Tag, buf Buffer) error
 	// Isend starts a send; buf must not change until the handle is done. A
-	// small message (TCP: up to 256 KiB) to an idle link may be written
-	// before Isend returns; larger ones are written in the background.
+	// message of up to 256 KiB to an idle TCP link is written (as far as the
+	// socket takes it) before Isend returns, one of up to 64 KiB to a busy
+	// link is copied and done at once, and the rest go out in the background.
+	// A send that is done has left buf, not necessarily reached the peer.
 	Isend(peer int, tag Tag, buf Buffer) *Handle
 	// Irecv posts a receive into buf, which is written in place (no copy when
 	// the receive is posted before the message arrives).
