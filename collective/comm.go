@@ -219,7 +219,12 @@ func (c *comm) newOp(h *Handle, o Op, internal bool) (*op, error) {
 
 // start validates ops, then posts them in order under one handle.
 func (c *comm) start(internal bool, ops ...Op) *Handle {
-	h := newHandle(c.t, c.wd, len(ops))
+	return c.startIn(newHandle(c.t, c.wd, len(ops)), internal, ops...)
+}
+
+// startIn is start with the handle given: a fresh one, or for the blocking
+// Send and Recv one from handlePool.
+func (c *comm) startIn(h *Handle, internal bool, ops ...Op) *Handle {
 	for _, o := range ops {
 		x, err := c.newOp(h, o, internal)
 		if err != nil {
@@ -244,11 +249,25 @@ func (c *comm) Irecv(peer int, tag Tag, buf Buffer) *Handle {
 func (c *comm) Batch(ops ...Op) *Handle { return c.start(false, ops...) }
 
 func (c *comm) Send(ctx context.Context, peer int, tag Tag, buf Buffer) error {
-	return c.Isend(peer, tag, buf).Wait(ctx)
+	return c.blocking(ctx, SendOp(peer, tag, buf))
 }
 
 func (c *comm) Recv(ctx context.Context, peer int, tag Tag, buf Buffer) error {
-	return c.Irecv(peer, tag, buf).Wait(ctx)
+	return c.blocking(ctx, RecvOp(peer, tag, buf))
+}
+
+// blocking runs one operation to completion on a handle that nobody else
+// sees, so it can be reused: small messages are dominated by per-message
+// costs, and the handle is the largest allocation of one.
+func (c *comm) blocking(ctx context.Context, o Op) error {
+	h := handlePool.Get().(*Handle)
+	h.reset(c.t, c.wd)
+	h = c.startIn(h, false, o)
+	err := h.Wait(ctx)
+	if h.reusable() {
+		handlePool.Put(h)
+	}
+	return err
 }
 
 func (c *comm) Group(ranks []int) (Comm, error) {

@@ -78,6 +78,9 @@ type Handle struct {
 	err     error
 	done    chan struct{} // made when someone must block (Done, a parking Wait); closed when pending reaches 0
 
+	parked  bool        // a Wait got past polling: see reusable
+	settled atomic.Bool // complete has finished with h
+
 	// A handle of one operation carries it inline: one allocation less.
 	one    op
 	oneRef [1]*op
@@ -89,6 +92,26 @@ var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); retu
 
 func newHandle(t transport, wd *watchdog, n int) *Handle {
 	h := &Handle{t: t, wd: wd}
+	h.init(n)
+	return h
+}
+
+// handlePool holds the handles of blocking Sends and Recvs for reuse.
+var handlePool = sync.Pool{New: func() any { return new(Handle) }}
+
+// reset readies a pooled handle for one operation.
+func (h *Handle) reset(t transport, wd *watchdog) {
+	*h = Handle{t: t, wd: wd}
+	h.init(1)
+}
+
+// reusable reports whether nothing can touch h any more: the goroutine that
+// completed its last operation is done with it (Wait may see the operations
+// finished a moment before), and no Wait ever parked (a parked Wait registers
+// h with the watchdog, and a cancelled one passes h to the transport).
+func (h *Handle) reusable() bool { return h.settled.Load() && !h.parked }
+
+func (h *Handle) init(n int) {
 	if n == 1 {
 		h.ops = h.oneRef[:0:1]
 	} else {
@@ -98,7 +121,6 @@ func newHandle(t transport, wd *watchdog, n int) *Handle {
 	if n == 0 {
 		h.done = closedChan
 	}
-	return h
 }
 
 // failedHandle returns a handle that is already done with err.
@@ -122,6 +144,7 @@ func (h *Handle) complete(err error) {
 			close(h.done)
 		}
 		h.mu.Unlock()
+		h.settled.Store(true) // the last touch of h by whoever completed it
 	}
 }
 
@@ -168,6 +191,7 @@ func (h *Handle) Wait(ctx context.Context) error {
 			}
 		}
 	}
+	h.parked = true
 	start := time.Now()
 	if _, ok := ctx.Deadline(); !ok && h.wd != nil {
 		h.wd.watch(h, start)
