@@ -214,7 +214,7 @@ func segments(l, seg int) int { return (l + seg - 1) / seg }
 func allReduceRing[T float](ctx context.Context, c *comm, seq uint32, data []T, op ReduceOp) error {
 	n, r, N := len(c.ranks), c.me, len(data)
 	var z T
-	seg := max(1, c.opts.SegmentBytes/int(unsafe.Sizeof(z)))
+	seg := max(1, c.segmentBytes()/int(unsafe.Sizeof(z)))
 	next, prev := mod(r+1, n), mod(r-1, n)
 	chunk := func(k int) []T { lo, hi := ChunkBounds(N, n, k); return data[lo:hi] }
 	piece := func(x []T, j int) []T { return x[j*seg : min(len(x), (j+1)*seg)] }
@@ -324,7 +324,7 @@ func (c *comm) broadcast(ctx context.Context, seq uint32, buf Buffer, root int) 
 		}
 		return f.waitAll(ctx)
 	}
-	seg := max(1, c.opts.SegmentBytes/buf.DType.Size())
+	seg := max(1, c.segmentBytes()/buf.DType.Size())
 	m := segments(buf.Len(), seg)
 	part := func(j int) Buffer { return buf.slice(j*seg, min(buf.Len(), (j+1)*seg)) }
 	pos := mod(r-root, n)

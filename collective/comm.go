@@ -122,8 +122,23 @@ type Options struct {
 	// Larger ones use a pipelined ring (all-reduce) or chain (broadcast).
 	SmallBytes int
 	// SegmentBytes is the piece size that large all-reduces and broadcasts are
-	// pipelined in (default 1 MiB).
+	// pipelined in. By default 1 MiB, or 4 MiB when the transport does not
+	// poll (more ranks than CPUs on a host): there, every message is a
+	// wake-up through the kernel, and 4 MiB pieces all-reduced 16 MiB on 4
+	// ranks sharing 2 CPUs 8% faster, while with a CPU per rank 1 MiB pieces
+	// were 15% faster (2 ranks, 16 and 32 MiB).
 	SegmentBytes int
+}
+
+// segmentBytes is the pipelining piece size in use (see SegmentBytes).
+func (c *comm) segmentBytes() int {
+	switch {
+	case c.opts.SegmentBytes > 0:
+		return c.opts.SegmentBytes
+	case c.t.polls():
+		return 1 << 20
+	}
+	return 4 << 20
 }
 
 func (o Options) withDefaults() Options {
@@ -132,9 +147,6 @@ func (o Options) withDefaults() Options {
 	}
 	if o.SmallBytes <= 0 {
 		o.SmallBytes = 64 << 10
-	}
-	if o.SegmentBytes <= 0 {
-		o.SegmentBytes = 1 << 20
 	}
 	return o
 }
