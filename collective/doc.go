@@ -35,11 +35,12 @@
 // Waking a parked goroutine through the kernel and the scheduler costs
 // microseconds a message, so while every rank on the host has a CPU of its
 // own (TCPOptions.Poll, and SocketBuffer for the 256 KiB send buffers of
-// same-host links chosen then), a link's reader polls its socket for up to 50 µs before
-// it parks when the last frame came less than 1 ms ago, and through payloads
-// of 1 MiB and more, and a Wait polls for its handle for up to 50 µs before
-// it parks. The cost is bounded: at most 50 µs of CPU per message or wait,
-// none on an idle link.
+// same-host links chosen then), a link's reader polls its socket for up to
+// 50 µs before it parks when the last frame came less than 1 ms ago, and
+// through payloads of 1 MiB and more, and a Wait yields to the readers up to
+// 64 times (about as long) before it parks. The cost is bounded: about 50 µs
+// of CPU per message or wait at most, none on an idle link. Blocking Send and
+// Recv reuse their handle when their Wait did not park.
 //
 // # Portability to NCCL
 //
