@@ -170,9 +170,9 @@ func RunP2P(ctx context.Context, c collective.Comm, opts P2POptions, w io.Writer
 }
 
 // warmRoundTrips is how many untimed ping-pongs precede the timed ones, as in
-// the OSU micro-benchmarks (which skip 1000 for small messages): a run's first
-// thousand round trips are 1-3 µs slower here (8 B: 8.5-10.5 µs against 7.4).
-// bench/p2p_torch.py and bench/mpi do the same.
+// the OSU micro-benchmarks (which skip 1000 for small messages): a process's
+// first round trips are slower than its later ones. bench/p2p_torch.py and
+// bench/mpi do the same.
 const warmRoundTrips = 1000
 
 // MeasureP2P measures one size between ranks 0 and 1 of c (raw, if not nil, is

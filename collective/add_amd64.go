@@ -2,8 +2,9 @@ package collective
 
 import "golang.org/x/sys/cpu"
 
-// The ring all-reduce spends a fifth of its CPU time adding received pieces
-// to its own (perf, 4 ranks, 16 MiB) and Go does not vectorise that loop, so
+// The ring all-reduce spent a fifth of its CPU time adding received pieces to
+// its own (`perf record -- pplaunch --nproc 4 bench allreduce --min 16M --max
+// 16M`, with the scalar loop) and Go does not vectorise that loop, so
 // on amd64 with AVX the bulk of it runs 8 float32 (4 float64) lanes at a time.
 // Each element is still src[i] + dst[i], so the bits equal the scalar loop's.
 

@@ -182,7 +182,7 @@ func (h *Handle) Wait(ctx context.Context) error {
 	if h.t != nil && h.t.polls() {
 		// The links poll their sockets; polling here as well, yielding to
 		// them in turn, saves parking and waking this goroutine. A yield to
-		// a polling reader takes about a microsecond, so this is bounded by
+		// a polling reader takes about a poll system call, so this is bounded by
 		// count rather than by the clock, which is costly to read here.
 		for range waitPolls {
 			runtime.Gosched()
@@ -248,8 +248,8 @@ func waitAll(ctx context.Context, hs []*Handle) error {
 // context has no deadline. One goroutine, running only while something waits,
 // looks over the waiting handles a few times per timeout and cancels the
 // expired ones, so a Wait arms no timer of its own: starting and stopping a
-// runtime timer for every message cost about a microsecond per hop of the
-// small-message latency (and another for the write deadline it replaced).
+// runtime timer for every message would sit on the small-message latency
+// path, as the write deadlines this package no longer sets did.
 type watchdog struct {
 	timeout time.Duration
 

@@ -386,19 +386,20 @@ func (t *tcpTransport) handshakeDial(ctx context.Context, c *net.TCPConn, peer i
 
 // localSendBuffer is the send buffer size (SO_SNDBUF) of links within one
 // host; their receive buffers autotune. Less data in flight stays in the CPU
-// caches between the kernel's copy in and its copy out: on the 2-core
-// development machine a plain socket pair moved 1 MiB and 64 MiB messages 18%
-// and 30% faster with 256 KiB buffers than with autotuned ones (up to 4 MiB
-// and 32 MiB there), and 512 KiB was slower again. A 256 KiB receive buffer
-// as well made 64 KiB messages a third slower; the send side alone keeps the
-// gain at large sizes without that loss.
+// caches between the kernel's copy in and its copy out. On the 2-core
+// development machine (`pplaunch --nproc 2 bench p2p --min 64K --max 64M`,
+// 4 alternating rounds, medians): 6.4, 5.0 and 3.7 GB/s at 1, 16 and 64 MiB
+// against 3.7, 3.4 and 2.9 with `--autotune`; a 256 KiB receive buffer as
+// well (`--socket-buffer 256K`) kept most of that but cost 64 KiB messages
+// 19% (3.3 against 4.0 GB/s).
 const localSendBuffer = 256 << 10
 
 // tune sets how the links move bytes once all are up. Small socket buffers
 // and polling pay off only while every rank on this host has a CPU of its
 // own: with more ranks than CPUs a poller takes the CPU its peer needs to
 // answer, and a sender whose receiver is descheduled is better off with room
-// in its socket (4 ranks on 2 CPUs all-reduced 10% slower with 256 KiB).
+// in its socket (`pplaunch --nproc 4 bench allreduce --min 16M --max 16M`
+// took 31.1 ms with `--socket-buffer 256K` against 26.6 autotuned).
 func (t *tcpTransport) tune() {
 	local := 1
 	for _, p := range t.peers {

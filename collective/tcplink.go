@@ -126,47 +126,34 @@ func (p *tcpPeer) send(o *op, fast bool) {
 		o.finish(err)
 		return
 	}
+	var f outFrame
 	if fast && !p.busy && len(p.queue) == 0 && o.hdr.nbytes <= callerWriteMax {
 		p.busy = true
 		p.qmu.Unlock()
 		n, total, err := p.tryWrite(o)
-		if err != nil {
-			p.qmu.Lock()
-			p.busy = false
-			p.qmu.Unlock()
-			p.wrote(o, err)
-			return
-		}
-		if n == total {
-			p.qmu.Lock()
-			p.busy = false
+		p.qmu.Lock()
+		p.busy = false
+		if err != nil || n == total {
 			more := len(p.queue) > 0
 			p.qmu.Unlock()
 			if more {
 				p.wake()
 			}
-			o.finish(nil)
+			p.wrote(o, err)
 			return
 		}
 		// The socket is full: the rest of the frame goes first.
-		p.qmu.Lock()
-		p.busy = false
-		f := p.frameFor(o, fast)
+		f = p.frameFor(o, fast)
 		f.off = n
 		p.queue = slices.Insert(p.queue, 0, f)
-		p.qmu.Unlock()
-		p.wake()
-		if f.o == nil {
-			o.finish(nil)
-		}
-		return
+	} else {
+		f = p.frameFor(o, fast)
+		p.queue = append(p.queue, f)
 	}
-	f := p.frameFor(o, fast)
-	p.queue = append(p.queue, f)
 	p.qmu.Unlock()
 	p.wake()
 	if f.o == nil {
-		o.finish(nil)
+		o.finish(nil) // eager: the frame is copied
 	}
 }
 

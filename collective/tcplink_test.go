@@ -45,32 +45,42 @@ func readFrame(t *testing.T, r io.Reader) (header, []byte) {
 }
 
 // While a large send occupies the link (its peer reads nothing yet), small
-// blocking sends complete at once from eager copies, up to the eager limit;
+// sends complete at once from eager copies, exactly up to the eager limit;
 // the next one waits for the wire and times out. Everything that completed
 // then reaches the peer in order, byte for byte.
 func TestTCPEagerSendsWhileTheLinkIsBusy(t *testing.T) {
 	c, conn := fakePeer(t, Options{Timeout: time.Minute})
 	ctx := testCtx(t)
-	big := pattern(32<<20, 0) // more than loopback's socket buffers take
+	big := pattern(64<<20, 0) // more than loopback's socket buffers take
 	hBig := c.Isend(1, Tag{Kind: Activation, MicroBatch: 0}, Bytes(big))
+	// An eager send is done before Isend returns; the first one past the
+	// limit is queued and waits for the wire.
 	const small = 1000
-	n := 0
-	for ; ; n++ {
+	var n int
+	var waiting *Handle
+	for waiting == nil {
 		if n > 2*eagerLimit/small {
 			t.Fatalf("%d small sends completed past the eager limit of %d bytes", n, eagerLimit)
 		}
-		sctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
-		err := c.Send(sctx, 1, Tag{Kind: Activation, MicroBatch: uint32(n + 1)}, Bytes(pattern(small, n+1)))
-		cancel()
-		if err != nil {
-			if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "to rank 1") {
-				t.Fatalf("send past the eager limit: %v, want a timeout naming rank 1", err)
+		h := c.Isend(1, Tag{Kind: Activation, MicroBatch: uint32(n + 1)}, Bytes(pattern(small, n+1)))
+		select {
+		case <-h.Done():
+			if err := h.Err(); err != nil {
+				t.Fatal(err)
 			}
-			break
+			n++
+		default:
+			waiting = h
 		}
 	}
-	if n < eagerLimit/(small+headerMax)-1 {
-		t.Fatalf("only %d small sends completed while the link was busy; want about %d", n, eagerLimit/(small+headerFixed))
+	if want := eagerLimit / (small + headerFixed + 8); n != want {
+		t.Fatalf("%d small sends completed while the link was busy; want %d (the eager limit of %d bytes in frames of %d)", n, want, eagerLimit, small+headerFixed+8)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	err := waiting.Wait(wctx)
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "to rank 1") {
+		t.Fatalf("send past the eager limit: %v, want a timeout naming rank 1", err)
 	}
 	br := bufio.NewReaderSize(conn, 1<<20)
 	if h, p := readFrame(t, br); h.tag.MicroBatch != 0 || !bytes.Equal(p, big) {

@@ -15,34 +15,66 @@ import (
 // latency between ranks 0 and 1, beside a plain socket pair.
 type benchP2PCmd struct {
 	bench.P2POptions
+	linkFlags
 	Timeout time.Duration `arg:"--timeout" default:"5m" help:"deadline of every transfer"`
 }
 
 // benchAllReduceCmd is `pplaunch --nproc N bench allreduce`.
 type benchAllReduceCmd struct {
 	bench.AllReduceOptions
+	linkFlags
+	Segment bench.Size    `arg:"--segment" help:"piece size of the pipelined ring (default: 1 MiB when links poll, else 4 MiB)"`
 	Timeout time.Duration `arg:"--timeout" default:"5m" help:"deadline of every all-reduce"`
 }
 
+// linkFlags override how the TCP links are tuned, to measure the defaults
+// against the alternatives.
+type linkFlags struct {
+	SocketBuffer bench.Size `arg:"--socket-buffer" help:"SO_SNDBUF and SO_RCVBUF of every link (default: 256 KiB send buffer on same-host links while each rank has a CPU, else the kernel's)"`
+	Autotune     bool       `arg:"--autotune" help:"leave every socket buffer to the kernel's autotuning"`
+	NoPoll       bool       `arg:"--no-poll" help:"never poll sockets before parking"`
+}
+
+func (l linkFlags) options(timeout time.Duration) (collective.TCPOptions, error) {
+	o := collective.TCPOptions{Options: collective.Options{Timeout: timeout}, SocketBuffer: int(l.SocketBuffer)}
+	if l.Autotune {
+		if l.SocketBuffer > 0 {
+			return o, fmt.Errorf("--autotune and --socket-buffer %v: choose one", l.SocketBuffer)
+		}
+		o.SocketBuffer = -1
+	}
+	if l.NoPoll {
+		o.Poll = -1
+	}
+	return o, nil
+}
+
 func (c *benchP2PCmd) job(stdout io.Writer) func(ctx context.Context, r *ranks.Rank) error {
-	return commJob(c.Timeout, func(ctx context.Context, comm collective.Comm) error {
+	opts, err := c.options(c.Timeout)
+	return commJob(opts, err, func(ctx context.Context, comm collective.Comm) error {
 		return bench.RunP2P(ctx, comm, c.P2POptions, stdout)
 	})
 }
 
 func (c *benchAllReduceCmd) job(stdout io.Writer) func(ctx context.Context, r *ranks.Rank) error {
-	return commJob(c.Timeout, func(ctx context.Context, comm collective.Comm) error {
+	opts, err := c.options(c.Timeout)
+	opts.SegmentBytes = int(c.Segment)
+	return commJob(opts, err, func(ctx context.Context, comm collective.Comm) error {
 		return bench.RunAllReduce(ctx, comm, c.AllReduceOptions, stdout)
 	})
 }
 
-// commJob is a rank job that opens the job's communicator, runs f and closes it.
-func commJob(timeout time.Duration, f func(ctx context.Context, comm collective.Comm) error) func(ctx context.Context, r *ranks.Rank) error {
+// commJob is a rank job that opens the job's communicator with opts (or
+// fails with flagErr), runs f and closes it.
+func commJob(opts collective.TCPOptions, flagErr error, f func(ctx context.Context, comm collective.Comm) error) func(ctx context.Context, r *ranks.Rank) error {
 	return func(ctx context.Context, r *ranks.Rank) error {
-		if timeout <= 0 {
-			return fmt.Errorf("--timeout %v: must be positive", timeout)
+		if flagErr != nil {
+			return flagErr
 		}
-		comm, err := openComm(ctx, r, timeout)
+		if opts.Timeout <= 0 {
+			return fmt.Errorf("--timeout %v: must be positive", opts.Timeout)
+		}
+		comm, err := openComm(ctx, r, opts)
 		if err != nil {
 			return err
 		}

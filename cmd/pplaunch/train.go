@@ -174,7 +174,7 @@ func (c *trainCmd) job(stdout io.Writer) func(ctx context.Context, r *ranks.Rank
 		logf := func(f string, a ...any) { fmt.Fprintf(stdout, f+"\n", a...) }
 		pre := watchPreemption(cfg.CheckpointDir != "", r.Rank, logf)
 		defer pre.close()
-		comm, err := openComm(ctx, r, cfg.Timeout)
+		comm, err := openComm(ctx, r, collective.TCPOptions{Options: collective.Options{Timeout: cfg.Timeout}})
 		if err != nil {
 			return err
 		}
@@ -291,17 +291,17 @@ func (p *preemption) close() {
 // openComm joins the TCP communicator of the job. Each rank listens on the
 // address it reaches the store from, which is one its peers can reach too
 // (loopback on one node, the node's interface across nodes).
-func openComm(ctx context.Context, r *ranks.Rank, timeout time.Duration) (collective.Comm, error) {
+// opts.Timeout bounds the joining as well as every later wait.
+func openComm(ctx context.Context, r *ranks.Rank, opts collective.TCPOptions) (collective.Comm, error) {
 	host := "127.0.0.1"
 	if c, err := net.Dial("udp", r.StoreAddr); err == nil {
 		host = c.LocalAddr().(*net.UDPAddr).IP.String()
 		c.Close()
 	}
-	dctx, cancel := context.WithTimeout(ctx, timeout)
+	dctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
-	comm, err := collective.NewTCP(dctx, r.Store, r.Rank, r.WorldSize, collective.TCPOptions{
-		Options: collective.Options{Timeout: timeout}, Token: r.Token, Addr: net.JoinHostPort(host, "0"),
-	})
+	opts.Token, opts.Addr = r.Token, net.JoinHostPort(host, "0")
+	comm, err := collective.NewTCP(dctx, r.Store, r.Rank, r.WorldSize, opts)
 	if err != nil {
 		return nil, fmt.Errorf("rank %d: communicator: %w", r.Rank, err)
 	}
