@@ -130,3 +130,20 @@ func eachRank(b *testing.B, cs []collective.Comm, f func(c collective.Comm) erro
 		}
 	}
 }
+
+// BenchmarkPingPong8B is the small-message round trip between two ranks
+// (bench p2p's ping-pong); its allocs/op are what a round trip leaves for the
+// garbage collector: none, so no collection lands in a latency run.
+//
+//	go test -run '^$' -bench PingPong -benchmem ./bench/
+func BenchmarkPingPong8B(b *testing.B) {
+	cs := tcpWorld(b, 2)
+	ctx := context.Background()
+	b.ReportAllocs()
+	n := b.N
+	b.ResetTimer()
+	eachRank(b, cs, func(c collective.Comm) error {
+		_, err := pingPongComm(ctx, c, make([]byte, 8), n)
+		return err
+	})
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+	"slices"
 	"unsafe"
 )
 
@@ -208,7 +209,7 @@ func decodeHeader(b []byte) (header, int, error) {
 	}
 	if elems*uint64(h.dtype.Size()) != nbytes {
 		return h, 0, fmt.Errorf("frame payload is %d bytes but shape %v of %s needs %d",
-			nbytes, h.shape(), h.dtype, elems*uint64(h.dtype.Size()))
+			nbytes, slices.Clone(h.shape()), h.dtype, elems*uint64(h.dtype.Size()))
 	}
 	h.nbytes = int(nbytes)
 	return h, n, nil

@@ -38,7 +38,7 @@ func sameKey(o *op, h *header) bool { return o.group == h.group && o.tag == h.ta
 // what it expects. It names both ranks and both shapes.
 func mismatch(o *op, self int, h *header) error {
 	return fmt.Errorf("rank %d expected %s%v but rank %d sent %s%v",
-		self, o.buf.DType, o.buf.Shape, o.peer, h.dtype, h.shape())
+		self, o.buf.DType, o.buf.Shape, o.peer, h.dtype, slices.Clone(h.shape()))
 }
 
 // post files receive o. If a matching message already arrived, it is delivered
