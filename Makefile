@@ -14,10 +14,12 @@ train: build
 
 # gofmt check, vet, and every test with the race detector; then the compute
 # tests again on the pure-Go BLAS path (the first pass uses OpenBLAS when the
-# machine has it).
+# machine has it), and the allocation counts of the transport without the
+# race detector, which changes them.
 test: lint
 	$(GO) test -race -timeout 40m $(PKGS)
 	PPLAUNCH_BLAS=gonum $(GO) test -race -timeout 20m ./models/...
+	$(GO) test -timeout 5m -run Allocate ./collective/
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

@@ -180,15 +180,21 @@ func (h *Handle) Wait(ctx context.Context) error {
 		return h.Err()
 	}
 	if h.t != nil && h.t.polls() {
-		// The links poll their sockets; polling here as well, yielding to
-		// them in turn, saves parking and waking this goroutine. A yield to
-		// a polling reader takes about a poll system call, so this is bounded by
-		// count rather than by the clock, which is costly to read here.
-		for range waitPolls {
-			runtime.Gosched()
-			if h.finished() {
-				return h.Err()
+		// The links poll their sockets. A small receive polls for its own
+		// message (drive); otherwise Wait polls as well, yielding to the
+		// links in turn, which saves parking and waking this goroutine. A
+		// yield to a polling reader takes about a poll system call, so this
+		// is bounded by count rather than by the clock, costly to read here.
+		if len(h.ops) != 1 || h.ops[0].send || !h.t.drive(h.ops[0]) {
+			for range waitPolls {
+				runtime.Gosched()
+				if h.finished() {
+					break
+				}
 			}
+		}
+		if h.finished() {
+			return h.Err()
 		}
 	}
 	h.parked = true

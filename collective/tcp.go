@@ -43,9 +43,10 @@ type TCPOptions struct {
 	// host has a CPU of its own, and everything else autotunes
 	// (net.ipv4.tcp_rmem, tcp_wmem), which suits a long fat network.
 	SocketBuffer int
-	// Poll, when negative, keeps the readers from polling their sockets
-	// before they park (see the package documentation); by default they
-	// poll while every rank on this host has a CPU of its own.
+	// Poll, when negative, keeps the links from polling their sockets
+	// before they park (see the package documentation); when positive it
+	// makes them poll whatever the CPU count. By default they poll while
+	// every rank on this host has a CPU of its own.
 	Poll int
 	// StageLimit bounds the bytes held for messages that arrive before
 	// their receive is posted (default 1 GiB). Past it the connection that
@@ -129,7 +130,13 @@ type tcpTransport struct {
 
 func (t *tcpTransport) worldRank() int { return t.rank }
 func (t *tcpTransport) worldSize() int { return t.size }
-func (t *tcpTransport) polls() bool    { return t.ownCPU && t.opts.Poll >= 0 }
+func (t *tcpTransport) polls() bool {
+	return t.opts.Poll > 0 || t.ownCPU && t.opts.Poll == 0
+}
+
+func (t *tcpTransport) drive(o *op) bool {
+	return o.peer != t.rank && !o.send && t.peers[o.peer].drive(o)
+}
 
 func (t *tcpTransport) key(rank int) string {
 	return t.opts.StorePrefix + "/addr/" + strconv.Itoa(rank)
@@ -412,7 +419,7 @@ func (t *tcpTransport) tune() {
 		if p == nil {
 			continue
 		}
-		p.sr.poll = t.ownCPU && t.opts.Poll >= 0
+		p.sr.poll = t.polls()
 		if t.opts.SocketBuffer == 0 && t.ownCPU && sameHost(p.conn) {
 			p.conn.SetWriteBuffer(localSendBuffer)
 		}

@@ -33,6 +33,10 @@ const (
 	eagerLimit = 4 << 20
 )
 
+// driveMax is the largest message a Wait reads itself (drive); larger ones
+// are read by the link's reader goroutine straight into place.
+const driveMax = 16 << 10
+
 // spinFor is how long the reader polls an idle socket before it parks, when
 // the previous frame came in less than spinRecent ago. A parked reader is
 // woken through the kernel and the Go scheduler, which costs a few
@@ -84,6 +88,14 @@ type tcpPeer struct {
 	sr     spinReader
 	breakO sync.Once
 
+	// rd is held by whoever reads frames from the socket: the reader
+	// goroutine, or a Wait that reads its own message (drive). want counts
+	// the Waits that ask for it; the reader hands rd over only between
+	// frames, in awaitFrame.
+	rd     sync.Mutex
+	want   atomic.Int32
+	driven atomic.Uint64 // frames read by waiting receivers, for tests
+
 	heldBack atomic.Bool // the reader waits for room in the staging pool
 }
 
@@ -104,6 +116,7 @@ func newTCPPeer(t *tcpTransport, rank int, c *net.TCPConn) *tcpPeer {
 	p.wOnce = p.writeOnce
 	p.sr = spinReader{conn: c, raw: p.raw}
 	p.sr.readFn = p.sr.readOnce
+	p.sr.pollFn = p.sr.pollOnce
 	p.br = bufio.NewReaderSize(&p.sr, 64<<10)
 	p.box.pool = t.pool
 	return p
@@ -339,42 +352,15 @@ func (p *tcpPeer) readLoop() {
 	defer p.t.wg.Done()
 	var hb [headerMax]byte
 	for {
-		p.sr.spin = true // waiting for a new frame: poll briefly if traffic is flowing
-		h, err := p.readHeader(hb[:])
-		p.sr.spin = false
-		if err != nil {
-			p.readFailed(err)
+		p.rd.Lock()
+		p.awaitFrame()
+		more, delivered := p.readFrame(hb[:])
+		buffered := p.br.Buffered()
+		p.rd.Unlock()
+		if !more {
 			return
 		}
-		if h.tag.Kind == kindBye {
-			err := fmt.Errorf("rank %d closed its communicator", p.rank)
-			p.breakLink(err)
-			p.box.fail(err)
-			return
-		}
-		r, msg, err := p.arrive(&h)
-		if err != nil {
-			p.readFailed(err)
-			return
-		}
-		switch {
-		case msg != nil:
-			err = p.readStaged(msg)
-		case !h.matches(r.buf):
-			r.finish(mismatch(r, p.t.rank, &h))
-			_, err = p.br.Discard(h.nbytes)
-		default:
-			if err = p.readPayload(r.buf.bytes()); err != nil {
-				r.finish(p.readError(err))
-			} else {
-				r.finish(nil)
-			}
-		}
-		if err != nil {
-			p.readFailed(err)
-			return
-		}
-		if r != nil || p.br.Buffered() == 0 {
+		if delivered || buffered == 0 {
 			// Let the receiver just woken run before this goroutine goes
 			// back to the socket: it posts its next receive (so the next
 			// message lands in place, not in a staging copy) or sends its
@@ -382,6 +368,177 @@ func (p *tcpPeer) readLoop() {
 			runtime.Gosched()
 		}
 	}
+}
+
+// readFrame reads one frame and delivers it. more is false once the link is
+// gone; delivered reports whether a posted receive got the message.
+func (p *tcpPeer) readFrame(hb []byte) (more, delivered bool) {
+	h, err := p.readHeader(hb)
+	if err != nil {
+		p.readFailed(err)
+		return false, false
+	}
+	if h.tag.Kind == kindBye {
+		err := fmt.Errorf("rank %d closed its communicator", p.rank)
+		p.breakLink(err)
+		p.box.fail(err)
+		return false, false
+	}
+	r, msg, err := p.arrive(&h)
+	if err != nil {
+		p.readFailed(err)
+		return false, false
+	}
+	if err = p.deliver(&h, r, msg); err != nil {
+		p.readFailed(err)
+		return false, false
+	}
+	return true, r != nil
+}
+
+// deliver reads the payload of the frame whose header h was just read into
+// receive r, or into staged message msg.
+func (p *tcpPeer) deliver(h *header, r *op, msg *inMsg) error {
+	switch {
+	case msg != nil:
+		return p.readStaged(msg)
+	case !h.matches(r.buf):
+		r.finish(mismatch(r, p.t.rank, h))
+		_, err := p.br.Discard(h.nbytes)
+		return err
+	}
+	err := p.readPayload(r.buf.bytes())
+	if err != nil {
+		r.finish(p.readError(err))
+	} else {
+		r.finish(nil)
+	}
+	return err
+}
+
+// awaitFrame polls the socket between frames while messages come back to
+// back, and hands the link to Waits that want to read their own message
+// (drive). It returns, holding rd, when bytes are buffered or readable, or
+// when polling should give way to parking in the network poller. A parked
+// reader is woken through the kernel and the Go scheduler, which costs a few
+// microseconds a message; the bound keeps polling at most spinFor of CPU per
+// message.
+func (p *tcpPeer) awaitFrame() {
+	if !p.sr.poll || p.sr.last.IsZero() {
+		return
+	}
+	var until time.Time
+	for polls := 1; ; polls++ {
+		if p.want.Load() > 0 {
+			p.rd.Unlock()
+			runtime.Gosched() // a driving Wait takes rd here, and gives it back when done
+			p.rd.Lock()
+			until = time.Time{}
+		}
+		if p.br.Buffered() > 0 {
+			return
+		}
+		if until.IsZero() {
+			now := time.Now()
+			if now.Sub(p.sr.last) >= spinRecent {
+				return
+			}
+			until = now.Add(spinFor)
+		}
+		if ready, err := p.sr.readable(); ready || err != nil {
+			return
+		}
+		if polls%8 == 0 && time.Now().After(until) {
+			return
+		}
+		runtime.Gosched()
+	}
+}
+
+// drive lets the Wait of a small receive o read from the socket itself while
+// the reader goroutine polls between frames: the waiting goroutine finds its
+// message one poll sooner and runs on without two goroutine switches. It
+// reads only small frames that are whole in the frame buffer and can be
+// delivered without waiting (anything else is left to the reader goroutine,
+// which reads larger payloads straight into place). It returns when o has
+// finished or after about spinFor without a frame, and reports whether it
+// polled at all (not for large receives, nor when the link does not poll).
+func (p *tcpPeer) drive(o *op) bool {
+	if !p.sr.poll || o.buf.Len()*o.buf.DType.Size() > driveMax {
+		return false
+	}
+	p.want.Add(1)
+	defer p.want.Add(-1)
+	held := false
+	until := time.Now().Add(spinFor)
+	for polls := 1; !o.finished.Load(); polls++ {
+		if !held {
+			// The reader goroutine hands rd over between frames; until
+			// then (inside a frame, or parked) o may still arrive through it.
+			held = p.rd.TryLock()
+		}
+		if held {
+			progress, ok := p.readWhole()
+			if !ok {
+				break
+			}
+			if progress {
+				until = time.Now().Add(spinFor)
+				continue
+			}
+		}
+		if polls%8 == 0 {
+			if time.Now().After(until) {
+				break
+			}
+			runtime.Gosched() // the rank's other goroutines
+		} else if !held {
+			runtime.Gosched() // the reader goroutine, to hand rd over
+		}
+	}
+	if held {
+		p.rd.Unlock()
+	}
+	return true
+}
+
+// readWhole reads and delivers the next frame if it is whole in the frame
+// buffer (filling it without waiting) and can be delivered at once. ok is
+// false when the frame must be left to the reader goroutine: a large or
+// unusual frame, a full staging pool, or a failing socket.
+func (p *tcpPeer) readWhole() (progress, ok bool) {
+	p.sr.nowait = true
+	defer func() { p.sr.nowait = false }()
+	b, err := p.br.Peek(headerFixed)
+	if err != nil {
+		return false, errors.Is(err, errWouldBlock)
+	}
+	nd := int(b[6])
+	if nd > MaxDims {
+		return false, false
+	}
+	hl := headerFixed + 8*nd
+	if b, err = p.br.Peek(hl); err != nil {
+		return false, errors.Is(err, errWouldBlock)
+	}
+	h, _, err := decodeHeader(b)
+	if err != nil || h.tag.Kind == kindBye || h.nbytes > driveMax {
+		return false, false
+	}
+	if _, err := p.br.Peek(hl + h.nbytes); err != nil {
+		return false, errors.Is(err, errWouldBlock)
+	}
+	r, msg, ok := p.box.arrive(&h)
+	if !ok {
+		return false, false
+	}
+	p.br.Discard(hl) // cannot fail: the whole frame is buffered, so nothing below reads the socket
+	if err := p.deliver(&h, r, msg); err != nil {
+		p.readFailed(err) // not expected: nothing here reads the socket
+		return false, false
+	}
+	p.driven.Add(1)
+	return true, true
 }
 
 // arrive finds the receive for the message whose header h was just read, or
@@ -436,24 +593,47 @@ func (p *tcpPeer) readPayload(dst []byte) error {
 	return err
 }
 
-// spinReader is the reader goroutine's view of the socket. While spin is set
-// and the last read was recent, a read that finds nothing polls the socket
-// for up to spinFor (yielding to the process's other goroutines between
-// polls) before it parks in the runtime's network poller.
+// spinReader is the link's view of the socket, used by whoever holds rd.
+// While spin is set and the last read was recent, a read that finds nothing
+// polls the socket for up to spinFor (yielding to the process's other
+// goroutines between polls) before it parks in the runtime's network poller.
+// With nowait set, a read that finds nothing returns errWouldBlock instead.
 type spinReader struct {
 	conn   *net.TCPConn
 	raw    syscall.RawConn
 	poll   bool // polling is on for this link (tcpTransport.tune)
 	spin   bool // the caller wants polling for this read
+	nowait bool // the caller must not wait at all (drive)
 	last   time.Time
 	buf    []byte
 	n      int
 	err    error
 	readFn func(fd uintptr) bool
+	pollFn func(fd uintptr) bool
+	ready  bool
 	pfd    [1]unix.PollFd
 }
 
+// errWouldBlock is a nowait read's "nothing yet".
+var errWouldBlock = errors.New("no data yet")
+
 func (r *spinReader) Read(b []byte) (int, error) {
+	if r.nowait {
+		r.buf = b
+		err := r.raw.Read(r.readFn)
+		n, rerr := r.n, r.err
+		r.n, r.err, r.buf = 0, nil, nil
+		switch {
+		case err != nil:
+			return 0, err
+		case rerr != nil:
+			return 0, rerr
+		case n == 0:
+			return 0, errWouldBlock
+		}
+		r.last = time.Now()
+		return n, nil
+	}
 	if r.poll && r.spin && !r.last.IsZero() {
 		now := time.Now()
 		if now.Sub(r.last) < spinRecent {
@@ -470,6 +650,21 @@ func (r *spinReader) Read(b []byte) (int, error) {
 		r.last = time.Now()
 	}
 	return n, err
+}
+
+// readable polls the socket once, without reading.
+func (r *spinReader) readable() (bool, error) {
+	if err := r.raw.Read(r.pollFn); err != nil {
+		return false, err
+	}
+	return r.ready, nil
+}
+
+func (r *spinReader) pollOnce(fd uintptr) bool {
+	r.pfd[0] = unix.PollFd{Fd: int32(fd), Events: unix.POLLIN}
+	n, err := unix.Poll(r.pfd[:], 0)
+	r.ready = err == nil && n > 0 // an error shows up in the read that follows
+	return true
 }
 
 // pollRead polls until data comes (ok) or the time is up (not ok). The clock
@@ -499,10 +694,12 @@ func (r *spinReader) pollRead(b []byte, until time.Time) (n int, ok bool, err er
 func (r *spinReader) readOnce(fd uintptr) bool {
 	// poll(2) looks at the socket without taking its lock, which read(2)
 	// takes even to find it empty; the sender's kernel path needs that lock.
-	r.pfd[0] = unix.PollFd{Fd: int32(fd), Events: unix.POLLIN}
-	if n, err := unix.Poll(r.pfd[:], 0); err == nil && n == 0 {
-		r.n, r.err = 0, nil
-		return true
+	if !r.nowait {
+		r.pfd[0] = unix.PollFd{Fd: int32(fd), Events: unix.POLLIN}
+		if n, err := unix.Poll(r.pfd[:], 0); err == nil && n == 0 {
+			r.n, r.err = 0, nil
+			return true
+		}
 	}
 	for {
 		n, err := unix.Read(int(fd), r.buf)

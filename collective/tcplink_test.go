@@ -186,3 +186,152 @@ func TestTCPStageLimitHoldsTheSenderBack(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Waits that read their own frames (drive) deliver everything a reader
+// goroutine would: small messages for another tag are staged on the way,
+// larger ones are left to the reader, a shape mismatch fails only its own
+// receive, and round trips of every small size arrive intact. The links poll
+// (Poll: 1), and the test checks that waiting receivers did read frames.
+func TestTCPWaitersReadTheirOwnFrames(t *testing.T) {
+	cs := tcpWorldWith(t, 2, TCPOptions{Token: testToken, Poll: 1})
+	ctx := testCtx(t)
+	rng := rand.New(rand.NewPCG(3, 4))
+	const pairs = 400
+	sizes := make([][2]int, pairs)
+	for i := range sizes {
+		for j := range 2 {
+			switch rng.IntN(8) {
+			case 0:
+				sizes[i][j] = driveMax + rng.IntN(256<<10) // past what a waiter reads itself
+			default:
+				sizes[i][j] = rng.IntN(driveMax + 1)
+			}
+		}
+	}
+	const wrongShape = 123 // the pair whose second message rank 1 expects in another shape
+	a := func(i int) Tag { return Tag{Kind: Activation, MicroBatch: uint32(i)} }
+	b := func(i int) Tag { return Tag{Kind: Gradient, MicroBatch: uint32(i)} }
+	eachRank(t, cs, func(c Comm) error {
+		if c.Rank() == 0 {
+			for i, s := range sizes {
+				if err := c.Send(ctx, 1, a(i), Bytes(pattern(s[0], i))); err != nil {
+					return err
+				}
+				if i == wrongShape {
+					if err := c.Send(ctx, 1, b(i), F32(make([]float32, 4), 2, 2)); err != nil {
+						return err
+					}
+					continue
+				}
+				if err := c.Send(ctx, 1, b(i), Bytes(pattern(s[1], -i))); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		// Each B is received before the A sent ahead of it, so A is staged.
+		for i, s := range sizes {
+			if i == wrongShape {
+				err := c.Recv(ctx, 0, b(i), F32(make([]float32, 4)))
+				if err == nil || !strings.Contains(err.Error(), "[4] but rank 0 sent float32[2 2]") {
+					return fmt.Errorf("receive of the wrong shape: %v, want an error naming both shapes", err)
+				}
+			} else {
+				got := make([]byte, s[1])
+				if err := c.Recv(ctx, 0, b(i), Bytes(got)); err != nil {
+					return err
+				}
+				if !bytes.Equal(got, pattern(s[1], -i)) {
+					return fmt.Errorf("pair %d: second message (%d bytes) arrived corrupted", i, s[1])
+				}
+			}
+			got := make([]byte, s[0])
+			if err := c.Recv(ctx, 0, a(i), Bytes(got)); err != nil {
+				return err
+			}
+			if !bytes.Equal(got, pattern(s[0], i)) {
+				return fmt.Errorf("pair %d: first message (%d bytes) arrived corrupted", i, s[0])
+			}
+		}
+		return nil
+	})
+	eachRank(t, cs, func(c Comm) error {
+		peer := 1 - c.Rank()
+		for i := range 2000 {
+			n := i % (driveMax + 1)
+			if i%2 == 0 {
+				n = i % 64
+			}
+			msg := make([]byte, n)
+			if c.Rank() == 0 {
+				if err := c.Send(ctx, peer, a(i), Bytes(pattern(n, i))); err != nil {
+					return err
+				}
+			}
+			if err := c.Recv(ctx, peer, a(i), Bytes(msg)); err != nil {
+				return err
+			}
+			if !bytes.Equal(msg, pattern(n, i)) {
+				return fmt.Errorf("round trip %d (%d bytes) arrived corrupted", i, n)
+			}
+			if c.Rank() == 1 {
+				if err := c.Send(ctx, peer, a(i), Bytes(msg)); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	for r, c := range cs {
+		n := c.(*comm).t.(*tcpTransport).peers[1-r].driven.Load()
+		if n == 0 {
+			t.Errorf("rank %d: no frame was read by a waiting receiver", r)
+		}
+		t.Logf("rank %d: %d frames read by waiting receivers", r, n)
+	}
+}
+
+// A round trip of small messages leaves (almost) nothing for the garbage
+// collector: a Wait that parks makes its channel, and nothing else
+// allocates, so 2000 round trips must allocate fewer than 2000 objects.
+func TestTCPRoundTripsAllocateAlmostNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("-race: sync.Pool drops pooled handles at random, so allocation counts do not hold")
+	}
+	cs := tcpWorldWith(t, 2, TCPOptions{Token: testToken, Poll: 1})
+	ctx := testCtx(t)
+	tag := Tag{Kind: Activation}
+	bufs := []Buffer{Bytes(make([]byte, 8)), Bytes(make([]byte, 8))}
+	roundTrips := func(n int) {
+		eachRank(t, cs, func(c Comm) error {
+			r := c.Rank()
+			for range n {
+				if r == 0 {
+					if err := c.Send(ctx, 1, tag, bufs[r]); err != nil {
+						return err
+					}
+				}
+				if err := c.Recv(ctx, 1-r, tag, bufs[r]); err != nil {
+					return err
+				}
+				if r == 1 {
+					if err := c.Send(ctx, 0, tag, bufs[r]); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		})
+	}
+	roundTrips(100) // warm up: pooled handles, goroutines
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	const n = 2000
+	roundTrips(n)
+	runtime.ReadMemStats(&after)
+	got := after.Mallocs - before.Mallocs
+	if got >= n {
+		t.Errorf("%d round trips of 8 bytes allocated %d objects; want fewer than one per round trip", n, got)
+	}
+	t.Logf("%d round trips of 8 bytes allocated %d objects", n, got)
+}
