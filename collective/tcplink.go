@@ -116,7 +116,6 @@ func newTCPPeer(t *tcpTransport, rank int, c *net.TCPConn) *tcpPeer {
 	p.wOnce = p.writeOnce
 	p.sr = spinReader{conn: c, raw: p.raw}
 	p.sr.readFn = p.sr.readOnce
-	p.sr.pollFn = p.sr.pollOnce
 	p.br = bufio.NewReaderSize(&p.sr, 64<<10)
 	p.box.pool = t.pool
 	return p
@@ -418,11 +417,11 @@ func (p *tcpPeer) deliver(h *header, r *op, msg *inMsg) error {
 
 // awaitFrame polls the socket between frames while messages come back to
 // back, and hands the link to Waits that want to read their own message
-// (drive). It returns, holding rd, when bytes are buffered or readable, or
-// when polling should give way to parking in the network poller. A parked
-// reader is woken through the kernel and the Go scheduler, which costs a few
-// microseconds a message; the bound keeps polling at most spinFor of CPU per
-// message.
+// (drive). It returns, holding rd, when bytes are buffered (or a read error
+// waits to be found), or when polling should give way to parking in the
+// network poller. A parked reader is woken through the kernel and the Go
+// scheduler, which costs a few microseconds a message; the bound keeps
+// polling at most spinFor of CPU per message.
 func (p *tcpPeer) awaitFrame() {
 	if !p.sr.poll || p.sr.last.IsZero() {
 		return
@@ -445,7 +444,7 @@ func (p *tcpPeer) awaitFrame() {
 			}
 			until = now.Add(spinFor)
 		}
-		if ready, err := p.sr.readable(); ready || err != nil {
+		if p.fillNow() {
 			return
 		}
 		if polls%8 == 0 && time.Now().After(until) {
@@ -453,6 +452,16 @@ func (p *tcpPeer) awaitFrame() {
 		}
 		runtime.Gosched()
 	}
+}
+
+// fillNow reads what the socket holds into the frame buffer without waiting,
+// and reports whether that gave the reader something to do: bytes, or an
+// error to find when it reads them.
+func (p *tcpPeer) fillNow() bool {
+	p.sr.nowait = true
+	_, err := p.br.Peek(1)
+	p.sr.nowait = false
+	return !errors.Is(err, errWouldBlock)
 }
 
 // drive lets the Wait of a small receive o read from the socket itself while
@@ -609,9 +618,6 @@ type spinReader struct {
 	n      int
 	err    error
 	readFn func(fd uintptr) bool
-	pollFn func(fd uintptr) bool
-	ready  bool
-	pfd    [1]unix.PollFd
 }
 
 // errWouldBlock is a nowait read's "nothing yet".
@@ -652,21 +658,6 @@ func (r *spinReader) Read(b []byte) (int, error) {
 	return n, err
 }
 
-// readable polls the socket once, without reading.
-func (r *spinReader) readable() (bool, error) {
-	if err := r.raw.Read(r.pollFn); err != nil {
-		return false, err
-	}
-	return r.ready, nil
-}
-
-func (r *spinReader) pollOnce(fd uintptr) bool {
-	r.pfd[0] = unix.PollFd{Fd: int32(fd), Events: unix.POLLIN}
-	n, err := unix.Poll(r.pfd[:], 0)
-	r.ready = err == nil && n > 0 // an error shows up in the read that follows
-	return true
-}
-
 // pollRead polls until data comes (ok) or the time is up (not ok). The clock
 // is read every 8 polls: on a virtual machine a clock read costs about as much
 // as a poll.
@@ -691,16 +682,14 @@ func (r *spinReader) pollRead(b []byte, until time.Time) (n int, ok bool, err er
 }
 
 // readOnce is the polling read: one non-blocking read(2), never waiting.
+//
+// A read that finds the socket empty takes the socket's lock for a moment;
+// segments that arrive meanwhile wait on its backlog, and the reader then
+// processes them itself, off the sender's CPU. Looking first with poll(2),
+// which leaves the lock alone, made nothing faster in alternating runs of
+// `bench p2p` (round trips, and streams from 64 B to 64 MiB), and streams of
+// 64 B-8 KiB were slower in most rounds.
 func (r *spinReader) readOnce(fd uintptr) bool {
-	// poll(2) looks at the socket without taking its lock, which read(2)
-	// takes even to find it empty; the sender's kernel path needs that lock.
-	if !r.nowait {
-		r.pfd[0] = unix.PollFd{Fd: int32(fd), Events: unix.POLLIN}
-		if n, err := unix.Poll(r.pfd[:], 0); err == nil && n == 0 {
-			r.n, r.err = 0, nil
-			return true
-		}
-	}
 	for {
 		n, err := unix.Read(int(fd), r.buf)
 		switch {
