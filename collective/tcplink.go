@@ -52,7 +52,10 @@ const (
 // tcpPeer is the connection to one other rank.
 //
 // Incoming frames are read by one reader goroutine that matches them to
-// posted receives and reads payloads straight into their buffers.
+// posted receives and reads payloads straight into their buffers; while it
+// polls between frames, the Wait of a small receive may take over and read
+// small frames itself (drive), which spares the waiter two goroutine
+// switches per message.
 //
 // Outgoing frames leave in the order they were sent through one queue. A
 // send that finds the link idle writes its frame itself with one
