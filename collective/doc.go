@@ -36,14 +36,14 @@
 // microseconds a message, so while every rank on the host has a CPU of its
 // own (TCPOptions.Poll, and SocketBuffer for the 256 KiB send buffers of
 // same-host links chosen then), a link's reader polls its socket for up to
-// 50 µs before it parks when the last frame came less than 1 ms ago, and
+// 250 µs before it parks when the last frame came less than 1 ms ago, and
 // through payloads of 1 MiB and more. The Wait of one receive of up to 16 KiB
 // meanwhile takes the socket over from the reader between frames and reads
 // frames itself, as long as each is whole in the link's buffer and needs no
 // waiting (anything else stays with the reader): the waiting goroutine sees
 // its message one poll sooner and runs on without goroutine switches. Other
 // Waits yield to the readers up to 64 times before they park. The cost is
-// bounded: about 50 µs of CPU per message or wait at most, none on an idle
+// bounded: about 250 µs of CPU per message or wait at most, none on an idle
 // link. Blocking Send and Recv reuse their handle when their Wait did not
 // park, so a round trip of small messages allocates nothing.
 //

@@ -215,8 +215,10 @@ func (h *Handle) Wait(ctx context.Context) error {
 	}
 }
 
-// waitPolls is how many times a Wait yields to the link readers before it
-// parks: about spinFor when they poll.
+// waitPolls is how many times a Wait that does not read its own message
+// (drive) yields to the link's goroutines before it parks: tens of
+// microseconds, which covers the last piece of a large receive or the
+// writing of a send without a park; the goroutines keep polling after it.
 const waitPolls = 64
 
 // cancel stops every unfinished operation of h with err.

@@ -43,8 +43,17 @@ const driveMax = 16 << 10
 // microseconds a message; while messages come back to back (a ping-pong, a
 // ring step) polling finds the next one sooner, and the bound keeps the cost
 // at most spinFor of CPU per message.
+//
+// spinFor must outlast the time a rank that parked takes to wake up and
+// answer, or both ends of a ping-pong can fall into parking on every
+// message, each giving up just before the other's answer comes: a CPU left
+// idle by a parked rank takes tens of microseconds to wake on a virtual
+// machine. With 50 µs, 8 of 16 back-to-back runs of `bench p2p --min 8
+// --max 8 --no-ceiling` on the 2-core development machine reported 10-99 µs
+// latency instead of about 5 (round trips of about 240 µs for tens of
+// milliseconds at a time); with 250 µs none of 16 did.
 const (
-	spinFor        = 50 * time.Microsecond
+	spinFor        = 250 * time.Microsecond
 	spinRecent     = 1 * time.Millisecond
 	spinPayloadMin = 1 << 20
 )
