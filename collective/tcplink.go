@@ -52,10 +52,14 @@ const driveMax = 16 << 10
 // --max 8 --no-ceiling` on the 2-core development machine reported 10-99 µs
 // latency instead of about 5 (round trips of about 240 µs for tens of
 // milliseconds at a time); with 250 µs none of 16 did.
+//
+// Inside a payload of spinPayloadMin or more, where the sender keeps the
+// socket busy, a read that finds the socket empty polls for spinPayloadFor.
 const (
 	spinFor        = 250 * time.Microsecond
 	spinRecent     = 1 * time.Millisecond
 	spinPayloadMin = 1 << 20
+	spinPayloadFor = 50 * time.Microsecond
 )
 
 // tcpPeer is the connection to one other rank.
@@ -616,7 +620,7 @@ func (p *tcpPeer) readPayload(dst []byte) error {
 
 // spinReader is the link's view of the socket, used by whoever holds rd.
 // While spin is set and the last read was recent, a read that finds nothing
-// polls the socket for up to spinFor (yielding to the process's other
+// polls the socket for up to spinPayloadFor (yielding to the process's other
 // goroutines between polls) before it parks in the runtime's network poller.
 // With nowait set, a read that finds nothing returns errWouldBlock instead.
 type spinReader struct {
@@ -655,7 +659,7 @@ func (r *spinReader) Read(b []byte) (int, error) {
 	if r.poll && r.spin && !r.last.IsZero() {
 		now := time.Now()
 		if now.Sub(r.last) < spinRecent {
-			if n, ok, err := r.pollRead(b, now.Add(spinFor)); ok {
+			if n, ok, err := r.pollRead(b, now.Add(spinPayloadFor)); ok {
 				if n > 0 {
 					r.last = now // when polling began: near enough, and one clock read less
 				}
