@@ -48,10 +48,10 @@ const driveMax = 16 << 10
 // answer, or both ends of a ping-pong can fall into parking on every
 // message, each giving up just before the other's answer comes: a CPU left
 // idle by a parked rank takes tens of microseconds to wake on a virtual
-// machine. With 50 µs, 8 of 16 back-to-back runs of `bench p2p --min 8
-// --max 8 --no-ceiling` on the 2-core development machine reported 10-99 µs
-// latency instead of about 5 (round trips of about 240 µs for tens of
-// milliseconds at a time); with 250 µs none of 16 did.
+// machine. Of 56 back-to-back runs of `bench p2p --min 8 --max 8
+// --no-ceiling` with each bound on the 2-core development machine, 25
+// reported more than 9 µs latency (up to 117; round trips of about 240 µs for
+// tens of milliseconds at a time) with 50 µs, and 6 (up to 47) with 250 µs.
 //
 // Inside a payload of spinPayloadMin or more, where the sender keeps the
 // socket busy, a read that finds the socket empty polls for spinPayloadFor.
