@@ -183,8 +183,8 @@ func (h *Handle) Wait(ctx context.Context) error {
 		// The links poll their sockets. A small receive polls for its own
 		// message (drive); otherwise Wait polls as well, yielding to the
 		// links in turn, which saves parking and waking this goroutine. A
-		// yield to a polling reader takes about a poll system call, so this
-		// is bounded by count rather than by the clock, costly to read here.
+		// yield to a polling reader takes about one system call, so this is
+		// bounded by count rather than by the clock, costly to read here.
 		if len(h.ops) != 1 || h.ops[0].send || !h.t.drive(h.ops[0]) {
 			for range waitPolls {
 				runtime.Gosched()
