@@ -227,3 +227,27 @@ func TestSilentConnectionsTimeOut(t *testing.T) {
 		t.Errorf("server log names %d timed-out handshakes, want %d:\n%s", got, limit, lb.String())
 	}
 }
+
+// A connection that never proves the token is no client: WaitIdle, which a
+// rank hosting the store runs before it closes it, does not wait for it.
+func TestWaitIdleIgnoresUnauthenticated(t *testing.T) {
+	s, _ := startServer(t)
+	silent, err := net.Dial("tcp", s.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	if err := greeted(silent); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), HandshakeTimeout/2)
+	defer cancel()
+	c, err := Dial(ctx, s.Addr().String(), testToken, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	if err := s.WaitIdle(ctx); err != nil {
+		t.Fatalf("WaitIdle with one silent connection open: %v", err)
+	}
+}

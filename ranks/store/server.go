@@ -31,8 +31,8 @@ type Server struct {
 	lim   admission
 
 	mu     sync.Mutex
-	conns  map[net.Conn]struct{}
-	left   chan struct{} // closed and replaced whenever a connection ends
+	conns  map[net.Conn]bool // every open connection: true once it proved the token
+	left   chan struct{}     // closed and replaced whenever a client's connection ends
 	done   bool
 	closed chan struct{} // closed by Close
 	wg     sync.WaitGroup
@@ -70,7 +70,7 @@ func serve(ln net.Listener, token string, logf func(format string, args ...any),
 		logf = log.Printf
 	}
 	s := &Server{ln: ln, token: token, logf: logf, mem: NewMemory(), lim: lim,
-		conns: map[net.Conn]struct{}{}, left: make(chan struct{}), closed: make(chan struct{})}
+		conns: map[net.Conn]bool{}, left: make(chan struct{}), closed: make(chan struct{})}
 	s.wg.Add(1)
 	go s.accept()
 	return s
@@ -99,13 +99,19 @@ func (s *Server) Close() error {
 	return err
 }
 
-// WaitIdle blocks until no client is connected, or ctx ends. A rank that
+// WaitIdle blocks until no client is connected, or ctx ends. Connections that
+// have not proved the token are not clients: they cannot hold it up. A rank that
 // hosts the store calls it before Close, so the store outlives every reply
 // its clients are still reading.
 func (s *Server) WaitIdle(ctx context.Context) error {
 	for {
 		s.mu.Lock()
-		n, left := len(s.conns), s.left
+		n, left := 0, s.left
+		for _, admitted := range s.conns {
+			if admitted {
+				n++
+			}
+		}
 		s.mu.Unlock()
 		if n == 0 {
 			return nil
@@ -153,7 +159,7 @@ func (s *Server) accept() {
 			c.Close()
 			return
 		}
-		s.conns[c] = struct{}{}
+		s.conns[c] = false
 		s.wg.Add(1)
 		s.mu.Unlock()
 		go func() {
@@ -162,12 +168,17 @@ func (s *Server) accept() {
 			if err != nil {
 				s.logf("store %s: refused connection from %s: %v", s.ln.Addr(), c.RemoteAddr(), err)
 			} else {
+				s.mu.Lock()
+				s.conns[c] = true
+				s.mu.Unlock()
 				s.serveConn(c, ns)
 			}
 			s.mu.Lock()
 			delete(s.conns, c)
-			close(s.left)
-			s.left = make(chan struct{})
+			if err == nil {
+				close(s.left)
+				s.left = make(chan struct{})
+			}
 			s.mu.Unlock()
 			c.Close()
 		}()
