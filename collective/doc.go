@@ -75,6 +75,9 @@
 // "recv activation chunk=0 step=3 mb=2 from rank 1: timeout after 30s". A
 // peer that closes, aborts or dies fails the operations waiting on it at
 // once, naming it. Abort fails everything on this rank and drops its links.
-// TCP peers prove they hold the job token (HMAC over fresh nonces) before
-// any frame is accepted.
+// TCP peers prove they hold the job token (HMAC over fresh nonces, the
+// store's handshake) before any frame is accepted. A rank's listener holds at
+// most store.MaxHello bytes and store.MaxHandshakes connections that have not
+// proved it, each for at most store.HandshakeTimeout, and stops waiting on
+// them once every peer is in: a silent or hostile connection holds up nothing.
 package collective

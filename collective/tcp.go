@@ -2,13 +2,7 @@ package collective
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/binary"
-	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"runtime"
@@ -54,6 +48,9 @@ type TCPOptions struct {
 	// staged bytes are taken, so TCP holds its sender back; one message is
 	// always staged when nothing else is, whatever its size.
 	StageLimit int
+
+	// handshakeTimeout, when positive, replaces store.HandshakeTimeout (tests).
+	handshakeTimeout time.Duration
 }
 
 // NewTCP joins the TCP world of size ranks as rank: it listens, publishes its
@@ -157,14 +154,16 @@ func (t *tcpTransport) connect(ctx context.Context, st store.Store) error {
 	if err := st.Set(ctx, t.key(t.rank), []byte(adv)); err != nil {
 		return fmt.Errorf("publish address: %w", err)
 	}
+	actx, stopAccepting := context.WithCancel(ctx)
+	defer stopAccepting()
 	accepted := make(chan error, 1)
-	go func() { accepted <- t.acceptPeers(ctx) }()
+	go func() { accepted <- t.acceptPeers(actx) }()
 	var dialErr error
 	for peer := 0; peer < t.rank && dialErr == nil; peer++ {
 		dialErr = t.dial(ctx, st, peer)
 	}
 	if dialErr != nil {
-		ln.Close() // stops acceptPeers
+		stopAccepting()
 		<-accepted
 		return dialErr
 	}
@@ -211,184 +210,6 @@ func (t *tcpTransport) dial(ctx context.Context, st store.Store, peer int) error
 	}
 	t.addPeer(peer, conn)
 	return nil
-}
-
-// acceptPeers accepts connections until every higher rank has connected and
-// proved the token. Connections that fail the handshake are refused and
-// remembered for the error message; they do not stop the wait.
-func (t *tcpTransport) acceptPeers(ctx context.Context) error {
-	want := t.size - 1 - t.rank
-	if want == 0 {
-		return nil
-	}
-	type result struct {
-		rank int
-		conn *net.TCPConn
-		err  error
-	}
-	results := make(chan result)
-	stop := context.AfterFunc(ctx, func() { t.ln.Close() })
-	defer stop()
-	var hs sync.WaitGroup
-	go func() {
-		var backoff time.Duration
-		for {
-			c, err := t.ln.Accept()
-			if err != nil && !errors.Is(err, net.ErrClosed) {
-				// Out of file descriptors, say: peers retry nothing, so keep
-				// accepting (until ctx closes the listener).
-				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-				time.Sleep(backoff)
-				continue
-			}
-			if err != nil {
-				hs.Wait()
-				close(results)
-				return
-			}
-			backoff = 0
-			hs.Add(1)
-			go func() {
-				defer hs.Done()
-				conn := c.(*net.TCPConn)
-				r, err := t.handshakeAccept(ctx, conn)
-				if err != nil {
-					conn.Close()
-					err = fmt.Errorf("refused %s: %w", c.RemoteAddr(), err)
-				}
-				results <- result{r, conn, err}
-			}()
-		}
-	}()
-	var refused []error
-	for res := range results {
-		switch {
-		case res.err != nil:
-			refused = append(refused, res.err)
-		case t.peers[res.rank] != nil:
-			res.conn.Close()
-			refused = append(refused, fmt.Errorf("rank %d connected twice", res.rank))
-		default:
-			t.addPeer(res.rank, res.conn)
-			if want--; want == 0 {
-				t.ln.Close()
-			}
-		}
-	}
-	if want == 0 {
-		return nil
-	}
-	var missing []int
-	for r := t.rank + 1; r < t.size; r++ {
-		if t.peers[r] == nil {
-			missing = append(missing, r)
-		}
-	}
-	err := fmt.Errorf("waiting for ranks %v to connect: %w", missing, context.Cause(ctx))
-	if ctx.Err() == nil {
-		err = fmt.Errorf("waiting for ranks %v to connect: listener closed", missing)
-	}
-	return errors.Join(append([]error{err}, refused...)...)
-}
-
-const (
-	handshakeMagic = "PPH1"
-	nonceLen       = 16
-)
-
-func mac(token string, label string, nonce []byte, a, b, size int) []byte {
-	m := hmac.New(sha256.New, []byte(token))
-	m.Write([]byte(label))
-	m.Write(nonce)
-	var x [12]byte
-	binary.LittleEndian.PutUint32(x[0:], uint32(a))
-	binary.LittleEndian.PutUint32(x[4:], uint32(b))
-	binary.LittleEndian.PutUint32(x[8:], uint32(size))
-	m.Write(x[:])
-	return m.Sum(nil)
-}
-
-// handshakeAccept runs the acceptor's side: send a nonce, check the dialer's
-// proof of the token and its rank, answer with our own proof.
-func (t *tcpTransport) handshakeAccept(ctx context.Context, c *net.TCPConn) (int, error) {
-	defer context.AfterFunc(ctx, func() { c.SetDeadline(time.Unix(1, 0)) })()
-	var nonce [nonceLen]byte
-	rand.Read(nonce[:])
-	if _, err := c.Write(append([]byte(handshakeMagic), nonce[:]...)); err != nil {
-		return -1, err
-	}
-	var hello [4 + 12 + nonceLen + sha256.Size]byte
-	if _, err := io.ReadFull(c, hello[:]); err != nil {
-		return -1, fmt.Errorf("read hello: %w", err)
-	}
-	if string(hello[:4]) != handshakeMagic {
-		return -1, refuse(c, fmt.Sprintf("not a pplaunch collective hello (magic %q)", hello[:4]))
-	}
-	from := int(binary.LittleEndian.Uint32(hello[4:]))
-	to := int(binary.LittleEndian.Uint32(hello[8:]))
-	size := int(binary.LittleEndian.Uint32(hello[12:]))
-	theirs := hello[16 : 16+nonceLen]
-	proof := hello[16+nonceLen:]
-	if !hmac.Equal(proof, mac(t.opts.Token, "dial", nonce[:], from, to, size)) {
-		return -1, refuse(c, "wrong job token")
-	}
-	if to != t.rank || size != t.size || from <= t.rank || from >= t.size {
-		return -1, refuse(c, fmt.Sprintf("rank %d of world %d dialed rank %d, but this is rank %d of world %d", from, size, to, t.rank, t.size))
-	}
-	reply := append([]byte{0}, mac(t.opts.Token, "accept", theirs, t.rank, from, t.size)...)
-	if _, err := c.Write(reply); err != nil {
-		return -1, err
-	}
-	return from, c.SetDeadline(time.Time{})
-}
-
-// refuse tells the dialer why (best effort) and returns the reason.
-func refuse(c *net.TCPConn, why string) error {
-	msg := []byte(why)
-	b := append([]byte{1, byte(len(msg) >> 8), byte(len(msg))}, msg...)
-	c.Write(b)
-	return errors.New(why)
-}
-
-func (t *tcpTransport) handshakeDial(ctx context.Context, c *net.TCPConn, peer int) error {
-	defer context.AfterFunc(ctx, func() { c.SetDeadline(time.Unix(1, 0)) })()
-	var greet [4 + nonceLen]byte
-	if _, err := io.ReadFull(c, greet[:]); err != nil {
-		return fmt.Errorf("read greeting: %w", err)
-	}
-	if string(greet[:4]) != handshakeMagic {
-		return fmt.Errorf("not a pplaunch collective peer (magic %q)", greet[:4])
-	}
-	var mine [nonceLen]byte
-	rand.Read(mine[:])
-	hello := []byte(handshakeMagic)
-	hello = binary.LittleEndian.AppendUint32(hello, uint32(t.rank))
-	hello = binary.LittleEndian.AppendUint32(hello, uint32(peer))
-	hello = binary.LittleEndian.AppendUint32(hello, uint32(t.size))
-	hello = append(hello, mine[:]...)
-	hello = append(hello, mac(t.opts.Token, "dial", greet[4:], t.rank, peer, t.size)...)
-	if _, err := c.Write(hello); err != nil {
-		return err
-	}
-	var status [1]byte
-	if _, err := io.ReadFull(c, status[:]); err != nil {
-		return fmt.Errorf("read handshake answer: %w", err)
-	}
-	if status[0] != 0 {
-		var l [2]byte
-		io.ReadFull(c, l[:])
-		why := make([]byte, int(l[0])<<8|int(l[1]))
-		io.ReadFull(c, why)
-		return fmt.Errorf("rank %d refused the connection: %s", peer, why)
-	}
-	proof := make([]byte, sha256.Size)
-	if _, err := io.ReadFull(c, proof); err != nil {
-		return fmt.Errorf("read handshake answer: %w", err)
-	}
-	if !hmac.Equal(proof, mac(t.opts.Token, "accept", mine[:], peer, t.rank, t.size)) {
-		return fmt.Errorf("rank %d does not hold the job token", peer)
-	}
-	return c.SetDeadline(time.Time{})
 }
 
 // localSendBuffer is the send buffer size (SO_SNDBUF) of links within one

@@ -2,7 +2,6 @@ package launch
 
 import (
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"net"
@@ -24,12 +23,12 @@ const DefaultPort = 29500
 // unset (flags win over the environment).
 type Flags struct {
 	NProc            string        `arg:"--nproc,env:PPLAUNCH_NPROC" default:"1" placeholder:"N|auto" help:"ranks on this node (alias --nproc-per-node); auto: one per GPU, else one per CPU"`
-	NNodes           *int          `arg:"--nnodes,env:PPLAUNCH_NNODES" placeholder:"N" help:"nodes in the job [default: Slurm's SLURM_STEP_NUM_NODES, else 1]"`
+	NNodes           *int          `arg:"--nnodes,env:PPLAUNCH_NNODES" placeholder:"N" help:"nodes in the job; more than 1 needs PPLAUNCH_TOKEN, a secret exported alike on every node [default: Slurm's SLURM_STEP_NUM_NODES, else 1]"`
 	NodeRank         *int          `arg:"--node-rank,env:PPLAUNCH_NODE_RANK" placeholder:"R" help:"this node's rank, 0..nnodes-1; node 0 hosts the store [default: SLURM_NODEID, else 0]"`
 	RdzvEndpoint     string        `arg:"--rdzv-endpoint,env:PPLAUNCH_RDZV_ENDPOINT" placeholder:"HOST[:PORT]" help:"rendezvous store on node 0 [default: first host of SLURM_STEP_NODELIST]"`
 	MasterAddr       string        `arg:"--master-addr,env:MASTER_ADDR" placeholder:"HOST" help:"node 0's host, when --rdzv-endpoint is not given"`
 	MasterPort       *int          `arg:"--master-port,env:MASTER_PORT" placeholder:"PORT" help:"rendezvous port [default: a free port on one node, else 29500; under Slurm 20000 + job id mod 10000]"`
-	RdzvID           string        `arg:"--rdzv-id,env:PPLAUNCH_RDZV_ID" placeholder:"ID" help:"run id, the same on every node; the store token derives from it unless PPLAUNCH_TOKEN is set [default: slurm-JOB.STEP]"`
+	RdzvID           string        `arg:"--rdzv-id,env:PPLAUNCH_RDZV_ID" placeholder:"ID" help:"run id, the same on every node (it names the log folder; it is not a secret) [default: slurm-JOB.STEP]"`
 	Standalone       bool          `arg:"--standalone,env:PPLAUNCH_STANDALONE" help:"one node, store on a free loopback port"`
 	MaxRestarts      int           `arg:"--max-restarts,env:PPLAUNCH_MAX_RESTARTS" placeholder:"N" help:"restart the whole group up to N times after a failure"`
 	RdzvTimeout      time.Duration `arg:"--rdzv-timeout,env:PPLAUNCH_RDZV_TIMEOUT" default:"15m" placeholder:"DUR" help:"how long agents wait for each other (and ranks for the store)"`
@@ -160,12 +159,11 @@ func Resolve(f Flags, getenv func(string) string) (Config, error) {
 	if c.RunID == "" && slurm != nil {
 		c.RunID = "slurm-" + slurm.id
 	}
-	c.Token = getenv(store.EnvToken)
+	if c.Token, err = jobToken(getenv(store.EnvToken), c.NNodes, fmt.Sprintf("--nnodes %d", c.NNodes)); err != nil {
+		return c, err
+	}
 	if c.RunID == "" && c.NNodes == 1 {
 		c.RunID = "local-" + randomHex(6)
-		if c.Token == "" {
-			c.Token = randomHex(16)
-		}
 	}
 	if c.RunID == "" {
 		c.RunID = "rdzv-" + net.JoinHostPort(c.StoreHost, strconv.Itoa(c.StorePort))
@@ -173,21 +171,10 @@ func Resolve(f Flags, getenv func(string) string) (Config, error) {
 	if strings.ContainsAny(c.RunID, "/\\ \t\n") || c.RunID == "." || c.RunID == ".." {
 		return c, fmt.Errorf("--rdzv-id %q: must not contain '/', '\\' or white space (it names the log folder)", c.RunID)
 	}
-	if c.Token == "" {
-		c.Token = DeriveToken(c.RunID)
-	}
 	if c.LogDir != "" {
 		c.LogDir = filepath.Clean(c.LogDir)
 	}
 	return c, nil
-}
-
-// DeriveToken is the store token every node computes alike from the run id, when
-// PPLAUNCH_TOKEN does not give one. It keeps jobs from joining each other's
-// store by mistake; for a secret, export PPLAUNCH_TOKEN on every node.
-func DeriveToken(runID string) string {
-	sum := sha256.Sum256([]byte("pplaunch store token\x00" + runID))
-	return hex.EncodeToString(sum[:16])
 }
 
 func randomHex(n int) string {

@@ -28,6 +28,17 @@ func srunEnv(nodeID, local, tasksPerNode int) map[string]string {
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
+const testSecret = "s3cret-for-tests"
+
+// withToken is env with PPLAUNCH_TOKEN set, as every node of a multi-node job has it.
+func withToken(env map[string]string) map[string]string {
+	e := map[string]string{store.EnvToken: testSecret}
+	for k, v := range env {
+		e[k] = v
+	}
+	return e
+}
+
 func baseFlags() Flags {
 	return Flags{NProc: "1", RdzvTimeout: time.Minute, GracePeriod: time.Second}
 }
@@ -49,15 +60,20 @@ func TestResolve(t *testing.T) {
 		{name: "standalone", flags: func(f *Flags) { f.Standalone = true }, nnodes: 1, host: "127.0.0.1", port: 0},
 		{name: "torchrun flags", flags: func(f *Flags) {
 			f.NNodes, f.NodeRank, f.RdzvEndpoint, f.RdzvID = intp(2), intp(1), "head:1234", "job7"
-		}, nnodes: 2, nodeRank: 1, host: "head", port: 1234, runID: "job7", tokenExact: DeriveToken("job7")},
+		}, env: withToken(nil), nnodes: 2, nodeRank: 1, host: "head", port: 1234, runID: "job7", tokenExact: testSecret},
 		{name: "master addr and port", flags: func(f *Flags) {
 			f.NNodes, f.MasterAddr, f.MasterPort = intp(3), "10.0.0.1", intp(3000)
-		}, nnodes: 3, host: "10.0.0.1", port: 3000, runID: "rdzv-10.0.0.1:3000"},
+		}, env: withToken(nil), nnodes: 3, host: "10.0.0.1", port: 3000, runID: "rdzv-10.0.0.1:3000", tokenExact: testSecret},
 		{name: "endpoint without port", flags: func(f *Flags) { f.RdzvEndpoint = "head" }, nnodes: 1, host: "head", port: DefaultPort},
-		{name: "slurm", flags: func(f *Flags) {}, env: srunEnv(1, 0, 1),
-			nnodes: 2, nodeRank: 1, host: "gpu-a07", port: 24242, runID: "slurm-4242.0"},
-		{name: "flags win over slurm", flags: func(f *Flags) { f.NodeRank, f.RdzvEndpoint = intp(0), "other:99" }, env: srunEnv(1, 0, 1),
+		{name: "slurm", flags: func(f *Flags) {}, env: withToken(srunEnv(1, 0, 1)),
+			nnodes: 2, nodeRank: 1, host: "gpu-a07", port: 24242, runID: "slurm-4242.0", tokenExact: testSecret},
+		{name: "flags win over slurm", flags: func(f *Flags) { f.NodeRank, f.RdzvEndpoint = intp(0), "other:99" }, env: withToken(srunEnv(1, 0, 1)),
 			nnodes: 2, nodeRank: 0, host: "other", port: 99, runID: "slurm-4242.0"},
+		{name: "one node of a one-node slurm step", flags: func(f *Flags) {}, env: func() map[string]string {
+			e := srunEnv(0, 0, 1)
+			e["SLURM_STEP_NUM_NODES"], e["SLURM_STEP_NUM_TASKS"], e["SLURM_STEP_NODELIST"], e["SLURM_STEP_TASKS_PER_NODE"] = "1", "1", "gpu-a07", "1"
+			return e
+		}(), nnodes: 1, host: "gpu-a07", port: 24242, runID: "slurm-4242.0"},
 		{name: "token from the environment", flags: func(f *Flags) { f.RdzvID = "x" },
 			env: map[string]string{store.EnvToken: "secret"}, nnodes: 1, host: "127.0.0.1", port: 0, runID: "x", tokenExact: "secret"},
 	}
@@ -108,6 +124,9 @@ func TestResolveErrors(t *testing.T) {
 		{"filter out of range", func(f *Flags) { f.NProc, f.LocalRanksFilter = "2", "0,2" }, nil, "--local-ranks-filter"},
 		{"slash in run id", func(f *Flags) { f.RdzvID = "a/b" }, nil, "--rdzv-id"},
 		{"several tasks per node in agent mode", func(f *Flags) {}, srunEnv(0, 0, 4), "srun --ntasks-per-node=1"},
+		{"several nodes without a token", func(f *Flags) { f.NNodes, f.RdzvEndpoint = intp(2), "head:1" }, nil,
+			"--nnodes 2: a job on several nodes needs a secret token shared by its nodes, and PPLAUNCH_TOKEN is not set; generate one and export the same value on every node before pplaunch starts: export PPLAUNCH_TOKEN=$(openssl rand -hex 16)"},
+		{"a slurm step on two nodes without a token", func(f *Flags) {}, srunEnv(1, 0, 1), "--nnodes 2: a job on several nodes needs a secret token"},
 		{"bad slurm node list", func(f *Flags) {}, func() map[string]string {
 			e := srunEnv(0, 0, 1)
 			e["SLURM_STEP_NODELIST"] = "gpu[1-"
@@ -133,20 +152,21 @@ func TestDirectEnv(t *testing.T) {
 		env   map[string]string
 		want  map[string]string
 	}{
-		{"srun", func(f *Flags) {}, srunEnv(1, 2, 4), map[string]string{
+		{"srun", func(f *Flags) {}, withToken(srunEnv(1, 2, 4)), map[string]string{
 			"RANK": "6", "LOCAL_RANK": "2", "WORLD_SIZE": "8", "LOCAL_WORLD_SIZE": "4", "NODE_RANK": "1", "GROUP_RANK": "1",
 			"MASTER_ADDR": "gpu-a07", "MASTER_PORT": "24242", "PPLAUNCH_STORE_ADDR": "gpu-a07:24242",
 			"PPLAUNCH_RUN_ID": "slurm-4242.0", "PPLAUNCH_ROLE": "rank", "PPLAUNCH_HOST_STORE": ""}},
-		{"srun rank 0 hosts the store", func(f *Flags) {}, srunEnv(0, 0, 4), map[string]string{
+		{"srun rank 0 hosts the store", func(f *Flags) {}, withToken(srunEnv(0, 0, 4)), map[string]string{
 			"RANK": "0", "PPLAUNCH_HOST_STORE": "1"}},
-		{"flags win", func(f *Flags) { f.MasterAddr, f.MasterPort, f.RdzvID = "10.1.1.1", intp(5000), "mine" }, srunEnv(1, 0, 4), map[string]string{
-			"MASTER_ADDR": "10.1.1.1", "MASTER_PORT": "5000", "PPLAUNCH_RUN_ID": "mine", "PPLAUNCH_TOKEN": DeriveToken("mine")}},
+		{"flags win", func(f *Flags) { f.MasterAddr, f.MasterPort, f.RdzvID = "10.1.1.1", intp(5000), "mine" }, withToken(srunEnv(1, 0, 4)), map[string]string{
+			"MASTER_ADDR": "10.1.1.1", "MASTER_PORT": "5000", "PPLAUNCH_RUN_ID": "mine", "PPLAUNCH_TOKEN": testSecret}},
 		{"mpirun on one node", func(f *Flags) {}, map[string]string{
-			"OMPI_COMM_WORLD_RANK": "3", "OMPI_COMM_WORLD_SIZE": "4", "OMPI_COMM_WORLD_LOCAL_RANK": "3", "OMPI_COMM_WORLD_LOCAL_SIZE": "4",
-		}, map[string]string{"RANK": "3", "WORLD_SIZE": "4", "LOCAL_RANK": "3", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500", "NODE_RANK": "0"}},
-		{"mpirun on two nodes", func(f *Flags) { f.MasterAddr = "n1" }, map[string]string{
+			"OMPI_COMM_WORLD_RANK": "3", "OMPI_COMM_WORLD_SIZE": "4", "OMPI_COMM_WORLD_LOCAL_RANK": "3", "OMPI_COMM_WORLD_LOCAL_SIZE": "4", "OMPI_MCA_ess_base_jobid": "7",
+		}, map[string]string{"RANK": "3", "WORLD_SIZE": "4", "LOCAL_RANK": "3", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500", "NODE_RANK": "0",
+			"PPLAUNCH_TOKEN": DeriveToken("mpi-7")}},
+		{"mpirun on two nodes", func(f *Flags) { f.MasterAddr = "n1" }, withToken(map[string]string{
 			"OMPI_COMM_WORLD_RANK": "3", "OMPI_COMM_WORLD_SIZE": "4", "OMPI_COMM_WORLD_LOCAL_RANK": "1", "OMPI_COMM_WORLD_LOCAL_SIZE": "2",
-		}, map[string]string{"RANK": "3", "NODE_RANK": "1", "GROUP_WORLD_SIZE": "2", "MASTER_ADDR": "n1"}},
+		}), map[string]string{"RANK": "3", "NODE_RANK": "1", "GROUP_WORLD_SIZE": "2", "MASTER_ADDR": "n1", "PPLAUNCH_TOKEN": testSecret}},
 		{"hydra", func(f *Flags) {}, map[string]string{"PMI_RANK": "1", "PMI_SIZE": "2"},
 			map[string]string{"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2"}},
 	}
@@ -188,6 +208,11 @@ func TestDirectEnvErrors(t *testing.T) {
 		{"zero rdzv timeout", func(f *Flags) { f.RdzvTimeout = 0 }, srunEnv(1, 0, 4), "--rdzv-timeout 0s"},
 		{"agent-only flags", func(f *Flags) { f.NProc, f.MaxRestarts, f.Tee = "4", 2, true }, srunEnv(1, 0, 4),
 			"so --nproc 4, --max-restarts 2, --tee would be ignored"},
+		{"srun on two nodes without a token", nil, srunEnv(1, 0, 4),
+			"--direct: rank 4 of 8 on 2 nodes: a job on several nodes needs a secret token shared by its nodes, and PPLAUNCH_TOKEN is not set"},
+		{"mpirun on two nodes without a token", func(f *Flags) { f.MasterAddr = "n1" }, map[string]string{
+			"OMPI_COMM_WORLD_RANK": "3", "OMPI_COMM_WORLD_SIZE": "4", "OMPI_COMM_WORLD_LOCAL_RANK": "1", "OMPI_COMM_WORLD_LOCAL_SIZE": "2",
+		}, "export PPLAUNCH_TOKEN=$(openssl rand -hex 16)"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -204,9 +229,54 @@ func TestDirectEnvErrors(t *testing.T) {
 	// Uneven nodes are fine when the flags say where this rank is.
 	f := baseFlags()
 	f.MasterAddr, f.NNodes, f.NodeRank = "n1", intp(3), intp(1)
-	env, err := DirectEnv(f, envFunc(uneven))
+	env, err := DirectEnv(f, envFunc(withToken(uneven)))
 	if err != nil || env["NODE_RANK"] != "1" || env["GROUP_WORLD_SIZE"] != "3" {
 		t.Fatalf("uneven nodes with flags: %v, %v", env, err)
+	}
+}
+
+// The token of a job on one node is generated, never derived from what
+// others can know (the run id, the endpoint): two resolutions with the same
+// flags get different tokens, neither the run id's derivation.
+func TestSingleNodeTokenIsRandom(t *testing.T) {
+	f := baseFlags()
+	f.RdzvID, f.RdzvEndpoint = "job7", "127.0.0.1:29500"
+	a, err := Resolve(f, envFunc(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Resolve(f, envFunc(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Token == b.Token || a.Token == DeriveToken("job7") || len(a.Token) < 32 {
+		t.Fatalf("tokens %q and %q of two single-node runs with run id job7: want random 128-bit ones", a.Token, b.Token)
+	}
+}
+
+// jobToken decides the token: what PPLAUNCH_TOKEN gives, else generated on
+// one node, else refused.
+func TestJobToken(t *testing.T) {
+	for _, c := range []struct {
+		given   string
+		nnodes  int
+		want    string // "" with no error: a generated one
+		wantErr bool
+	}{
+		{"given", 1, "given", false},
+		{"given", 4, "given", false},
+		{"", 1, "", false},
+		{"", 2, "", true},
+	} {
+		got, err := jobToken(c.given, c.nnodes, "--nnodes")
+		switch {
+		case c.wantErr && (err == nil || got != ""):
+			t.Errorf("jobToken(%q, %d) = %q, %v; want a refusal", c.given, c.nnodes, got, err)
+		case !c.wantErr && err != nil:
+			t.Errorf("jobToken(%q, %d): %v", c.given, c.nnodes, err)
+		case c.want != "" && got != c.want, c.want == "" && !c.wantErr && len(got) != 32:
+			t.Errorf("jobToken(%q, %d) = %q, want %q (or a generated one)", c.given, c.nnodes, got, c.want)
+		}
 	}
 }
 

@@ -103,7 +103,10 @@ func DirectEnv(f Flags, getenv func(string) string) (map[string]string, error) {
 		return nil, fmt.Errorf("--direct: rank %d: the job spans nodes and nothing names node 0's host; give --master-addr (or MASTER_ADDR)", rank)
 	}
 	token := getenv(store.EnvToken)
-	if token == "" {
+	switch {
+	case token == "" && nnodes > 1:
+		return nil, errNoToken(fmt.Sprintf("--direct: rank %d of %d on %d nodes", rank, world, nnodes))
+	case token == "":
 		token = DeriveToken(runID)
 	}
 	addr := joinHostPort(host, port)

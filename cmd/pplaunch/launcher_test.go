@@ -58,7 +58,8 @@ func TestHelp(t *testing.T) {
 	}
 	for _, want := range []string{"--nproc", "PPLAUNCH_NPROC", "--nnodes", "--node-rank", "--rdzv-endpoint", "--master-addr",
 		"MASTER_PORT", "--rdzv-id", "--standalone", "--max-restarts", "--rdzv-timeout", "--log-dir", "--tee",
-		"--local-ranks-filter", "--grace-period", "--tag", "--no-tag", "--direct", "Examples:", "-- PROGRAM", "bench"} {
+		"--local-ranks-filter", "--grace-period", "--tag", "--no-tag", "--direct", "Examples:", "-- PROGRAM", "bench",
+		"export\nPPLAUNCH_TOKEN=$(openssl rand -hex 16)"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("--help lacks %q:\n%s", want, out.String())
 		}
@@ -82,6 +83,9 @@ func TestArgumentErrors(t *testing.T) {
 		{[]string{"--direct", "--", "true"}, []string{"SLURM_JOB_ID=", "OMPI_COMM_WORLD_RANK=", "PMI_RANK="}, "no launcher found"},
 		{[]string{"--bogus"}, nil, "unknown argument --bogus"},
 		{[]string{"--nproc", "2"}, nil, "nothing to run"},
+		// Several nodes need a secret: refused before the agent listens.
+		{[]string{"--nnodes", "2", "--node-rank", "0", "--rdzv-endpoint", "127.0.0.1:1", "--", "true"}, []string{"PPLAUNCH_TOKEN="},
+			"pplaunch: --nnodes 2: a job on several nodes needs a secret token shared by its nodes, and PPLAUNCH_TOKEN is not set; generate one and export the same value on every node before pplaunch starts: export PPLAUNCH_TOKEN=$(openssl rand -hex 16)"},
 	}
 	for _, c := range cases {
 		var out bytes.Buffer
@@ -205,7 +209,7 @@ func TestTwoAgentProcesses(t *testing.T) {
 	port := freePort(t)
 	cmds := make([]*exec.Cmd, 2)
 	for n := range 2 {
-		cmds[n] = pplaunch(t, nil, "--nnodes", "2", "--node-rank", strconv.Itoa(n), "--rdzv-endpoint", "127.0.0.1:"+port,
+		cmds[n] = pplaunch(t, []string{"PPLAUNCH_TOKEN=two-agents-secret"}, "--nnodes", "2", "--node-rank", strconv.Itoa(n), "--rdzv-endpoint", "127.0.0.1:"+port,
 			"--rdzv-id", "two-agents", "--rdzv-timeout", "60s", "--nproc", "4", "bench", "store", "--iters", "10")
 	}
 	codes, outs := runTogether(t, cmds)

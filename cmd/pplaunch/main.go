@@ -53,7 +53,9 @@ func (cli) Epilogue() string {
   srun --ntasks-per-node=1 pplaunch --nproc 4 -- ./worker   (nodes and node rank from Slurm)
   srun --ntasks-per-node=4 pplaunch --direct bench store    (each srun task is one rank)
 
-Flags win over their environment variables, which win over Slurm's.`
+Flags win over their environment variables, which win over Slurm's.
+
+` + launch.TokenHelp
 }
 
 func main() {

@@ -332,6 +332,7 @@ func TestTrainTwoNodes(t *testing.T) {
 			"--rdzv-id", "train-two-nodes", "--rdzv-timeout", "60s", "--nproc", "2",
 			"train", "--metrics", metrics, "--checkpoint-dir", filepath.Join(dir, "ckpt")}, args...)
 		cmd := h.Command(ctx, bin, argv...)
+		cmd.Env = append(os.Environ(), "PPLAUNCH_TOKEN=train-two-nodes-secret")
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

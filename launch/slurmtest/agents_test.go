@@ -42,7 +42,7 @@ func TestAgentsOnTwoHosts(t *testing.T) {
 			"--rdzv-endpoint", endpoint, "--rdzv-id", "netns-test", "--rdzv-timeout", "30s", "--nproc", strconv.Itoa(perNode),
 			"--", "sh", "-c", ReportScript, "sh", reports}
 		cmd := h.Command(ctx, bin, agents[i].args...)
-		cmd.Env = CleanEnv()
+		cmd.Env = append(CleanEnv(), "PPLAUNCH_TOKEN=netns-test-secret")
 		go func() {
 			agents[i].out, agents[i].err = cmd.CombinedOutput()
 			done <- i

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"strings"
 	"sync"
 	"time"
 )
@@ -28,7 +27,8 @@ type Client struct {
 	err     error // set once the connection is gone
 }
 
-// ErrRefused is returned by Dial when the store refuses the token.
+// ErrRefused is returned by Dial when the store refuses the connection (a
+// wrong token).
 var ErrRefused = errors.New("store refused the connection")
 
 // retryEvery is the pause between attempts to reach a store not yet listening.
@@ -38,8 +38,8 @@ const retryEvery = 50 * time.Millisecond
 // namespace ns (a prefix; "" for the root). It retries while the store is not
 // reachable yet, until ctx ends; a refused token is not retried.
 func Dial(ctx context.Context, addr, token, ns string) (*Client, error) {
-	if len(ns) > MaxKey {
-		return nil, fmt.Errorf("store %s: namespace of %d bytes exceeds the limit of %d", addr, len(ns), MaxKey)
+	if len(ns) > MaxNamespace {
+		return nil, fmt.Errorf("store %s: namespace of %d bytes exceeds the limit of %d", addr, len(ns), MaxNamespace)
 	}
 	start := time.Now()
 	var last error
@@ -66,29 +66,25 @@ func dialOnce(ctx context.Context, addr, token, ns string) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	cl := &Client{addr: addr, c: c, w: bufio.NewWriterSize(c, 64<<10), pending: map[uint64]chan *msg{}}
-	// The hello is answered before the reader starts, so read it inline.
 	if dl, ok := ctx.Deadline(); ok {
 		c.SetDeadline(dl)
 	} else {
-		c.SetDeadline(time.Now().Add(helloTimeout))
+		c.SetDeadline(time.Now().Add(HandshakeTimeout))
 	}
-	r := bufio.NewReaderSize(c, 64<<10)
-	if err := cl.write(&msg{op: opHello, key: ns, val: []byte(token)}); err != nil {
+	if err := DialHandshake(c, storeMagic, token, []byte(ns)); err != nil {
 		c.Close()
-		return nil, err
-	}
-	rep, _, err := readMsg(r, nil)
-	if err != nil {
-		c.Close()
-		return nil, fmt.Errorf("store %s: hello: %w", addr, err)
-	}
-	if rep.err != "" {
-		c.Close()
-		return nil, fmt.Errorf("store %s: %w: %s", addr, ErrRefused, strings.TrimPrefix(rep.err, ErrRefused.Error()+": "))
+		var ref *RefusedError
+		if errors.As(err, &ref) {
+			if ref.Reason == WrongToken {
+				return nil, fmt.Errorf("store %s: %w: %s (every node of the job must export the same %s)", addr, ErrRefused, ref.Reason, EnvToken)
+			}
+			return nil, fmt.Errorf("store %s: %w: %s", addr, ErrRefused, ref.Reason)
+		}
+		return nil, fmt.Errorf("store %s: handshake: %w", addr, err)
 	}
 	c.SetDeadline(time.Time{})
-	go cl.read(r)
+	cl := &Client{addr: addr, c: c, w: bufio.NewWriterSize(c, 64<<10), pending: map[uint64]chan *msg{}}
+	go cl.read(bufio.NewReaderSize(c, 64<<10))
 	return cl, nil
 }
 

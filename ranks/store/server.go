@@ -3,7 +3,6 @@ package store
 import (
 	"bufio"
 	"context"
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"log"
@@ -13,25 +12,39 @@ import (
 	"time"
 )
 
-// helloTimeout bounds how long a new connection may take to present its token.
-const helloTimeout = 10 * time.Second
+// storeMagic opens the store's handshake (see AcceptHandshake).
+const storeMagic = "PPS2"
 
 // Server is the TCP store: it serves one in-process Memory to every client
-// that presents the job's token. Each connection has a namespace (given in its
-// hello) that prefixes its keys, so the agents' keys and each restart's rank
-// keys never meet.
+// that proves it holds the job's token (AcceptHandshake). Each connection has a
+// namespace (asked for in its hello) that prefixes its keys, so the agents'
+// keys and each restart's rank keys never meet.
+//
+// Before a client has proved the token the server holds at most MaxHello
+// bytes for it, runs at most MaxHandshakes handshakes at once and drops a
+// client that has not finished its handshake within HandshakeTimeout.
 type Server struct {
 	ln    net.Listener
 	token string
 	logf  func(format string, args ...any)
 	mem   *Memory
+	lim   admission
 
-	mu    sync.Mutex
-	conns map[net.Conn]struct{}
-	left  chan struct{} // closed and replaced whenever a connection ends
-	done  bool
-	wg    sync.WaitGroup
+	mu     sync.Mutex
+	conns  map[net.Conn]bool // every open connection: true once it proved the token
+	left   chan struct{}     // closed and replaced whenever a client's connection ends
+	done   bool
+	closed chan struct{} // closed by Close
+	wg     sync.WaitGroup
 }
+
+// admission is what a server allows unauthenticated connections.
+type admission struct {
+	handshakes int           // at once
+	timeout    time.Duration // for each
+}
+
+var defaultAdmission = admission{handshakes: MaxHandshakes, timeout: HandshakeTimeout}
 
 // Listen starts a store on addr ("host:port"; port 0 picks a free one) that
 // accepts clients presenting token. logf receives one line per refused
@@ -49,10 +62,15 @@ func Listen(addr, token string, logf func(format string, args ...any)) (*Server,
 
 // Serve serves the store on ln until Close.
 func Serve(ln net.Listener, token string, logf func(format string, args ...any)) *Server {
+	return serve(ln, token, logf, defaultAdmission)
+}
+
+func serve(ln net.Listener, token string, logf func(format string, args ...any), lim admission) *Server {
 	if logf == nil {
 		logf = log.Printf
 	}
-	s := &Server{ln: ln, token: token, logf: logf, mem: NewMemory(), conns: map[net.Conn]struct{}{}, left: make(chan struct{})}
+	s := &Server{ln: ln, token: token, logf: logf, mem: NewMemory(), lim: lim,
+		conns: map[net.Conn]bool{}, left: make(chan struct{}), closed: make(chan struct{})}
 	s.wg.Add(1)
 	go s.accept()
 	return s
@@ -70,6 +88,7 @@ func (s *Server) Close() error {
 		return nil
 	}
 	s.done = true
+	close(s.closed)
 	err := s.ln.Close()
 	for c := range s.conns {
 		c.Close()
@@ -80,13 +99,19 @@ func (s *Server) Close() error {
 	return err
 }
 
-// WaitIdle blocks until no client is connected, or ctx ends. A rank that
+// WaitIdle blocks until no client is connected, or ctx ends. Connections that
+// have not proved the token are not clients: they cannot hold it up. A rank that
 // hosts the store calls it before Close, so the store outlives every reply
 // its clients are still reading.
 func (s *Server) WaitIdle(ctx context.Context) error {
 	for {
 		s.mu.Lock()
-		n, left := len(s.conns), s.left
+		n, left := 0, s.left
+		for _, admitted := range s.conns {
+			if admitted {
+				n++
+			}
+		}
 		s.mu.Unlock()
 		if n == 0 {
 			return nil
@@ -99,11 +124,21 @@ func (s *Server) WaitIdle(ctx context.Context) error {
 	}
 }
 
+// accept admits connections: each takes one of the gate's slots until its
+// handshake ends, so at most lim.handshakes unauthenticated connections are
+// held at a time; the rest wait in the kernel's accept queue.
 func (s *Server) accept() {
 	defer s.wg.Done()
+	gate := NewGate(s.lim.handshakes)
 	var backoff time.Duration
 	for {
+		if !gate.Enter(s.closed) {
+			return
+		}
 		c, err := s.ln.Accept()
+		if err != nil {
+			gate.Leave()
+		}
 		if errors.Is(err, net.ErrClosed) {
 			return
 		}
@@ -120,19 +155,30 @@ func (s *Server) accept() {
 		s.mu.Lock()
 		if s.done {
 			s.mu.Unlock()
+			gate.Leave()
 			c.Close()
 			return
 		}
-		s.conns[c] = struct{}{}
+		s.conns[c] = false
 		s.wg.Add(1)
 		s.mu.Unlock()
 		go func() {
 			defer s.wg.Done()
-			s.serveConn(c)
+			ns, err := s.admit(c, gate)
+			if err != nil {
+				s.logf("store %s: refused connection from %s: %v", s.ln.Addr(), c.RemoteAddr(), err)
+			} else {
+				s.mu.Lock()
+				s.conns[c] = true
+				s.mu.Unlock()
+				s.serveConn(c, ns)
+			}
 			s.mu.Lock()
 			delete(s.conns, c)
-			close(s.left)
-			s.left = make(chan struct{})
+			if err == nil {
+				close(s.left)
+				s.left = make(chan struct{})
+			}
 			s.mu.Unlock()
 			c.Close()
 		}()
@@ -151,29 +197,29 @@ type conn struct {
 	cancel map[uint64]context.CancelFunc // blocked requests, by id
 }
 
-func (s *Server) serveConn(c net.Conn) {
-	r := bufio.NewReaderSize(c, 64<<10)
-	c.SetReadDeadline(time.Now().Add(helloTimeout))
-	hello, buf, err := readMsg(r, nil)
+// admit runs the handshake on c within the admission timeout and gives back
+// c's gate slot; it returns the namespace the client asked for.
+func (s *Server) admit(c net.Conn, gate *Gate) (string, error) {
+	defer gate.Leave()
+	c.SetDeadline(time.Now().Add(s.lim.timeout))
+	ns, err := AcceptHandshake(c, storeMagic, s.token, nil)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return "", fmt.Errorf("no complete hello within %v", s.lim.timeout)
+	}
 	if err != nil {
-		s.logf("store %s: refused connection from %s: no hello within %v: %v", s.ln.Addr(), c.RemoteAddr(), helloTimeout, err)
-		return
+		return "", err
 	}
-	cn := &conn{s: s, c: c, w: bufio.NewWriterSize(c, 64<<10), cancel: map[uint64]context.CancelFunc{}}
-	if hello.op != opHello || subtle.ConstantTimeCompare(hello.val, []byte(s.token)) != 1 {
-		why := "wrong token"
-		if hello.op != opHello {
-			why = "first message is " + hello.op.String() + ", not hello"
-		}
-		s.logf("store %s: refused connection from %s: %s", s.ln.Addr(), c.RemoteAddr(), why)
-		cn.reply(&msg{op: opReply, id: hello.id, err: "store refused the connection: " + why})
-		return
-	}
-	c.SetReadDeadline(time.Time{})
-	cn.ns = hello.key
-	if err := cn.reply(&msg{op: opReply, id: hello.id}); err != nil {
-		return
-	}
+	return string(ns), c.SetDeadline(time.Time{})
+}
+
+// serveConn serves the requests of an admitted client. Its buffers are made
+// only now, once the client has proved the token.
+func (s *Server) serveConn(c net.Conn, ns string) {
+	r := bufio.NewReaderSize(c, 64<<10)
+	cn := &conn{s: s, c: c, ns: ns, w: bufio.NewWriterSize(c, 64<<10), cancel: map[uint64]context.CancelFunc{}}
+	var buf []byte
+	var err error
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	defer func() {

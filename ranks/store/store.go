@@ -8,6 +8,11 @@
 //
 // Every blocking call takes a context; callers give it a deadline, so no wait is
 // unbounded.
+//
+// The handshake (AcceptHandshake, DialHandshake) and the bound on concurrent
+// handshakes (Gate) live here too, and the rank links (package collective)
+// use them: every pplaunch listener admits connections the same way. This
+// package imports nothing of pplaunch.
 package store
 
 import (

@@ -174,14 +174,15 @@ func TestWrongTokenRefused(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	c, err := Dial(ctx, s.Addr().String(), "guess", "")
-	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "wrong token") {
-		t.Fatalf("dial with a wrong token: %v, %v; want ErrRefused", c, err)
+	want := "store " + s.Addr().String() + ": store refused the connection: wrong job token (every node of the job must export the same PPLAUNCH_TOKEN)"
+	if !errors.Is(err, ErrRefused) || err.Error() != want {
+		t.Fatalf("dial with a wrong token: %v, %v; want ErrRefused: %s", c, err, want)
 	}
 	<-lb.added
-	if log := lb.String(); !strings.Contains(log, "refused connection from 127.0.0.1:") || !strings.Contains(log, "wrong token") {
-		t.Fatalf("server log %q does not name the refused peer", log)
+	if log := lb.String(); !strings.Contains(log, "refused connection from 127.0.0.1:") || !strings.Contains(log, "wrong job token") || strings.Contains(log, testToken) {
+		t.Fatalf("server log %q does not name the refused peer (or names the token)", log)
 	}
-	// A peer that skips the hello is refused too.
+	// A peer that skips the handshake is refused too.
 	raw, err := net.Dial("tcp", s.Addr().String())
 	if err != nil {
 		t.Fatal(err)
@@ -189,7 +190,7 @@ func TestWrongTokenRefused(t *testing.T) {
 	defer raw.Close()
 	raw.Write(appendMsg(nil, &msg{op: opSet, key: "k", val: []byte("v")}))
 	<-lb.added
-	if !strings.Contains(lb.String(), "not hello") {
+	if !strings.Contains(lb.String(), "not a pplaunch PPS2 hello") {
 		t.Fatalf("server log %q does not mention the missing hello", lb.String())
 	}
 	if n, err := dial(t, s, "").Count(ctx); err != nil || n != 0 {
@@ -348,8 +349,7 @@ func TestMalformedFrameDropsConnection(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer raw.Close()
-	raw.Write(appendMsg(nil, &msg{op: opHello, val: []byte(testToken)}))
-	if _, _, err := readMsg(raw, nil); err != nil {
+	if err := DialHandshake(raw, storeMagic, testToken, nil); err != nil {
 		t.Fatal(err)
 	}
 	raw.Write([]byte{0xff, 0xff, 0xff, 0xff})

@@ -12,13 +12,15 @@ import (
 //	u32 length | u8 op | u64 id | i64 n | u8 flags | key | val | exp | err | u32 nkeys | key...
 //
 // big-endian, where key, err are strings and val, exp byte strings, each a u32
-// length then the bytes. A connection starts with opHello (val: the token, key:
-// the namespace the connection's keys live in); the server answers every
+// length then the bytes. Frames follow the handshake (AcceptHandshake, its
+// about the namespace the connection's keys live in); the server answers every
 // request with an opReply of the same id, in any order (a blocked get does not
 // hold up the requests behind it).
 const (
-	// MaxKey bounds a key (and the namespace, and an error text).
+	// MaxKey bounds a key (and an error text).
 	MaxKey = 4 << 10
+	// MaxNamespace bounds a connection's namespace (sent in the handshake).
+	MaxNamespace = MaxAbout
 	// MaxValue bounds a value.
 	MaxValue = 16 << 20
 	// MaxKeys bounds the keys of one Wait.
@@ -31,7 +33,7 @@ const (
 type op uint8
 
 const (
-	opHello op = iota + 1
+	opHello op = iota + 1 // retired: the handshake replaced it; refused as a request
 	opSet
 	opGet
 	opAdd
