@@ -62,7 +62,7 @@ type trainer struct {
 	origin time.Time
 	offset time.Duration // add to this rank's clock to get rank 0's
 	// data-parallel reduction in flight, per stage
-	dp      map[int]*dpReduce
+	dp      map[int]*dpExchange
 	curStep int
 }
 
