@@ -49,32 +49,17 @@ func cpuTime() time.Duration {
 // record: measured and predicted bubble (replica 0's pipeline) and every
 // rank's peak activation bytes. Times travel on rank 0's clock.
 func (t *trainer) report(ctx context.Context, step int, sr *StepResult, cpuS float64) (*StepRecord, error) {
-	enc := func(rank int, sr *StepResult) []float64 {
-		list := t.sched.Ranks[rank%t.cfg.PP]
-		v := make([]float64, reportHead+2*len(list))
-		var perMB int64
-		for _, n := range sr.PerMB {
-			perMB += n
-		}
-		v[0] = sr.Start.Add(t.offset).Sub(t.origin).Seconds()
-		v[1], v[2], v[3] = float64(sr.Peak), float64(perMB), cpuS
-		for i, sp := range sr.Spans {
-			v[reportHead+2*i], v[reportHead+1+2*i] = sp.Start, sp.End
-		}
-		return v
-	}
 	tag := collective.Tag{Kind: collective.Control, Chunk: chunkReport, Step: uint32(step)}
 	wctx, cancel := t.waitCtx(ctx)
 	defer cancel()
 	if t.job.Rank != 0 {
-		buf := enc(t.job.Rank, sr)
-		if err := t.job.Comm.Send(wctx, 0, tag, collective.F64(buf)); err != nil {
+		if err := t.job.Comm.Send(wctx, 0, tag, collective.F64(t.encodeReport(sr, cpuS))); err != nil {
 			return nil, fmt.Errorf("step %d: report to rank 0: %w", step, err)
 		}
 		return nil, nil
 	}
 	all := make([][]float64, t.job.Size)
-	all[0] = enc(0, sr)
+	all[0] = t.encodeReport(sr, cpuS)
 	var ops []collective.Op
 	for r := 1; r < t.job.Size; r++ {
 		all[r] = make([]float64, reportHead+2*len(t.sched.Ranks[r%t.cfg.PP]))
@@ -85,6 +70,32 @@ func (t *trainer) report(ctx context.Context, step int, sr *StepResult, cpuS flo
 			return nil, fmt.Errorf("step %d: reports from the ranks: %w", step, err)
 		}
 	}
+	rec := t.record(step, all)
+	if err := t.bubbles(rec, all); err != nil {
+		return nil, fmt.Errorf("step %d: %w", step, err)
+	}
+	return rec, nil
+}
+
+// encodeReport is this rank's report message: the header, then every
+// span's start and end.
+func (t *trainer) encodeReport(sr *StepResult, cpuS float64) []float64 {
+	v := make([]float64, reportHead+2*len(sr.Spans))
+	var perMB int64
+	for _, n := range sr.PerMB {
+		perMB += n
+	}
+	v[0] = sr.Start.Add(t.offset).Sub(t.origin).Seconds()
+	v[1], v[2], v[3] = float64(sr.Peak), float64(perMB), cpuS
+	for i, sp := range sr.Spans {
+		v[reportHead+2*i], v[reportHead+1+2*i] = sp.Start, sp.End
+	}
+	return v
+}
+
+// record is the step's record from every rank's report, with the timeline
+// of every rank on rank 0's clock.
+func (t *trainer) record(step int, all [][]float64) *StepRecord {
 	rec := &StepRecord{Step: step, PeakActivation: make([]int64, t.job.Size), PeakMicroBatches: make([]float64, t.job.Size), CPUS: make([]float64, t.job.Size)}
 	abs := &schedules.Timeline{Ranks: make([][]schedules.Span, t.job.Size)}
 	for r, v := range all {
@@ -94,41 +105,47 @@ func (t *trainer) report(ctx context.Context, step int, sr *StepResult, cpuS flo
 			rec.PeakMicroBatches[r] = v[1] / v[2]
 		}
 		list := t.sched.Ranks[r%t.cfg.PP]
+		abs.Ranks[r] = make([]schedules.Span, len(list))
 		for i, a := range list {
-			abs.Ranks[r] = append(abs.Ranks[r], schedules.Span{Action: a, Start: v[0] + v[reportHead+2*i], End: v[0] + v[reportHead+1+2*i]})
+			abs.Ranks[r][i] = schedules.Span{Action: a, Start: v[0] + v[reportHead+2*i], End: v[0] + v[reportHead+1+2*i]}
 		}
 	}
 	rec.Timeline = abs
-	// Replica 0's pipeline, from its earliest start.
+	return rec
+}
+
+// bubbles sets the measured bubble of replica 0's pipeline (from its
+// earliest start) and the one the simulator predicts from its mean action
+// times.
+func (t *trainer) bubbles(rec *StepRecord, all [][]float64) error {
 	pipe := &schedules.Timeline{Ranks: make([][]schedules.Span, t.cfg.PP)}
 	t0 := math.Inf(1)
 	for p := range t.cfg.PP {
 		t0 = min(t0, all[p][0])
 	}
 	for p := range t.cfg.PP {
-		for _, sp := range abs.Ranks[p] {
+		for _, sp := range rec.Timeline.Ranks[p] {
 			sp.Start -= t0
 			sp.End -= t0
 			pipe.Ranks[p] = append(pipe.Ranks[p], sp)
 		}
 	}
-	if st, err := schedules.Analyze(t.sched, pipe, nil); err == nil {
-		rec.BubbleMeasured = st.Bubble
-	} else {
-		return nil, fmt.Errorf("step %d: measured timeline: %w", step, err)
+	st, err := schedules.Analyze(t.sched, pipe, nil)
+	if err != nil {
+		return fmt.Errorf("measured timeline: %w", err)
 	}
+	rec.BubbleMeasured = st.Bubble
 	costs, err := schedules.MeanCosts(t.sched, pipe)
 	if err != nil {
-		return nil, fmt.Errorf("step %d: measured costs: %w", step, err)
+		return fmt.Errorf("measured costs: %w", err)
 	}
 	sim, err := schedules.Simulate(t.sched, costs)
 	if err != nil {
-		return nil, fmt.Errorf("step %d: simulation of measured costs: %w", step, err)
+		return fmt.Errorf("simulation of measured costs: %w", err)
 	}
-	st, err := schedules.Analyze(t.sched, sim, nil)
-	if err != nil {
-		return nil, fmt.Errorf("step %d: simulated timeline: %w", step, err)
+	if st, err = schedules.Analyze(t.sched, sim, nil); err != nil {
+		return fmt.Errorf("simulated timeline: %w", err)
 	}
 	rec.BubblePredicted = st.Bubble
-	return rec, nil
+	return nil
 }

@@ -38,10 +38,10 @@ type Job struct {
 
 // Result is what Train returns on rank 0.
 type Result struct {
-	FirstStep, Steps int // ran steps FirstStep..Steps-1
-	Records          []StepRecord
-	Checkpoint       string // directory of the final checkpoint, if any
-	Stopped          bool   // Job.Stop asked to stop before the last step
+	FirstStep, Steps int     // ran steps FirstStep..Steps-1
+	Summary          Summary // running totals of rank 0's step records
+	Checkpoint       string  // directory of the final checkpoint, if any
+	Stopped          bool    // Job.Stop asked to stop before the last step
 }
 
 // trainer is one rank's state.
@@ -211,7 +211,7 @@ func (t *trainer) loop(ctx context.Context) (*Result, error) {
 			rec.Loss, rec.ValLoss, rec.GradNorm, rec.LR = loss, val, norm, lr
 			rec.StepS = stepS
 			rec.TokensPerS = tokensPerStep / stepS
-			res.Records = append(res.Records, *rec)
+			res.Summary.Add(*rec)
 			if t.job.Report != nil {
 				t.job.Report(*rec)
 			}

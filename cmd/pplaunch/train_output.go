@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/pplaunch/pplaunch/ranks"
-	"github.com/pplaunch/pplaunch/schedules"
 )
 
 // trainOutput is rank 0's console, metrics and trace.
@@ -20,8 +19,8 @@ type trainOutput struct {
 	tty     bool
 	metrics *os.File
 	enc     *json.Encoder
-	encErr  error // the first failed --metrics write, reported at the end
-	trace   *schedules.Timeline
+	encErr  error        // the first failed --metrics write, reported at the end
+	trace   *traceStream // nil without --trace and --trace-svg
 	c       *trainCmd
 	start   time.Time
 }
@@ -36,7 +35,12 @@ func newTrainOutput(c *trainCmd, cfg ranks.TrainConfig, backend string, world in
 		o.metrics, o.enc = f, json.NewEncoder(f)
 	}
 	if c.Trace != "" || c.TraceSVG != "" {
-		o.trace = &schedules.Timeline{Ranks: make([][]schedules.Span, world)}
+		t, err := openTraceStream(c.Trace, c.TraceSVG, world)
+		if err != nil {
+			o.close()
+			return nil, fmt.Errorf("--trace: %w", err)
+		}
+		o.trace = t
 	}
 	v := ""
 	if cfg.Schedule == "interleaved" {
@@ -60,10 +64,8 @@ func (o *trainOutput) step(r ranks.StepRecord) {
 	if o.enc != nil && o.encErr == nil {
 		o.encErr = o.enc.Encode(r)
 	}
-	if o.trace != nil {
-		for i, spans := range r.Timeline.Ranks {
-			o.trace.Ranks[i] = append(o.trace.Ranks[i], spans...)
-		}
+	if o.trace != nil && r.Timeline != nil {
+		o.trace.add(r.Timeline)
 	}
 	peaks := make([]string, len(r.PeakActivation))
 	for i, p := range r.PeakActivation {
@@ -95,6 +97,9 @@ func (o *trainOutput) close() {
 	if o.metrics != nil {
 		o.metrics.Close()
 	}
+	if o.trace != nil {
+		o.trace.close()
+	}
 }
 
 // finish writes the trace files and prints the summary; sig is the
@@ -108,43 +113,24 @@ func (o *trainOutput) finish(res *ranks.Result, sig os.Signal) error {
 		}
 	}
 	if o.trace != nil {
-		if err := writeFile(o.c.Trace, func(w io.Writer) error { return schedules.WriteTrace(w, o.trace) }); err != nil {
-			return fmt.Errorf("train: --trace: %w", err)
-		}
-		if err := writeFile(o.c.TraceSVG, func(w io.Writer) error {
-			return schedules.WriteSVG(w, o.trace, fmt.Sprintf("measured: %s, pp %d × dp %d, %d micro-batches", o.cfg.Schedule, o.cfg.PP, o.cfg.DP, o.cfg.Micro))
-		}); err != nil {
-			return fmt.Errorf("train: --trace-svg: %w", err)
+		title := fmt.Sprintf("measured: %s, pp %d × dp %d, %d micro-batches", o.cfg.Schedule, o.cfg.PP, o.cfg.DP, o.cfg.Micro)
+		if err := o.trace.finish(o.c.TraceSVG, title); err != nil {
+			return fmt.Errorf("train: %w", err)
 		}
 	}
-	recs := res.Records
+	sum := &res.Summary
 	fmt.Fprintf(o.w, "\nsummary: steps %d..%d in %.1fs", res.FirstStep+1, res.Steps, time.Since(o.start).Seconds())
-	if len(recs) == 0 {
+	if sum.Steps == 0 {
 		fmt.Fprintln(o.w, " (nothing to do)")
 		return nil
 	}
-	fmt.Fprintf(o.w, "\n  loss %.4f -> %.4f", recs[0].Loss, recs[len(recs)-1].Loss)
-	for i := len(recs) - 1; i >= 0; i-- {
-		if recs[i].ValLoss != nil {
-			fmt.Fprintf(o.w, ", validation loss %.4f", *recs[i].ValLoss)
-			break
-		}
+	fmt.Fprintf(o.w, "\n  loss %.4f -> %.4f", sum.FirstLoss, sum.Last.Loss)
+	if sum.ValLoss != nil {
+		fmt.Fprintf(o.w, ", validation loss %.4f", *sum.ValLoss)
 	}
-	// The first step pays for warm-up (allocation, connections): leave it out.
-	steady := recs
-	if len(steady) > 1 {
-		steady = steady[1:]
-	}
-	var tps, st, bm, bp float64
-	for _, r := range steady {
-		tps += r.TokensPerS
-		st += r.StepS
-		bm += r.BubbleMeasured
-		bp += r.BubblePredicted
-	}
-	n := float64(len(steady))
-	fmt.Fprintf(o.w, "\n  %.0f tokens/s, %.3fs per step, bubble %.1f%% measured, %.1f%% predicted from measured action times\n", tps/n, st/n, 100*bm/n, 100*bp/n)
-	last := recs[len(recs)-1]
+	tps, st, bm, bp := sum.Steady()
+	fmt.Fprintf(o.w, "\n  %.0f tokens/s, %.3fs per step, bubble %.1f%% measured, %.1f%% predicted from measured action times\n", tps, st, 100*bm, 100*bp)
+	last := sum.Last
 	for r, p := range last.PeakActivation {
 		fmt.Fprintf(o.w, "  rank %d: peak activations %s MiB (%.2f micro-batches)\n", r, mib(p), last.PeakMicroBatches[r])
 	}
