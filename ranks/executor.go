@@ -14,7 +14,10 @@ import (
 )
 
 // Stage is what the executor drives: *models.Stage, or a stand-in with
-// a known cost per action (the runtime-overhead benchmark).
+// a known cost per action (the runtime-overhead benchmark). The tensors
+// Forward, Backward and BackwardInput return belong to the caller from then
+// on: the stage keeps no reference to them, since the executor hands a sent
+// one to a later receive to write into.
 type Stage interface {
 	IsFirst() bool
 	IsLast() bool
