@@ -77,9 +77,11 @@ func drawTrace(trace, svg, title string) error {
 	return writeFile(svg, func(w io.Writer) error { return schedules.WriteSVG(w, tl, title) })
 }
 
-// close releases the file (after an error too) and removes a temporary one.
+// close releases the file and removes a temporary one. After a failed run
+// it ends the trace first, so that the steps done so far open in a viewer.
 func (s *traceStream) close() {
 	if s.f != nil {
+		s.tw.Close()
 		s.f.Close()
 		s.f = nil
 	}

@@ -89,3 +89,26 @@ func readFile(t *testing.T, path string) string {
 	}
 	return string(b)
 }
+
+// TestTrainOutputTraceAfterFailure: a run that stops with an error (close
+// without finish) leaves a trace of the steps done that is still valid.
+func TestTrainOutputTraceAfterFailure(t *testing.T) {
+	c := &trainCmd{Trace: filepath.Join(t.TempDir(), "t.json")}
+	var buf strings.Builder
+	o, err := newTrainOutput(c, ranks.TrainConfig{Steps: 5, Schedule: "1f1b"}, "cpu", 1, &buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl := &schedules.Timeline{Ranks: [][]schedules.Span{{{Action: schedules.Action{Kind: schedules.B}, Start: 1, End: 2}}}}
+	o.step(ranks.StepRecord{Loss: 3, PeakActivation: []int64{0}, Timeline: tl})
+	o.close()
+	f, err := os.Open(c.Trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	back, err := schedules.ReadTrace(f)
+	if err != nil || len(back.Ranks) != 1 || len(back.Ranks[0]) != 1 || back.Ranks[0][0].Action.Kind != schedules.B {
+		t.Errorf("trace after a failed run: %+v, %v", back, err)
+	}
+}
