@@ -65,11 +65,12 @@ func (f *fixedStage) PeakActivationBytes() int64 { return 0 }
 func (f *fixedStage) ResetPeak()                 {}
 func (f *fixedStage) BackwardWeight(int) error   { f.wait(schedules.W, f.cost.W); return nil }
 
-// tensorIf is the stage's message tensor, or nil where there is no peer to
-// send to. It is never written: senders only read it.
+// tensorIf is a message tensor of the stage's shape, or nil where there is
+// no peer to send to. It is a new one each time, as a ranks.Stage's outputs
+// belong to the executor (which reuses sent ones as receive buffers).
 func (f *fixedStage) tensorIf(peer bool) *tensor.Tensor {
 	if peer {
-		return f.act
+		return tensor.New(f.act.Shape...)
 	}
 	return nil
 }

@@ -2,16 +2,26 @@
 // (agent, srun or mpirun), its connection to the store and communicator, and the
 // stage loop that executes a schedule with the real model stages.
 //
-// Executor runs one pipeline rank's action list (from package schedules) step
-// after step: receives posted into reused buffers, sends that do not block
-// compute, gradients accumulated in global micro-batch order, and a timestamp
-// for every action. Train is the training job on a pp × dp mesh: data-parallel
-// gradient exchange as soon as a stage's last backward is done, tied
-// embeddings between the first and last stage, a global gradient norm combined
-// in a canonical order, the optimizer step, validation, checkpoints and
-// resumption, and rank 0's per-step record (loss, throughput, measured and
-// predicted bubble, peak activations, the merged timeline). TrainConfig.Plan
-// checks a configuration for a world size without effects, so the agent can
-// refuse bad flags before any rank starts; Job.Stop lets the ranks agree on a
-// step after which to checkpoint and stop early (preemption).
+// Executor (executor.go, steprun.go) runs one pipeline rank's action list
+// (from package schedules) step after step, one method per action kind:
+// receives posted into pooled buffers of the receiving stage's shape, sends
+// that do not block compute and give their tensors back to the pool, gradients
+// accumulated in global micro-batch order, and a timestamp for every action.
+// Train (train.go) is the training job on a pp × dp mesh: the data-parallel
+// gradient exchange as a chunked reduce-scatter and all-gather started as soon
+// as a stage's last backward is done (dpreduce.go), tied embeddings between the
+// first and last stage (tied.go), a global gradient norm and the losses
+// combined exactly (scalars.go), the optimizer step, validation (eval.go),
+// checkpoints and resumption (ckpt.go), and rank 0's per-step record (loss,
+// throughput, measured and predicted bubble, peak activations, the merged
+// timeline; report.go), of which rank 0 keeps only running totals
+// (summary.go). TrainConfig.Plan (config.go) checks a configuration for a
+// world size without effects, so the agent can refuse bad flags before any
+// rank starts; Job.Stop lets the ranks agree on a step after which to
+// checkpoint and stop early, on the signals Preemption watches (preempt.go).
+// faulthooks.go holds the test-only hooks that stall, kill or hold a rank.
+//
+// ranks imports schedules, collective, models and ranks/store; it must never
+// import launch, bench or cmd (nothing upward), and the decisions it can make
+// without effects (Plan, the schedule, the summary) stay pure.
 package ranks

@@ -76,11 +76,26 @@ func trainInProcess(t *testing.T, cfg TrainConfig, hook func(rank int, failed <-
 	return res, errs
 }
 
+// trainRecorded is trainInProcess keeping every step record rank 0 reports.
+func trainRecorded(t *testing.T, cfg TrainConfig) ([]StepRecord, []error) {
+	t.Helper()
+	var recs []StepRecord
+	res, errs := trainInProcess(t, cfg, func(rank int, _ <-chan struct{}, job *Job) {
+		if rank == 0 {
+			job.Report = func(r StepRecord) { recs = append(recs, r) }
+		}
+	})
+	if res != nil && res.Summary.Steps != len(recs) {
+		t.Errorf("summary of %d steps, %d reported", res.Summary.Steps, len(recs))
+	}
+	return recs, errs
+}
+
 func TestTrainMatchesOneProcess(t *testing.T) {
 	ref := tiny(t)
 	ref.Micro = 8
 	ref.CheckpointDir = t.TempDir()
-	want, errs := trainInProcess(t, ref, nil)
+	want, errs := trainRecorded(t, ref)
 	if err := errors.Join(errs...); err != nil {
 		t.Fatal(err)
 	}
@@ -89,24 +104,27 @@ func TestTrainMatchesOneProcess(t *testing.T) {
 		pp, dp int
 		v      int
 	}{
-		{"1f1b", 4, 2, 0}, {"interleaved", 2, 1, 2}, {"zb-h1", 2, 2, 0}, {"gpipe", 1, 2, 0}, {"zb-v", 2, 1, 0},
+		{"1f1b", 4, 2, 0}, {"interleaved", 2, 1, 2}, {"zb-h1", 2, 2, 0}, {"gpipe", 1, 2, 0}, {"zb-v", 2, 1, 0}, {"1f1b", 2, 4, 0},
 	} {
 		t.Run(fmt.Sprintf("%s/pp%d/dp%d", tc.sched, tc.pp, tc.dp), func(t *testing.T) {
 			cfg := tiny(t)
 			cfg.Schedule, cfg.PP, cfg.DP, cfg.Virtual = tc.sched, tc.pp, tc.dp, tc.v
 			cfg.Micro = 8 / tc.dp
 			cfg.CheckpointDir = t.TempDir()
-			got, errs := trainInProcess(t, cfg, nil)
+			got, errs := trainRecorded(t, cfg)
 			if err := errors.Join(errs...); err != nil {
 				t.Fatal(err)
 			}
-			for i, w := range want.Records {
-				g := got.Records[i]
+			if len(got) != len(want) {
+				t.Fatalf("%d steps reported, one process %d", len(got), len(want))
+			}
+			for i, w := range want {
+				g := got[i]
 				if g.Loss != w.Loss || fmt.Sprint(deref(g.ValLoss)) != fmt.Sprint(deref(w.ValLoss)) {
 					t.Errorf("step %d: loss %v val %v, one process %v val %v", i, g.Loss, deref(g.ValLoss), w.Loss, deref(w.ValLoss))
 				}
 			}
-			if want.Records[len(want.Records)-1].ValLoss == nil {
+			if want[len(want)-1].ValLoss == nil {
 				t.Error("no validation loss at the last step")
 			}
 			sameParams(t, cfg.CheckpointDir, ref.CheckpointDir, "one process")
@@ -161,8 +179,8 @@ func TestTrainStopAgreed(t *testing.T) {
 	if err := errors.Join(errs...); err != nil {
 		t.Fatal(err)
 	}
-	if !res.Stopped || res.Steps != 2 || len(res.Records) != 2 || res.Checkpoint != checkpoint.StepDir(cfg.CheckpointDir, 2) {
-		t.Fatalf("stopped %v after %d steps (%d records), checkpoint %q; want a stop after step 2 with its checkpoint", res.Stopped, res.Steps, len(res.Records), res.Checkpoint)
+	if !res.Stopped || res.Steps != 2 || res.Summary.Steps != 2 || res.Checkpoint != checkpoint.StepDir(cfg.CheckpointDir, 2) {
+		t.Fatalf("stopped %v after %d steps (%d records), checkpoint %q; want a stop after step 2 with its checkpoint", res.Stopped, res.Steps, res.Summary.Steps, res.Checkpoint)
 	}
 	cfg.Resume = true
 	res, errs = trainInProcess(t, cfg, nil)

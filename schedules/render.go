@@ -173,18 +173,9 @@ type traceEvent struct {
 func WriteTrace(w io.Writer, tl *Timeline) error {
 	var ev []traceEvent
 	for r, spans := range tl.Ranks {
-		ev = append(ev,
-			traceEvent{Name: "process_name", Ph: "M", Pid: r, Args: map[string]any{"name": fmt.Sprintf("rank %d", r)}},
-			traceEvent{Name: "thread_name", Ph: "M", Pid: r, Tid: 0, Args: map[string]any{"name": "compute"}},
-			traceEvent{Name: "thread_name", Ph: "M", Pid: r, Tid: 1, Args: map[string]any{"name": "transfers"}})
+		ev = append(ev, rankEvents(r)...)
 		for _, sp := range spans {
-			a := sp.Action
-			e := traceEvent{Name: a.String(), Cat: "compute", Ph: "X", Ts: sp.Start * 1e6, Dur: (sp.End - sp.Start) * 1e6, Pid: r,
-				Args: map[string]any{"kind": a.Kind.String(), "stage": a.Stage, "micro": a.Micro}}
-			if a.Kind.IsTransfer() {
-				e.Cat, e.Tid = "transfer", 1
-			}
-			ev = append(ev, e)
+			ev = append(ev, spanEvent(r, sp))
 		}
 	}
 	enc := json.NewEncoder(w)
@@ -192,4 +183,24 @@ func WriteTrace(w io.Writer, tl *Timeline) error {
 		TraceEvents     []traceEvent `json:"traceEvents"`
 		DisplayTimeUnit string       `json:"displayTimeUnit"`
 	}{ev, "ms"})
+}
+
+// rankEvents are the metadata events that name rank r's process and threads.
+func rankEvents(r int) []traceEvent {
+	return []traceEvent{
+		{Name: "process_name", Ph: "M", Pid: r, Args: map[string]any{"name": fmt.Sprintf("rank %d", r)}},
+		{Name: "thread_name", Ph: "M", Pid: r, Tid: 0, Args: map[string]any{"name": "compute"}},
+		{Name: "thread_name", Ph: "M", Pid: r, Tid: 1, Args: map[string]any{"name": "transfers"}},
+	}
+}
+
+// spanEvent is span sp of rank r as a complete event, in microseconds.
+func spanEvent(r int, sp Span) traceEvent {
+	a := sp.Action
+	e := traceEvent{Name: a.String(), Cat: "compute", Ph: "X", Ts: sp.Start * 1e6, Dur: (sp.End - sp.Start) * 1e6, Pid: r,
+		Args: map[string]any{"kind": a.Kind.String(), "stage": a.Stage, "micro": a.Micro}}
+	if a.Kind.IsTransfer() {
+		e.Cat, e.Tid = "transfer", 1
+	}
+	return e
 }

@@ -242,7 +242,7 @@ func TestTrainKilledRankRestarts(t *testing.T) {
 	ref, killed := t.TempDir(), t.TempDir()
 	r := runJob(t, 4, 0, nil, append(args, "--checkpoint-dir", ref)...)
 	mustSucceed(t, r, "uninterrupted run")
-	k := runJob(t, 4, 1, []string{killEnv + "=2:3"}, append(args, "--checkpoint-dir", killed)...)
+	k := runJob(t, 4, 1, []string{ranks.KillEnv + "=2:3"}, append(args, "--checkpoint-dir", killed)...)
 	mustSucceed(t, k, "run with a killed rank and --max-restarts 1")
 	for _, want := range []string{"SIGKILL before step 3", "resumed from " + filepath.Join(killed, "step-000002")} {
 		if !strings.Contains(k.out, want) {
@@ -262,7 +262,7 @@ func TestTrainStalledRank(t *testing.T) {
 	args := append([]string{"--microbatches", "4"}, tinyModel...)
 	args = append(args, "--steps", "3", "--timeout", "3s")
 	// Timeout 3s plus grace 2s, and room for starting the ranks on a busy machine.
-	r := runJobWithin(t, 30*time.Second, 2, 0, []string{stallEnv + "=1:1:1F2"}, args...)
+	r := runJobWithin(t, 30*time.Second, 2, 0, []string{ranks.StallEnv + "=1:1:1F2"}, args...)
 	if r.code == 0 || r.code == -1 {
 		t.Fatalf("exit %d, want the failure code of the rank that timed out (-1: still running after 30s)\n%s", r.code, r.out)
 	}
@@ -511,7 +511,7 @@ func TestTrainPreempted(t *testing.T) {
 	}{{syscall.SIGUSR1, "SIGUSR1", 0}, {syscall.SIGTERM, "SIGTERM", 128 + int(syscall.SIGTERM)}} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			code, out := runPreempted(t, tc.sig, 3, 6, 2, []string{holdEnv + "=0:3"}, append(args, "--checkpoint-dir", dir)...)
+			code, out := runPreempted(t, tc.sig, 3, 6, 2, []string{ranks.HoldEnv + "=0:3"}, append(args, "--checkpoint-dir", dir)...)
 			if code != tc.code {
 				t.Fatalf("exit %d after %s, want %d:\n%s", code, tc.name, tc.code, out)
 			}

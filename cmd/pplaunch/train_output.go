@@ -1,0 +1,168 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/pplaunch/pplaunch/ranks"
+)
+
+// trainOutput is rank 0's console, metrics and trace.
+type trainOutput struct {
+	cfg     ranks.TrainConfig
+	w       io.Writer
+	tty     bool
+	metrics *os.File
+	enc     *json.Encoder
+	encErr  error        // the first failed --metrics write, reported at the end
+	trace   *traceStream // nil without --trace and --trace-svg
+	c       *trainCmd
+	start   time.Time
+}
+
+func newTrainOutput(c *trainCmd, cfg ranks.TrainConfig, backend string, world int, w io.Writer) (*trainOutput, error) {
+	o := &trainOutput{cfg: cfg, w: w, c: c, start: time.Now(), tty: os.Getenv(terminalEnv) == "1" || isTerminal(w)}
+	if c.Metrics != "" {
+		f, err := os.Create(c.Metrics)
+		if err != nil {
+			return nil, fmt.Errorf("--metrics: %w", err)
+		}
+		o.metrics, o.enc = f, json.NewEncoder(f)
+	}
+	if c.Trace != "" || c.TraceSVG != "" {
+		t, err := openTraceStream(c.Trace, c.TraceSVG, world)
+		if err != nil {
+			o.close()
+			return nil, fmt.Errorf("--trace: %w", err)
+		}
+		o.trace = t
+	}
+	v := ""
+	if cfg.Schedule == "interleaved" {
+		v = fmt.Sprintf(" v=%d", max(cfg.Virtual, 2))
+	}
+	fmt.Fprintf(w, "train: %s (%d parameters) on %s; %d ranks = pp %d × dp %d; schedule %s%s, %d micro-batches of %d sequences; %d steps; compute %s\n",
+		cfg.Model, cfg.Model.NumParams(), dataName(cfg.Data), world, cfg.PP, cfg.DP, cfg.Schedule, v, cfg.Micro, cfg.MicroSize, cfg.Steps, backend)
+	return o, nil
+}
+
+func dataName(p string) string {
+	if p == "" {
+		return "the embedded corpus"
+	}
+	return p
+}
+
+func mib(b int64) string { return fmt.Sprintf("%.1f", float64(b)/(1<<20)) }
+
+func (o *trainOutput) step(r ranks.StepRecord) {
+	if o.enc != nil && o.encErr == nil {
+		o.encErr = o.enc.Encode(r)
+	}
+	if o.trace != nil && r.Timeline != nil {
+		o.trace.add(r.Timeline)
+	}
+	peaks := make([]string, len(r.PeakActivation))
+	for i, p := range r.PeakActivation {
+		peaks[i] = mib(p)
+	}
+	val := ""
+	if r.ValLoss != nil {
+		val = fmt.Sprintf("  val %.4f", *r.ValLoss)
+	}
+	line := fmt.Sprintf("step %d/%d  loss %.4f%s  %.0f tok/s  %.3fs  bubble %.1f%% (sim %.1f%%)  peak act MiB [%s]",
+		r.Step+1, o.cfg.Steps, r.Loss, val, r.TokensPerS, r.StepS, 100*r.BubbleMeasured, 100*r.BubblePredicted, strings.Join(peaks, " "))
+	if !o.tty {
+		fmt.Fprintln(o.w, line)
+		return
+	}
+	// The agent relays whole lines, so the bar is redrawn as a line every
+	// twentieth of the run, at evaluations and at the ends.
+	const width = 20
+	n := max(o.cfg.Steps, 1)
+	done := width * (r.Step + 1) / n
+	if r.Step > 0 && r.Step+1 < n && r.ValLoss == nil && done == width*r.Step/n {
+		return
+	}
+	eta := time.Duration(float64(time.Since(o.start)) / float64(r.Step+1) * float64(n-r.Step-1)).Round(time.Second)
+	fmt.Fprintf(o.w, "[%s%s] %3d%%  ETA %-6v %s\n", strings.Repeat("#", done), strings.Repeat(".", width-done), 100*(r.Step+1)/n, eta, line)
+}
+
+func (o *trainOutput) close() {
+	if o.metrics != nil {
+		o.metrics.Close()
+	}
+	if o.trace != nil {
+		o.trace.close()
+	}
+}
+
+// finish writes the trace files and prints the summary; sig is the
+// preemption signal rank 0 received, if any.
+func (o *trainOutput) finish(res *ranks.Result, sig os.Signal) error {
+	if o.metrics != nil {
+		err := errors.Join(o.encErr, o.metrics.Close())
+		o.metrics = nil
+		if err != nil {
+			return fmt.Errorf("train: --metrics: %w", err)
+		}
+	}
+	if o.trace != nil {
+		title := fmt.Sprintf("measured: %s, pp %d × dp %d, %d micro-batches", o.cfg.Schedule, o.cfg.PP, o.cfg.DP, o.cfg.Micro)
+		if err := o.trace.finish(o.c.TraceSVG, title); err != nil {
+			return fmt.Errorf("train: %w", err)
+		}
+	}
+	sum := &res.Summary
+	fmt.Fprintf(o.w, "\nsummary: steps %d..%d in %.1fs", res.FirstStep+1, res.Steps, time.Since(o.start).Seconds())
+	if sum.Steps == 0 {
+		fmt.Fprintln(o.w, " (nothing to do)")
+		return nil
+	}
+	fmt.Fprintf(o.w, "\n  loss %.4f -> %.4f", sum.FirstLoss, sum.Last.Loss)
+	if sum.ValLoss != nil {
+		fmt.Fprintf(o.w, ", validation loss %.4f", *sum.ValLoss)
+	}
+	tps, st, bm, bp := sum.Steady()
+	fmt.Fprintf(o.w, "\n  %.0f tokens/s, %.3fs per step, bubble %.1f%% measured, %.1f%% predicted from measured action times\n", tps, st, 100*bm, 100*bp)
+	last := sum.Last
+	for r, p := range last.PeakActivation {
+		fmt.Fprintf(o.w, "  rank %d: peak activations %s MiB (%.2f micro-batches)\n", r, mib(p), last.PeakMicroBatches[r])
+	}
+	if res.Checkpoint != "" {
+		fmt.Fprintf(o.w, "  checkpoint: %s\n", res.Checkpoint)
+	}
+	if res.Stopped {
+		why := "a preemption signal to another rank"
+		if sig != nil {
+			why = ranks.SignalName(sig)
+		}
+		fmt.Fprintf(o.w, "  stopped after step %d of %d on %s: continue with --resume\n", res.Steps, o.cfg.Steps, why)
+	}
+	for _, f := range []string{o.c.Metrics, o.c.Trace, o.c.TraceSVG} {
+		if f != "" {
+			fmt.Fprintf(o.w, "  wrote %s\n", f)
+		}
+	}
+	return nil
+}
+
+func writeFile(path string, write func(io.Writer) error) error {
+	if path == "" {
+		return nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}

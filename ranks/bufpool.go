@@ -1,0 +1,46 @@
+package ranks
+
+import (
+	"fmt"
+
+	"github.com/pplaunch/pplaunch/models/tensor"
+)
+
+// bufPool holds the executor's transfer buffers between uses, by shape.
+// Receives take from it; finished receives and finished sends give back. A
+// shape keeps at most as many buffers as the step has receives of it: a rank
+// sends as many tensors as it receives, so without the bound every step would
+// add its sends to the pool for good.
+type bufPool struct {
+	free  map[string][]*tensor.Tensor
+	limit map[string]int
+	fresh int // buffers allocated because the pool had none (for tests)
+}
+
+func newBufPool(limit map[string]int) *bufPool {
+	return &bufPool{free: map[string][]*tensor.Tensor{}, limit: limit}
+}
+
+func shapeKey(shape []int) string { return fmt.Sprint(shape) }
+
+func (p *bufPool) get(shape []int) *tensor.Tensor {
+	k := shapeKey(shape)
+	if l := p.free[k]; len(l) > 0 {
+		t := l[len(l)-1]
+		l[len(l)-1] = nil
+		p.free[k] = l[:len(l)-1]
+		return t
+	}
+	p.fresh++
+	return tensor.New(shape...)
+}
+
+func (p *bufPool) put(t *tensor.Tensor) {
+	if t == nil {
+		return
+	}
+	k := shapeKey(t.Shape)
+	if len(p.free[k]) < p.limit[k] {
+		p.free[k] = append(p.free[k], t)
+	}
+}

@@ -1,0 +1,149 @@
+package ranks
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/pplaunch/pplaunch/models"
+	"github.com/pplaunch/pplaunch/models/data"
+	"github.com/pplaunch/pplaunch/schedules"
+)
+
+// TrainConfig is one training job, the same on every rank.
+type TrainConfig struct {
+	Model     models.Config
+	Schedule  string // one of schedules.Names
+	Virtual   int    // virtual stages per rank (interleaved: 2 when 0; zb-v: 2)
+	Micro     int    // micro-batches per step per data-parallel replica
+	MicroSize int    // sequences per micro-batch
+	PP, DP    int
+	Recompute bool
+	// Cut gives the blocks of each of stages stages (nil: models.Partition,
+	// uniform).
+	Cut         func(stages int) ([]int, error)
+	Optimizer   string
+	LR, MinLR   float64
+	Warmup      int
+	WeightDecay float64
+	Clip        float64 // global gradient-norm clipping; 0 disables
+	Steps       int
+	EvalEvery   int // 0: only at the end
+	EvalBatches int
+	Seed        uint64
+	Data        string // corpus path; "" the embedded default
+	InitFrom    string // safetensors weights to start from instead of the seed
+	Timeout     time.Duration
+
+	CheckpointDir   string
+	CheckpointEvery int
+	Resume          bool
+}
+
+// Layout is what a configuration gives a world: the pipeline and
+// data-parallel widths, the schedule every pipeline rank runs, and the blocks
+// of each stage.
+type Layout struct {
+	PP, DP int
+	Sched  *schedules.Schedule // nil when the world size is not known and --pp not given
+	Cut    []int
+}
+
+// Plan checks the whole configuration for a world of size ranks and returns
+// its layout: pure, so the agent runs it before it spawns any rank (a bad flag
+// is then one message, not one per rank), and every rank runs it again (under
+// srun --direct there is no agent). PP 0 means size / DP. size 0 means the
+// world is not known yet (one agent of several nodes): what does not depend
+// on it is checked, and the schedule and cut too when --pp is given.
+func (c *TrainConfig) Plan(size int) (Layout, error) {
+	l := Layout{PP: c.PP, DP: c.DP}
+	if err := c.checkFlags(); err != nil {
+		return l, err
+	}
+	switch {
+	case size > 0 && l.PP == 0:
+		if size%l.DP != 0 {
+			return l, fmt.Errorf("--dp %d does not divide the world of %d ranks", l.DP, size)
+		}
+		l.PP = size / l.DP
+	case size > 0 && l.PP*l.DP != size:
+		return l, fmt.Errorf("--pp %d × --dp %d = %d ranks, but the world has %d", l.PP, l.DP, l.PP*l.DP, size)
+	case l.PP == 0:
+		return l, nil
+	}
+	v := c.Virtual
+	if c.Schedule == "interleaved" && v < 2 {
+		v = 2
+	}
+	sched, err := schedules.Generate(c.Schedule, l.PP, c.Micro, v)
+	if err != nil {
+		return l, fmt.Errorf("--schedule %s with --pp %d, --microbatches %d, --virtual %d: %w", c.Schedule, l.PP, c.Micro, c.Virtual, err)
+	}
+	l.Sched = sched
+	if c.Cut != nil {
+		l.Cut, err = c.Cut(sched.Stages())
+	} else {
+		l.Cut, err = models.Partition(c.Model, sched.Stages(), models.BalanceUniform)
+	}
+	if err != nil {
+		return l, fmt.Errorf("cut the model into the %d stages of --schedule %s on --pp %d: %w", sched.Stages(), c.Schedule, l.PP, err)
+	}
+	return l, nil
+}
+
+// LoadData reads the corpus c.Data names (the embedded one when empty) and
+// checks that its splits hold a sequence of c.Model.Seq tokens.
+func LoadData(c TrainConfig) (*data.Corpus, error) {
+	name := c.Data
+	if name == "" {
+		name = data.DefaultName
+	}
+	corpus, err := data.Load(c.Data)
+	if err != nil {
+		return nil, fmt.Errorf("--data %s: %w", name, err)
+	}
+	if n := corpus.TrainLen(); n < c.Model.Seq+1 {
+		return nil, fmt.Errorf("--data %s: the training split has %d bytes, too few for --seq %d (needs %d)", name, n, c.Model.Seq, c.Model.Seq+1)
+	}
+	if n := corpus.ValLen(); c.EvalBatches > 0 && n < c.Model.Seq+1 {
+		return nil, fmt.Errorf("--data %s: the validation split (the last tenth) has %d bytes, too few for --seq %d (needs %d; or --eval-batches 0)", name, n, c.Model.Seq, c.Model.Seq+1)
+	}
+	return corpus, nil
+}
+
+// checkFlags checks what does not depend on the world size.
+func (c *TrainConfig) checkFlags() error {
+	switch {
+	case c.PP < 0 || c.DP < 1:
+		return fmt.Errorf("--pp %d and --dp %d must be at least 1", c.PP, c.DP)
+	case c.Micro < 1:
+		return fmt.Errorf("--microbatches %d must be at least 1", c.Micro)
+	case c.MicroSize < 1:
+		return fmt.Errorf("--microbatch-size %d must be at least 1", c.MicroSize)
+	case c.LR < 0 || c.MinLR < 0 || c.MinLR > c.LR:
+		return fmt.Errorf("--lr %g and --min-lr %g: want 0 <= --min-lr <= --lr", c.LR, c.MinLR)
+	case c.CheckpointDir == "" && (c.CheckpointEvery > 0 || c.Resume):
+		return errors.New("--checkpoint-every and --resume need --checkpoint-dir")
+	case c.DP > 1 && c.Micro&(c.Micro-1) != 0:
+		// The accumulator's tree matches one process only for power-of-two blocks.
+		return fmt.Errorf("--dp %d needs --microbatches a power of two (got %d) so that results do not depend on the layout", c.DP, c.Micro)
+	}
+	for _, f := range []struct {
+		flag string
+		v    any
+		neg  bool
+	}{
+		{"--steps", c.Steps, c.Steps < 0}, {"--virtual", c.Virtual, c.Virtual < 0}, {"--warmup", c.Warmup, c.Warmup < 0},
+		{"--weight-decay", c.WeightDecay, c.WeightDecay < 0}, {"--clip", c.Clip, c.Clip < 0},
+		{"--eval-every", c.EvalEvery, c.EvalEvery < 0}, {"--eval-batches", c.EvalBatches, c.EvalBatches < 0},
+		{"--checkpoint-every", c.CheckpointEvery, c.CheckpointEvery < 0}, {"--timeout", c.Timeout, c.Timeout < 0},
+	} {
+		if f.neg {
+			return fmt.Errorf("%s %v must not be negative", f.flag, f.v)
+		}
+	}
+	if _, err := models.NewOptimizer(c.Optimizer, c.WeightDecay); err != nil {
+		return fmt.Errorf("--optimizer: %w", err)
+	}
+	return c.Model.Validate()
+}

@@ -1,0 +1,151 @@
+package ranks
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"syscall"
+	"time"
+
+	"github.com/pplaunch/pplaunch/collective"
+	"github.com/pplaunch/pplaunch/schedules"
+)
+
+// StepRecord is one step as rank 0 reports it (--metrics writes it as a JSON line).
+type StepRecord struct {
+	Step             int       `json:"step"`
+	Loss             float64   `json:"loss"`
+	ValLoss          *float64  `json:"val_loss"`
+	TokensPerS       float64   `json:"tokens_per_s"`
+	StepS            float64   `json:"step_s"`
+	BubbleMeasured   float64   `json:"bubble_measured"`
+	BubblePredicted  float64   `json:"bubble_predicted"`
+	PeakActivation   []int64   `json:"peak_activation_bytes"`
+	PeakMicroBatches []float64 `json:"peak_activation_microbatches"`
+	GradNorm         float64   `json:"grad_norm"`
+	// CPUS is each rank's process CPU time (user + system) in the step: on a
+	// shared machine it shows the work done, whatever the wall time.
+	CPUS []float64 `json:"cpu_s"`
+	LR   float64   `json:"lr"`
+	// Timeline is the measured step of every rank, seconds on rank 0's clock
+	// since the job's origin (for --trace); not written to the metrics.
+	Timeline *schedules.Timeline `json:"-"`
+}
+
+// reportHead is the report message's header: start, peak bytes, bytes per
+// micro-batch, CPU seconds; the spans follow, two values each.
+const reportHead = 4
+
+// cpuTime is the process's CPU time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// report sends this rank's measured step to rank 0, which puts together the
+// record: measured and predicted bubble (replica 0's pipeline) and every
+// rank's peak activation bytes. Times travel on rank 0's clock.
+func (t *trainer) report(ctx context.Context, step int, sr *StepResult, cpuS float64) (*StepRecord, error) {
+	tag := collective.Tag{Kind: collective.Control, Chunk: chunkReport, Step: uint32(step)}
+	wctx, cancel := t.waitCtx(ctx)
+	defer cancel()
+	if t.job.Rank != 0 {
+		if err := t.job.Comm.Send(wctx, 0, tag, collective.F64(t.encodeReport(sr, cpuS))); err != nil {
+			return nil, fmt.Errorf("step %d: report to rank 0: %w", step, err)
+		}
+		return nil, nil
+	}
+	all := make([][]float64, t.job.Size)
+	all[0] = t.encodeReport(sr, cpuS)
+	var ops []collective.Op
+	for r := 1; r < t.job.Size; r++ {
+		all[r] = make([]float64, reportHead+2*len(t.sched.Ranks[r%t.cfg.PP]))
+		ops = append(ops, collective.RecvOp(r, tag, collective.F64(all[r])))
+	}
+	if len(ops) > 0 {
+		if err := t.job.Comm.Batch(ops...).Wait(wctx); err != nil {
+			return nil, fmt.Errorf("step %d: reports from the ranks: %w", step, err)
+		}
+	}
+	rec := t.record(step, all)
+	if err := t.bubbles(rec, all); err != nil {
+		return nil, fmt.Errorf("step %d: %w", step, err)
+	}
+	return rec, nil
+}
+
+// encodeReport is this rank's report message: the header, then every
+// span's start and end.
+func (t *trainer) encodeReport(sr *StepResult, cpuS float64) []float64 {
+	v := make([]float64, reportHead+2*len(sr.Spans))
+	var perMB int64
+	for _, n := range sr.PerMB {
+		perMB += n
+	}
+	v[0] = sr.Start.Add(t.offset).Sub(t.origin).Seconds()
+	v[1], v[2], v[3] = float64(sr.Peak), float64(perMB), cpuS
+	for i, sp := range sr.Spans {
+		v[reportHead+2*i], v[reportHead+1+2*i] = sp.Start, sp.End
+	}
+	return v
+}
+
+// record is the step's record from every rank's report, with the timeline
+// of every rank on rank 0's clock.
+func (t *trainer) record(step int, all [][]float64) *StepRecord {
+	rec := &StepRecord{Step: step, PeakActivation: make([]int64, t.job.Size), PeakMicroBatches: make([]float64, t.job.Size), CPUS: make([]float64, t.job.Size)}
+	abs := &schedules.Timeline{Ranks: make([][]schedules.Span, t.job.Size)}
+	for r, v := range all {
+		rec.PeakActivation[r] = int64(v[1])
+		rec.CPUS[r] = v[3]
+		if v[2] > 0 {
+			rec.PeakMicroBatches[r] = v[1] / v[2]
+		}
+		list := t.sched.Ranks[r%t.cfg.PP]
+		abs.Ranks[r] = make([]schedules.Span, len(list))
+		for i, a := range list {
+			abs.Ranks[r][i] = schedules.Span{Action: a, Start: v[0] + v[reportHead+2*i], End: v[0] + v[reportHead+1+2*i]}
+		}
+	}
+	rec.Timeline = abs
+	return rec
+}
+
+// bubbles sets the measured bubble of replica 0's pipeline (from its
+// earliest start) and the one the simulator predicts from its mean action
+// times.
+func (t *trainer) bubbles(rec *StepRecord, all [][]float64) error {
+	pipe := &schedules.Timeline{Ranks: make([][]schedules.Span, t.cfg.PP)}
+	t0 := math.Inf(1)
+	for p := range t.cfg.PP {
+		t0 = min(t0, all[p][0])
+	}
+	for p := range t.cfg.PP {
+		for _, sp := range rec.Timeline.Ranks[p] {
+			sp.Start -= t0
+			sp.End -= t0
+			pipe.Ranks[p] = append(pipe.Ranks[p], sp)
+		}
+	}
+	st, err := schedules.Analyze(t.sched, pipe, nil)
+	if err != nil {
+		return fmt.Errorf("measured timeline: %w", err)
+	}
+	rec.BubbleMeasured = st.Bubble
+	costs, err := schedules.MeanCosts(t.sched, pipe)
+	if err != nil {
+		return fmt.Errorf("measured costs: %w", err)
+	}
+	sim, err := schedules.Simulate(t.sched, costs)
+	if err != nil {
+		return fmt.Errorf("simulation of measured costs: %w", err)
+	}
+	if st, err = schedules.Analyze(t.sched, sim, nil); err != nil {
+		return fmt.Errorf("simulated timeline: %w", err)
+	}
+	rec.BubblePredicted = st.Bubble
+	return nil
+}
