@@ -141,7 +141,7 @@ func (c *CUDA) launch(name string, grid, block [3]uint32, smem int, args ...any)
 	if err != nil {
 		panic(fmt.Sprintf("cuda backend: %v", err))
 	}
-	c.dev.must(name, func() error { return c.dev.api.Launch(kn, grid, block, smem, c.dev.stream, args...) })
+	c.dev.enqueue(name, func() error { return c.dev.api.Launch(kn, grid, block, smem, c.dev.stream, args...) })
 }
 
 // elementGrid is the grid of a grid-stride elementwise kernel over n elements

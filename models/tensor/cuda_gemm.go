@@ -10,7 +10,7 @@ func (c *CUDA) gemm(ta, tb bool, m, n, k int, alpha float32, a devPtr, lda int, 
 	if m == 0 || n == 0 {
 		return
 	}
-	c.dev.must(fmt.Sprintf("sgemm %dx%dx%d", m, n, k), func() error {
+	c.dev.enqueue(fmt.Sprintf("sgemm %dx%dx%d", m, n, k), func() error {
 		return c.dev.api.Sgemm(c.dev.blas, tb, ta, n, m, k, alpha, b, ldb, a, lda, beta, cc, ldc)
 	})
 }
@@ -22,7 +22,7 @@ func (c *CUDA) gemmBatched(ta, tb bool, m, n, k int, alpha float32, a devPtr, ld
 	if m == 0 || n == 0 || batch == 0 {
 		return
 	}
-	c.dev.must(fmt.Sprintf("sgemm batched %d×%dx%dx%d", batch, m, n, k), func() error {
+	c.dev.enqueue(fmt.Sprintf("sgemm batched %d×%dx%dx%d", batch, m, n, k), func() error {
 		return c.dev.api.SgemmStridedBatched(c.dev.blas, tb, ta, n, m, k, alpha, b, ldb, sb, a, lda, sa, beta, cc, ldc, sc, batch)
 	})
 }

@@ -26,7 +26,7 @@ func (c *CUDA) Zeros(shape ...int) *Tensor {
 
 func (c *CUDA) memset(p devPtr, bytes int) {
 	if bytes > 0 {
-		c.dev.must("memset", func() error { return c.dev.api.MemsetAsync(p, 0, bytes, c.dev.stream) })
+		c.dev.enqueue("memset", func() error { return c.dev.api.MemsetAsync(p, 0, bytes, c.dev.stream) })
 	}
 }
 
@@ -106,7 +106,7 @@ func (c *CUDA) Copy(dst, src *Tensor) {
 	d, s := c.ptr("copy", dst), c.ptr("copy", src)
 	mustLen("copy", "src", src, dst.Len())
 	if dst.Len() > 0 && d != s {
-		c.dev.must("copy", func() error { return c.dev.api.MemcpyDtoDAsync(d, s, dst.Len()*4, c.dev.stream) })
+		c.dev.enqueue("copy", func() error { return c.dev.api.MemcpyDtoDAsync(d, s, dst.Len()*4, c.dev.stream) })
 	}
 }
 
