@@ -89,7 +89,9 @@ func (a cbitsAPI) BlasDestroy(h blasHandle) error { return a.l.BlasDestroy(cbits
 func (a cbitsAPI) BlasSetStream(h blasHandle, s cuStream) error {
 	return a.l.BlasSetStream(cbits.BlasHandle(h), cbits.Stream(s))
 }
-func (a cbitsAPI) BlasSetTF32(h blasHandle, on bool) error { return a.l.BlasSetTF32(cbits.BlasHandle(h), on) }
+func (a cbitsAPI) BlasSetTF32(h blasHandle, on bool) error {
+	return a.l.BlasSetTF32(cbits.BlasHandle(h), on)
+}
 func (a cbitsAPI) BlasSetWorkspace(h blasHandle, p devPtr, bytes int) error {
 	return a.l.BlasSetWorkspace(cbits.BlasHandle(h), cbits.DevPtr(p), bytes)
 }
