@@ -21,8 +21,9 @@ func TestBenchStepDevice(t *testing.T) {
 	switch {
 	case code == 0:
 		t.Skip("a GPU is present here: the missing-GPU path cannot be exercised")
-	case code != 2 || !strings.HasPrefix(errb.String(), "pplaunch: bench step --device cuda: cuda backend: ") || strings.Count(errb.String(), "\n") != 1:
-		t.Fatalf("--device cuda without a GPU: exit %d, stderr %q, want exit 2 and one line from the cuda backend", code, errb.String())
+	case code != 2 || !strings.HasPrefix(errb.String(), "pplaunch: bench step --device cuda: cuda backend: ") ||
+		strings.Count(errb.String(), "pplaunch:") != 1 || out.Len() != 0:
+		t.Fatalf("--device cuda without a GPU: exit %d, stdout %q, stderr %q, want exit 2 and one message from the cuda backend", code, out.String(), errb.String())
 	}
 	t.Logf("without a GPU: %s", errb.String())
 	out.Reset()

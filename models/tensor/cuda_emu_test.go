@@ -28,13 +28,16 @@ var emu struct {
 // (the test skips, saying why, where there is no C++ compiler).
 func emuCUDA(t *testing.T) *CUDA {
 	t.Helper()
-	dir := cudaemu.Dir(t)
+	dir := cudaemuDir(t)
 	emu.once.Do(func() { emu.be, emu.err = NewCUDAFrom([]string{dir}, 0, CUDAOptions{KernelCache: t.TempDir()}) })
 	if emu.err != nil {
 		t.Fatal(emu.err)
 	}
 	return emu.be
 }
+
+// cudaemuDir is where the emulator's libraries are built (once per test binary).
+func cudaemuDir(t *testing.T) string { return cudaemu.Dir(t) }
 
 // up copies a host tensor to the device; down copies a device tensor back.
 func up(c *CUDA, h *Tensor) *Tensor {

@@ -54,26 +54,31 @@ func (k *kernels) load() error {
 		src := KernelSource()
 		api := k.dev.api
 		key := kernelKey(src, k.arch, api.Versions())
-		var image []byte
 		if k.cacheDir != "" {
-			image, _ = os.ReadFile(filepath.Join(k.cacheDir, key)) // a miss compiles
-		}
-		if image == nil {
-			var log string
-			var err error
-			image, log, err = api.Compile(src, "pplaunch_kernels.cu", k.arch, kernelOptions...)
-			if err != nil {
-				k.err = fmt.Errorf("compiling kernels for %s: %w\n%s", k.arch, err, log)
-				return
+			path := filepath.Join(k.cacheDir, key)
+			if image, err := os.ReadFile(path); err == nil {
+				if k.loadImage(image) == nil {
+					return
+				}
+				_ = os.Remove(path) // unreadable by this driver: build it again
 			}
-			k.store(key, image)
 		}
-		k.err = k.dev.call(func() (err error) { k.lib, err = api.LibraryLoadData(image); return err })
-		if k.err != nil {
+		image, log, err := api.Compile(src, "pplaunch_kernels.cu", k.arch, kernelOptions...)
+		if err != nil {
+			k.err = fmt.Errorf("compiling kernels for %s: %w\n%s", k.arch, err, log)
+			return
+		}
+		if k.err = k.loadImage(image); k.err != nil {
 			k.err = fmt.Errorf("loading kernels for %s: %w", k.arch, k.err)
+			return
 		}
+		k.store(key, image)
 	})
 	return k.err
+}
+
+func (k *kernels) loadImage(image []byte) error {
+	return k.dev.call(func() (err error) { k.lib, err = k.dev.api.LibraryLoadData(image); return err })
 }
 
 // store writes image to the cache atomically; a cache that cannot be written
