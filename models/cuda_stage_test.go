@@ -40,11 +40,11 @@ type trained struct {
 // trainStep runs one step of M micro-batches of B sequences on be through a
 // model cut by cut, stage after stage (a pipeline driven by hand), then clips
 // by the global norm and takes an AdamW step.
-func trainStep(t *testing.T, be tensor.Backend, cfg Config, cut []int, M, B int) trained {
+func trainStep(t *testing.T, be tensor.Backend, cfg Config, cut []int, M, B int, recompute bool) trained {
 	t.Helper()
 	stages := make([]*Stage, len(cut))
 	for i := range cut {
-		s, err := NewStage(cfg, cut, i, be, StageOptions{Seed: 7})
+		s, err := NewStage(cfg, cut, i, be, StageOptions{Seed: 7, Recompute: recompute})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -132,8 +132,8 @@ func sameTrained(t *testing.T, what string, got, want trained) {
 func TestCUDAStageMatchesCPU(t *testing.T) {
 	be := emuBackend(t)
 	cfg := Config{Kind: "gpt", Vocab: 37, Layers: 2, Width: 40, Heads: 4, Seq: 9} // width 40: not a multiple of 32
-	cpu := trainStep(t, testBackend(t), cfg, []int{2}, 2, 3)
-	gpu := trainStep(t, be, cfg, []int{2}, 2, 3)
+	cpu := trainStep(t, testBackend(t), cfg, []int{2}, 2, 3, false)
+	gpu := trainStep(t, be, cfg, []int{2}, 2, 3, false)
 	for i := range cpu.losses {
 		// Per-row float32 softmax and log against the CPU's: a few ulp of a
 		// loss near log 37.
@@ -169,14 +169,15 @@ func TestCUDAStageMatchesCPU(t *testing.T) {
 // TestCUDAPipelineGivesOneStageBits: on the CUDA backend, the model cut into
 // two stages (activations and gradients handed over as device tensors) gives
 // the losses, gradients and updated parameters of the uncut model bit for bit,
-// and the same run twice gives the same bits.
+// with or without recomputation, and the same run twice gives the same bits.
 func TestCUDAPipelineGivesOneStageBits(t *testing.T) {
 	be := emuBackend(t)
 	for _, cfg := range []Config{{Kind: "gpt", Vocab: 37, Layers: 2, Width: 40, Heads: 4, Seq: 9},
 		{Kind: "mlp", Vocab: 50, Layers: 3, Width: 24, Seq: 5}} {
-		one := trainStep(t, be, cfg, []int{cfg.Layers}, 3, 2)
-		sameTrained(t, fmt.Sprintf("%s run twice", cfg.Kind), trainStep(t, be, cfg, []int{cfg.Layers}, 3, 2), one)
-		sameTrained(t, fmt.Sprintf("%s cut in two", cfg.Kind), trainStep(t, be, cfg, []int{1, cfg.Layers - 1}, 3, 2), one)
+		one := trainStep(t, be, cfg, []int{cfg.Layers}, 3, 2, false)
+		sameTrained(t, fmt.Sprintf("%s run twice", cfg.Kind), trainStep(t, be, cfg, []int{cfg.Layers}, 3, 2, false), one)
+		sameTrained(t, fmt.Sprintf("%s cut in two", cfg.Kind), trainStep(t, be, cfg, []int{1, cfg.Layers - 1}, 3, 2, false), one)
+		sameTrained(t, fmt.Sprintf("%s cut in two, recomputing", cfg.Kind), trainStep(t, be, cfg, []int{1, cfg.Layers - 1}, 3, 2, true), one)
 	}
 }
 
