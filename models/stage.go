@@ -291,7 +291,9 @@ func (s *Stage) setBytes(st *mbState, n int64) {
 	s.peak = max(s.peak, s.cur)
 }
 
-// Forward runs micro-batch mb (a global index) through the stage.
+// Forward runs micro-batch mb (a global index) through the stage. The output
+// activation is a tensor of the stage's backend, the caller's from now on (on
+// a device backend, give it back with Backend().Free when it is sent or used).
 func (s *Stage) Forward(mb int, in Input) (Output, error) {
 	if _, ok := s.mbs[mb]; ok {
 		return Output{}, s.errorf("forward", mb, "already in flight")
@@ -314,7 +316,8 @@ func (s *Stage) Forward(mb int, in Input) (Output, error) {
 	return out, nil
 }
 
-// BackwardInput computes the gradient for the stage's input from gradOut (nil
+// BackwardInput computes the gradient for the stage's input (a tensor of the
+// stage's backend that the caller owns, as Forward's output) from gradOut (nil
 // on the last stage, which starts from the loss scale) and keeps what
 // BackwardWeight needs. The first stage returns nil.
 func (s *Stage) BackwardInput(mb int, gradOut *tensor.Tensor) (*tensor.Tensor, error) {
