@@ -15,8 +15,8 @@ import (
 const realNVRTCEnv = "PPLAUNCH_TEST_REAL_NVRTC"
 
 // TestKernelsCompileWithRealNVRTC compiles every kernel with NVIDIA's NVRTC to
-// CUBIN for sm_80 and sm_90, in a child process, and logs registers and
-// spills as ptxas reports them. It skips, naming the pip packages, where the
+// CUBIN for sm_80 and sm_90, in a child process, logs registers and spills as
+// ptxas reports them, and fails on a spill. It skips, naming the pip packages, where the
 // libraries are not installed.
 func TestKernelsCompileWithRealNVRTC(t *testing.T) {
 	if os.Getenv(realNVRTCEnv) == "" {
@@ -51,6 +51,13 @@ func TestKernelsCompileWithRealNVRTC(t *testing.T) {
 		for _, k := range KernelNames() {
 			if !strings.Contains(log, "'"+k+"'") {
 				t.Errorf("%s: ptxas reports no entry %s (%d entries)", arch, k, len(entries))
+			}
+		}
+		// Every kernel is small enough to live in registers: a spill is a
+		// regression (ptxas: "N bytes spill stores, M bytes spill loads").
+		for _, m := range regexp.MustCompile(`(\d+) bytes spill stores, (\d+) bytes spill loads`).FindAllStringSubmatch(log, -1) {
+			if m[1] != "0" || m[2] != "0" {
+				t.Errorf("%s: a kernel spills registers: %s", arch, m[0])
 			}
 		}
 		var report []string
