@@ -23,6 +23,11 @@ type StepOptions struct {
 	Warmup  int    // untimed steps first
 	BLAS    string // "auto", "openblas" or "gonum"
 	Seed    uint64
+	// Device is "cpu" (or "") or "cuda"; on CUDA the model runs on GPU GPU
+	// with TF32 products if TF32 is set.
+	Device string
+	GPU    int
+	TF32   bool
 }
 
 // StepReport is the outcome. Times are medians over the timed steps.
@@ -42,6 +47,40 @@ type StepReport struct {
 	GFLOP        float64       `json:"gflop_per_step"`
 	GFLOPPerSec  float64       `json:"gflop_per_s"`
 	Loss         float64       `json:"last_loss"`
+	// DevicePeakBytes is the most device memory held by tensors (CUDA only).
+	DevicePeakBytes int64 `json:"device_peak_bytes,omitempty"`
+}
+
+// DeviceError is a compute device that cannot be opened: a missing library,
+// driver or GPU, or an unknown device name. Nothing has run.
+type DeviceError struct{ Err error }
+
+func (e *DeviceError) Error() string { return e.Err.Error() }
+func (e *DeviceError) Unwrap() error { return e.Err }
+
+// stepBackend opens the backend o asks for; close releases it.
+func stepBackend(o StepOptions) (be tensor.Backend, close func(), err error) {
+	switch o.Device {
+	case "", "cpu":
+		c, err := tensor.NewCPU(o.BLAS)
+		return c, func() {}, err
+	case "cuda":
+		c, err := tensor.NewCUDA(o.GPU, tensor.CUDAOptions{TF32: o.TF32})
+		if err != nil {
+			return nil, nil, &DeviceError{err}
+		}
+		return c, func() { _ = c.Close() }, nil
+	}
+	return nil, nil, &DeviceError{fmt.Errorf("device %q: want cpu or cuda", o.Device)}
+}
+
+// syncDevice waits for a device backend's queued work, so that the clock read
+// after it counts that work.
+func syncDevice(be tensor.Backend) error {
+	if d, ok := be.(interface{ Sync() error }); ok {
+		return d.Sync()
+	}
+	return nil
 }
 
 // Step times forward, backward and an AdamW update of the whole model.
@@ -55,10 +94,11 @@ func Step(o StepOptions) (StepReport, error) {
 	if o.Threads > 0 {
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(o.Threads))
 	}
-	be, err := tensor.NewCPU(o.BLAS)
+	be, closeBackend, err := stepBackend(o)
 	if err != nil {
 		return StepReport{}, err
 	}
+	defer closeBackend()
 	s, err := models.NewStage(o.Model, []int{o.Model.Layers}, 0, be, models.StageOptions{Seed: o.Seed})
 	if err != nil {
 		return StepReport{}, err
@@ -89,8 +129,14 @@ func Step(o StepOptions) (StepReport, error) {
 		if err := s.FinishStep(); err != nil {
 			return StepReport{}, err
 		}
+		if err := syncDevice(be); err != nil {
+			return StepReport{}, err
+		}
 		t2 := time.Now()
 		if err := opt.Step(s.Params(), 1e-4, 1); err != nil {
+			return StepReport{}, err
+		}
+		if err := syncDevice(be); err != nil {
 			return StepReport{}, err
 		}
 		t3 := time.Now()
@@ -107,6 +153,9 @@ func Step(o StepOptions) (StepReport, error) {
 	rep := StepReport{Model: o.Model, Params: o.Model.NumParams(), Backend: be.Name(), Batch: o.Batch,
 		Threads: runtime.GOMAXPROCS(0), Steps: o.Steps, StepMS: median(total), CPUMS: median(cpu), ForwardMS: median(fwd),
 		BackwardMS: median(bwd), OptimizerMS: median(upd), GFLOP: o.Model.StepFLOPs(o.Batch) / 1e9, Loss: loss}
+	if c, ok := be.(*tensor.CUDA); ok {
+		rep.DevicePeakBytes = c.MemoryStats().Peak
+	}
 	rep.TokensPerSec = float64(n) / (rep.StepMS / 1e3)
 	rep.GFLOPPerSec = rep.GFLOP / (rep.StepMS / 1e3)
 	return rep, nil
@@ -131,6 +180,9 @@ func (r StepReport) WriteText(w io.Writer) error {
 		"tokens/s  %.0f\nGFLOP/s   %.1f (%.2f GFLOP per step, matrix products and attention)\n",
 		r.Model, r.Params, r.Backend, r.Threads, r.Batch, r.Model.Seq,
 		r.StepMS, r.ForwardMS, r.BackwardMS, r.OptimizerMS, r.Steps, r.CPUMS, r.TokensPerSec, r.GFLOPPerSec, r.GFLOP)
+	if err == nil && r.DevicePeakBytes > 0 {
+		_, err = fmt.Fprintf(w, "device    %.1f MiB peak held by tensors\n", float64(r.DevicePeakBytes)/(1<<20))
+	}
 	return err
 }
 

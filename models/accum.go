@@ -24,26 +24,43 @@ import (
 type Accumulator struct {
 	be           tensor.Backend
 	first, count int
-	root         int                  // level of the root
-	nodes        map[[2]int][]float32 // complete nodes not yet merged
+	root         int                       // level of the root
+	nodes        map[[2]int]*tensor.Tensor // complete nodes not yet merged
 	seen         map[int]bool
 	added        int
-	free         func([]float32) // takes back merged-away buffers; may be nil
+	free         func(*tensor.Tensor) // takes back merged-away buffers; may be nil
 }
 
-// NewAccumulator sums micro-batches first..first+count-1. free, if not nil,
-// receives buffers the accumulator no longer needs.
+// NewAccumulator sums host buffers of micro-batches first..first+count-1 (for
+// the CPU backend). free, if not nil, receives buffers the accumulator no
+// longer needs.
 func NewAccumulator(be tensor.Backend, first, count int, free func([]float32)) *Accumulator {
+	var ft func(*tensor.Tensor)
+	if free != nil {
+		ft = func(t *tensor.Tensor) { free(t.Data) }
+	}
+	return NewTensorAccumulator(be, first, count, ft)
+}
+
+// NewTensorAccumulator is NewAccumulator for flat tensors of be (device
+// memory for a device backend).
+func NewTensorAccumulator(be tensor.Backend, first, count int, free func(*tensor.Tensor)) *Accumulator {
 	root := 0
 	if count > 1 {
 		root = bits.Len(uint(count - 1))
 	}
 	return &Accumulator{be: be, first: first, count: count, root: root,
-		nodes: map[[2]int][]float32{}, seen: map[int]bool{}, free: free}
+		nodes: map[[2]int]*tensor.Tensor{}, seen: map[int]bool{}, free: free}
 }
 
-// Add takes ownership of g, the gradient of global micro-batch mb.
+// Add takes ownership of the host buffer g, the gradient of global micro-batch mb.
 func (a *Accumulator) Add(mb int, g []float32) error {
+	t, _ := tensor.From(g, len(g))
+	return a.AddTensor(mb, t)
+}
+
+// AddTensor takes ownership of the flat tensor g, the gradient of global micro-batch mb.
+func (a *Accumulator) AddTensor(mb int, g *tensor.Tensor) error {
 	o := mb - a.first
 	if o < 0 || o >= a.count {
 		return fmt.Errorf("accumulate micro-batch %d: outside this step's micro-batches %d..%d", mb, a.first, a.first+a.count-1)
@@ -53,8 +70,8 @@ func (a *Accumulator) Add(mb int, g []float32) error {
 	}
 	if len(a.nodes) > 0 {
 		for _, v := range a.nodes {
-			if len(v) != len(g) {
-				return fmt.Errorf("accumulate micro-batch %d: %d values, earlier buffers have %d", mb, len(g), len(v))
+			if v.Len() != g.Len() {
+				return fmt.Errorf("accumulate micro-batch %d: %d values, earlier buffers have %d", mb, g.Len(), v.Len())
 			}
 			break
 		}
@@ -77,7 +94,7 @@ func (a *Accumulator) Add(mb int, g []float32) error {
 		if j&1 == 0 {
 			left, right = g, other
 		}
-		addInto(a.be, left, right)
+		a.be.Add(left, left, right)
 		if a.free != nil {
 			a.free(right)
 		}
@@ -91,8 +108,17 @@ func (a *Accumulator) Add(mb int, g []float32) error {
 // Done reports whether every micro-batch has been added.
 func (a *Accumulator) Done() bool { return a.added == a.count }
 
-// Sum returns the total once every micro-batch is in.
+// Sum returns the total (a host buffer) once every micro-batch is in.
 func (a *Accumulator) Sum() ([]float32, error) {
+	t, err := a.SumTensor()
+	if err != nil {
+		return nil, err
+	}
+	return t.Data, nil
+}
+
+// SumTensor returns the total once every micro-batch is in.
+func (a *Accumulator) SumTensor() (*tensor.Tensor, error) {
 	if !a.Done() {
 		var missing []int
 		for o := range a.count {
@@ -105,25 +131,31 @@ func (a *Accumulator) Sum() ([]float32, error) {
 	return a.nodes[[2]int{a.root, 0}], nil
 }
 
-// TreeSum adds buffers in the same pairwise order the Accumulator uses, into
-// parts[0]; data-parallel replicas' sums combined with it in replica order match
-// one process accumulating all micro-batches.
+// TreeSum adds host buffers in the same pairwise order the Accumulator uses,
+// into parts[0]; data-parallel replicas' sums combined with it in replica order
+// match one process accumulating all micro-batches.
 func TreeSum(be tensor.Backend, parts [][]float32) ([]float32, error) {
+	ts := make([]*tensor.Tensor, len(parts))
+	for i, p := range parts {
+		ts[i], _ = tensor.From(p, len(p))
+	}
+	sum, err := TreeSumTensors(be, ts)
+	if err != nil {
+		return nil, err
+	}
+	return sum.Data, nil
+}
+
+// TreeSumTensors is TreeSum for flat tensors of be, into parts[0].
+func TreeSumTensors(be tensor.Backend, parts []*tensor.Tensor) (*tensor.Tensor, error) {
 	if len(parts) == 0 {
 		return nil, fmt.Errorf("tree sum of no buffers")
 	}
-	a := NewAccumulator(be, 0, len(parts), nil)
+	a := NewTensorAccumulator(be, 0, len(parts), nil)
 	for i, p := range parts {
-		if err := a.Add(i, p); err != nil {
+		if err := a.AddTensor(i, p); err != nil {
 			return nil, err
 		}
 	}
-	return a.Sum()
-}
-
-// addInto sets left += right.
-func addInto(be tensor.Backend, left, right []float32) {
-	l := &tensor.Tensor{Shape: []int{len(left)}, Data: left}
-	r := &tensor.Tensor{Shape: []int{len(right)}, Data: right}
-	be.Add(l, l, r)
+	return a.SumTensor()
 }

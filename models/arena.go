@@ -9,34 +9,44 @@ import (
 // arena recycles a stage's activation buffers between micro-batches: a step
 // then allocates (and the kernel zero-fills) almost nothing. Buffers come back
 // uncleared, which is safe because every backend operation overwrites its
-// outputs whole.
+// outputs whole. Storage comes from the arena's backend (host tensors when it
+// has none).
 type arena struct {
-	free map[int][][]float32 // by length
+	be   tensor.Backend
+	free map[int][]*tensor.Tensor // flat storage tensors, by length
 }
 
-func newArena() *arena { return &arena{free: map[int][][]float32{}} }
+// newArena recycles host tensors; newArenaOn those of a backend.
+func newArena() *arena                    { return newArenaOn(nil) }
+func newArenaOn(be tensor.Backend) *arena { return &arena{be: be, free: map[int][]*tensor.Tensor{}} }
 
 // alloc hands out buffers for one micro-batch and remembers them, so that they
 // return to the arena together when the micro-batch is done.
 type alloc struct {
 	a     *arena
-	owned []*tensor.Tensor
+	owned []owned
 }
+
+// owned is a tensor handed out and the flat storage it views.
+type owned struct{ t, store *tensor.Tensor }
 
 func (al *alloc) new(shape ...int) *tensor.Tensor {
 	n := 1
 	for _, d := range shape {
 		n *= d
 	}
-	var data []float32
-	if l := al.a.free[n]; len(l) > 0 {
-		data = l[len(l)-1]
+	var store *tensor.Tensor
+	switch l := al.a.free[n]; {
+	case len(l) > 0:
+		store = l[len(l)-1]
 		al.a.free[n] = l[:len(l)-1]
-	} else {
-		data = make([]float32, n)
+	case al.a.be != nil:
+		store = al.a.be.Alloc(n)
+	default:
+		store = tensor.New(n)
 	}
-	t := &tensor.Tensor{Shape: slices.Clone(shape), Data: data}
-	al.owned = append(al.owned, t)
+	t := store.Reshape(shape...)
+	al.owned = append(al.owned, owned{t, store})
 	return t
 }
 
@@ -48,7 +58,7 @@ func (al *alloc) escape(t *tensor.Tensor) {
 		return
 	}
 	for i := len(al.owned) - 1; i >= 0; i-- {
-		if al.owned[i] == t {
+		if al.owned[i].t == t {
 			al.owned = slices.Delete(al.owned, i, i+1)
 			return
 		}
@@ -57,9 +67,10 @@ func (al *alloc) escape(t *tensor.Tensor) {
 
 // release returns every buffer still owned to the arena.
 func (al *alloc) release() {
-	for _, t := range al.owned {
-		al.a.free[len(t.Data)] = append(al.a.free[len(t.Data)], t.Data)
-		t.Data = nil
+	for _, o := range al.owned {
+		n := o.store.Len()
+		al.a.free[n] = append(al.a.free[n], o.store)
+		o.t.Detach()
 	}
 	al.owned = al.owned[:0]
 }

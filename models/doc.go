@@ -10,6 +10,11 @@
 // So a model cut into any number of stages, with or without recomputation, full
 // or split backward, gives the uncut model's losses and gradients bit for bit.
 //
+// Values are reached only through the stage's tensor.Backend (allocation,
+// explicit host copies, the optimizers' updates, Σg²), so a stage computes on
+// the CPU or on a GPU alike, and on either backend a cut model gives the bits of
+// the uncut one.
+//
 // Also here: optimizers (AdamW, SGD with momentum, warmup and cosine schedule,
 // clipping by a norm supplied from outside), partitioning (uniform, by
 // parameters, by FLOPs, explicit), and the bridge to checkpoints and

@@ -30,17 +30,28 @@ type tape interface {
 	// what backwardWeight needs. scale seeds the head's loss gradient.
 	backwardInput(be tensor.Backend, al *alloc, dy *tensor.Tensor, scale float32) *tensor.Tensor
 	// backwardWeight writes the parameter gradients into g.
-	backwardWeight(be tensor.Backend, g gradBuf)
+	backwardWeight(be tensor.Backend, g grads)
 	// bytes counts the activations held now.
 	bytes() int64
 }
 
-// gradBuf is one flat gradient buffer laid out like the stage's parameters.
+// grads is one flat gradient buffer laid out like the stage's parameters.
+type grads interface {
+	// of views p's gradient in the buffer.
+	of(p *Param) *tensor.Tensor
+}
+
+// gradTensor is a flat gradient tensor of the stage's backend.
+type gradTensor struct{ t *tensor.Tensor }
+
+func (g gradTensor) of(p *Param) *tensor.Tensor { return g.t.View(p.off, p.Shape...) }
+
+// gradBuf is a flat gradient buffer in host memory (for host tensors).
 type gradBuf []float32
 
-// of views p's gradient in the buffer.
 func (g gradBuf) of(p *Param) *tensor.Tensor {
-	return &tensor.Tensor{Shape: p.Shape, Data: g[p.off : p.off+p.Numel()]}
+	t, _ := tensor.From(g, len(g))
+	return t.View(p.off, p.Shape...)
 }
 
 func sizeOf(ts ...*tensor.Tensor) int64 {
@@ -75,7 +86,7 @@ func (l layerNorm) backwardInput(be tensor.Backend, al *alloc, t *lnTape, dy *te
 	return dx
 }
 
-func (l layerNorm) backwardWeight(be tensor.Backend, t *lnTape, g gradBuf) {
+func (l layerNorm) backwardWeight(be tensor.Backend, t *lnTape, g grads) {
 	be.LayerNormBackwardWeight(g.of(l.g), g.of(l.b), t.dy, t.x, t.mean, t.rstd)
 }
 
@@ -167,7 +178,7 @@ func (t *residualTape) backwardInput(be tensor.Backend, al *alloc, dy *tensor.Te
 	return dx
 }
 
-func (t *residualTape) backwardWeight(be tensor.Backend, g gradBuf) {
+func (t *residualTape) backwardWeight(be tensor.Backend, g grads) {
 	r := t.r
 	be.LinearBackwardWeight(g.of(r.out.w), g.of(r.out.b), t.dy, t.y)
 	be.LinearBackwardWeight(g.of(r.in.w), g.of(r.in.b), t.dh, t.a)
@@ -215,7 +226,7 @@ func (t *embedTape) backwardInput(_ tensor.Backend, _ *alloc, dy *tensor.Tensor,
 	return nil
 }
 
-func (t *embedTape) backwardWeight(be tensor.Backend, g gradBuf) {
+func (t *embedTape) backwardWeight(be tensor.Backend, g grads) {
 	var dwpe *tensor.Tensor
 	if t.e.wpe != nil {
 		dwpe = g.of(t.e.wpe)
@@ -261,7 +272,7 @@ func (t *headTape) backwardInput(be tensor.Backend, al *alloc, _ *tensor.Tensor,
 	return dx
 }
 
-func (t *headTape) backwardWeight(be tensor.Backend, g gradBuf) {
+func (t *headTape) backwardWeight(be tensor.Backend, g grads) {
 	be.LinearBackwardWeight(g.of(t.h.w), nil, t.dlogit, t.z)
 	t.h.ln.backwardWeight(be, t.ln, g)
 }

@@ -70,8 +70,56 @@ func importSlots(st OptimizerState, kind string, slots ...string) ([]map[string]
 	return out, nil
 }
 
-// optGrain is the block of elements one task updates.
-const optGrain = 1 << 14
+// slots holds one optimizer buffer per parameter in the parameter's backend,
+// created zeroed or from restored host values on the parameter's first step.
+type slots struct {
+	live    map[string]*tensor.Tensor
+	owner   map[string]tensor.Backend
+	pending map[string][]float32 // restored by SetState, uploaded on first use
+}
+
+func newSlots() slots {
+	return slots{live: map[string]*tensor.Tensor{}, owner: map[string]tensor.Backend{}, pending: map[string][]float32{}}
+}
+
+// of returns p's buffer and whether it was just created zeroed.
+func (s slots) of(p *Param) (*tensor.Tensor, bool) {
+	if t := s.live[p.Name]; t != nil {
+		return t, false
+	}
+	be := p.backend()
+	v, restored := s.pending[p.Name]
+	var t *tensor.Tensor
+	if restored {
+		t = be.Alloc(p.Numel())
+		be.Upload(t, v)
+		delete(s.pending, p.Name)
+	} else {
+		t = be.Zeros(p.Numel())
+	}
+	s.live[p.Name], s.owner[p.Name] = t, be
+	return t, !restored
+}
+
+// export copies every buffer to the host.
+func (s slots) export() map[string][]float32 {
+	out := exportSlots(s.pending)
+	for name, t := range s.live {
+		v := make([]float32, t.Len())
+		s.owner[name].Download(v, t)
+		out[name] = v
+	}
+	return out
+}
+
+// restore replaces the buffers with host values, freeing the live ones.
+func (s *slots) restore(vals map[string][]float32) {
+	for name, t := range s.live {
+		s.owner[name].Free(t)
+	}
+	*s = newSlots()
+	s.pending = vals
+}
 
 // AdamW is Adam with decoupled weight decay, as torch.optim.AdamW: decay
 // multiplies a parameter by (1 - lr·WeightDecay) before the Adam update, and
@@ -79,47 +127,32 @@ const optGrain = 1 << 14
 type AdamW struct {
 	Beta1, Beta2, Eps, WeightDecay float64
 	steps                          int
-	m, v                           map[string][]float32
+	m, v                           slots
 }
 
 // NewAdamW returns AdamW with GPT-2 training's usual settings (β 0.9, 0.95,
 // eps 1e-8) and the given weight decay.
 func NewAdamW(weightDecay float64) *AdamW {
-	return &AdamW{Beta1: 0.9, Beta2: 0.95, Eps: 1e-8, WeightDecay: weightDecay,
-		m: map[string][]float32{}, v: map[string][]float32{}}
+	return &AdamW{Beta1: 0.9, Beta2: 0.95, Eps: 1e-8, WeightDecay: weightDecay, m: newSlots(), v: newSlots()}
 }
 
-// Step updates every parameter in params (each element independently).
+// Step updates every parameter in params (each element independently) on the
+// parameter's backend.
 func (o *AdamW) Step(params []*Param, lr, gradScale float64) error {
 	o.steps++
 	bc1 := 1 - math.Pow(o.Beta1, float64(o.steps))
 	bc2 := math.Sqrt(1 - math.Pow(o.Beta2, float64(o.steps)))
 	for _, p := range params {
-		m, v := o.m[p.Name], o.v[p.Name]
-		if m == nil {
-			m, v = make([]float32, p.Numel()), make([]float32, p.Numel())
-			o.m[p.Name], o.v[p.Name] = m, v
-		}
+		m, _ := o.m.of(p)
+		v, _ := o.v.of(p)
 		decay := 1.0
 		if p.Decay {
 			decay = 1 - lr*o.WeightDecay
 		}
-		w, g := p.Value.Data, p.Grad.Data
 		// float32 arithmetic, as torch's CPU AdamW on float32 parameters.
-		b1, b2 := float32(o.Beta1), float32(o.Beta2)
-		c1, c2 := 1-b1, 1-b2
-		gs, dec, step := float32(gradScale), float32(decay), float32(lr/bc1)
-		ibc2, eps := float32(1/bc2), float32(o.Eps)
-		tensor.ParallelRange(len(w), optGrain, func(lo, hi int) {
-			ws, gs_, ms, vs := w[lo:hi], g[lo:hi], m[lo:hi], v[lo:hi]
-			for i, gi := range gs_ {
-				gi *= gs
-				mi := b1*ms[i] + c1*gi
-				vi := b2*vs[i] + c2*gi*gi
-				ms[i], vs[i] = mi, vi
-				ws[i] = ws[i]*dec - step*mi/(float32(math.Sqrt(float64(vi)))*ibc2+eps)
-			}
-		})
+		p.backend().AdamW(p.Value, p.Grad, m, v, tensor.AdamWStep{
+			Beta1: float32(o.Beta1), Beta2: float32(o.Beta2), GradScale: float32(gradScale),
+			Decay: float32(decay), Step: float32(lr / bc1), InvBC2: float32(1 / bc2), Eps: float32(o.Eps)})
 	}
 	return nil
 }
@@ -127,7 +160,7 @@ func (o *AdamW) Step(params []*Param, lr, gradScale float64) error {
 // State exports a copy of the moments.
 func (o *AdamW) State() OptimizerState {
 	return OptimizerState{Kind: "adamw", Steps: o.steps,
-		Slots: map[string]map[string][]float32{SlotAdamM: exportSlots(o.m), SlotAdamV: exportSlots(o.v)}}
+		Slots: map[string]map[string][]float32{SlotAdamM: o.m.export(), SlotAdamV: o.v.export()}}
 }
 
 // SetState restores a copy of the moments.
@@ -136,7 +169,9 @@ func (o *AdamW) SetState(st OptimizerState) error {
 	if err != nil {
 		return err
 	}
-	o.steps, o.m, o.v = st.Steps, sl[0], sl[1]
+	o.steps = st.Steps
+	o.m.restore(sl[0])
+	o.v.restore(sl[1])
 	return nil
 }
 
@@ -145,38 +180,25 @@ func (o *AdamW) SetState(st OptimizerState) error {
 type SGD struct {
 	Momentum, WeightDecay float64
 	steps                 int
-	buf                   map[string][]float32
+	buf                   slots
 }
 
 // NewSGD returns SGD with the given momentum and weight decay.
 func NewSGD(momentum, weightDecay float64) *SGD {
-	return &SGD{Momentum: momentum, WeightDecay: weightDecay, buf: map[string][]float32{}}
+	return &SGD{Momentum: momentum, WeightDecay: weightDecay, buf: newSlots()}
 }
 
-// Step updates every parameter in params.
+// Step updates every parameter in params on the parameter's backend.
 func (o *SGD) Step(params []*Param, lr, gradScale float64) error {
 	o.steps++
 	for _, p := range params {
-		b, fresh := o.buf[p.Name], false
-		if b == nil {
-			b, fresh = make([]float32, p.Numel()), true
-			o.buf[p.Name] = b
-		}
+		b, fresh := o.buf.of(p)
 		wd := 0.0
 		if p.Decay {
 			wd = o.WeightDecay
 		}
-		w, g := p.Value.Data, p.Grad.Data
-		tensor.ParallelRange(len(w), optGrain, func(lo, hi int) {
-			for i := lo; i < hi; i++ {
-				gi := float64(g[i])*gradScale + wd*float64(w[i])
-				if !fresh {
-					gi += o.Momentum * float64(b[i])
-				}
-				b[i] = float32(gi)
-				w[i] = float32(float64(w[i]) - lr*gi)
-			}
-		})
+		p.backend().SGD(p.Value, p.Grad, b, tensor.SGDStep{
+			GradScale: gradScale, WeightDecay: wd, Momentum: o.Momentum, LR: lr, Fresh: fresh})
 	}
 	return nil
 }
@@ -184,7 +206,7 @@ func (o *SGD) Step(params []*Param, lr, gradScale float64) error {
 // State exports a copy of the momentum buffers.
 func (o *SGD) State() OptimizerState {
 	return OptimizerState{Kind: "sgd", Steps: o.steps,
-		Slots: map[string]map[string][]float32{SlotMomentum: exportSlots(o.buf)}}
+		Slots: map[string]map[string][]float32{SlotMomentum: o.buf.export()}}
 }
 
 // SetState restores a copy of the momentum buffers.
@@ -193,7 +215,8 @@ func (o *SGD) SetState(st OptimizerState) error {
 	if err != nil {
 		return err
 	}
-	o.steps, o.buf = st.Steps, sl[0]
+	o.steps = st.Steps
+	o.buf.restore(sl[0])
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"strings"
+	"sync"
 
 	"github.com/pplaunch/pplaunch/models/tensor"
 )
@@ -17,18 +18,33 @@ type Param struct {
 	// Stage.FinishStep); the executor may all-reduce or scale it in place before
 	// the optimizer step.
 	Grad *tensor.Tensor
-	off  int // offset in the stage's flat gradient layout
+	off  int            // offset in the stage's flat gradient layout
+	be   tensor.Backend // the backend holding Value and Grad; nil: host tensors
 }
 
-// GradSumSquares is Σ grad² in float64 (index order), for a global gradient
-// norm that the caller combines across stages and replicas in name order.
-func (p *Param) GradSumSquares() float64 {
-	var s float64
-	for _, v := range p.Grad.Data {
-		s += float64(v) * float64(v)
+// GradSumSquares is Σ grad² in float64 (in the backend's fixed order; index
+// order on the CPU), for a global gradient norm that the caller combines
+// across stages and replicas in name order.
+func (p *Param) GradSumSquares() float64 { return p.backend().SumSquares(p.Grad) }
+
+// backend is the backend that holds the parameter's tensors: the stage's, or
+// for a parameter built by hand from host tensors, the host backend.
+func (p *Param) backend() tensor.Backend {
+	if p.be != nil {
+		return p.be
 	}
-	return s
+	return hostBackend()
 }
+
+// hostBackend computes on host tensors that no stage owns. Only its
+// elementwise operations are used, which do not depend on the BLAS.
+var hostBackend = sync.OnceValue(func() tensor.Backend {
+	be, err := tensor.NewCPU("gonum")
+	if err != nil {
+		panic(err) // gonum is pure Go and always there
+	}
+	return be
+})
 
 // InitStd is the standard deviation a weight starts from, following GPT-2 /
 // nanoGPT: 0.02 for matrices and embeddings, 0.02/√(2·layers) for the

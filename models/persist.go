@@ -24,14 +24,16 @@ func (s *Stage) TensorSpecs() []checkpoint.TensorSpec {
 	return specs
 }
 
-// Shard is what the stage saves: its parameters and the optimizer's slots for
-// them (zeros for a parameter the optimizer has not touched yet). The tensors
-// alias live buffers: write the shard before the next step.
+// Shard is what the stage saves: host copies of its parameters and of the
+// optimizer's slots for them (zeros for a parameter the optimizer has not
+// touched yet).
 func (s *Stage) Shard(opt Optimizer) checkpoint.Shard {
 	sh := checkpoint.Shard{State: map[string][]checkpoint.Tensor{}}
 	st := opt.State()
 	for _, p := range s.params {
-		sh.Params = append(sh.Params, checkpoint.Tensor{Name: p.Name, Shape: p.Shape, Data: p.Value.Data})
+		host := make([]float32, p.Numel())
+		s.be.Download(host, p.Value)
+		sh.Params = append(sh.Params, checkpoint.Tensor{Name: p.Name, Shape: p.Shape, Data: host})
 		for slot, vals := range st.Slots {
 			v := vals[p.Name]
 			if v == nil {
@@ -91,7 +93,7 @@ func (s *Stage) LoadShard(sh checkpoint.Shard, opt Optimizer, steps int) error {
 		return fmt.Errorf("stage %d: %w", s.index, err)
 	}
 	for _, p := range s.params {
-		copy(p.Value.Data, byName[p.Name].Data)
+		s.be.Upload(p.Value, byName[p.Name].Data)
 	}
 	return nil
 }
@@ -146,7 +148,7 @@ func (s *Stage) InitFrom(path string) error {
 		vals[i] = v
 	}
 	for i, p := range s.params {
-		copy(p.Value.Data, vals[i])
+		s.be.Upload(p.Value, vals[i])
 	}
 	return nil
 }

@@ -56,8 +56,8 @@ type Stage struct {
 	subs   []sublayer
 	params []*Param
 	byName map[string]*Param
-	grad   []float32 // flat gradient, viewed by every Param.Grad
-	pool   [][]float32
+	grad   *tensor.Tensor   // flat gradient, viewed by every Param.Grad
+	pool   []*tensor.Tensor // per-micro-batch gradient buffers for reuse
 	arena  *arena
 
 	scale     float32
@@ -87,7 +87,7 @@ func NewStage(cfg Config, cut []int, index int, be tensor.Backend, opts StageOpt
 		return nil, fmt.Errorf("stage %d of a %d-stage cut does not exist", index, len(cut))
 	}
 	s := &Stage{cfg: cfg, be: be, opts: opts, index: index, num: len(cut), numLayers: cut[index],
-		byName: map[string]*Param{}, scale: 1, mbs: map[int]*mbState{}, arena: newArena()}
+		byName: map[string]*Param{}, scale: 1, mbs: map[int]*mbState{}, arena: newArenaOn(be)}
 	for _, n := range cut[:index] {
 		s.firstLayer += n
 	}
@@ -101,15 +101,16 @@ func NewStage(cfg Config, cut []int, index int, be tensor.Backend, opts StageOpt
 		if !holds(spec.Unit) {
 			continue
 		}
-		p := &Param{ParamSpec: spec, off: off}
-		p.Value, _ = tensor.From(InitValues(cfg, opts.Seed, spec), spec.Shape...)
+		p := &Param{ParamSpec: spec, off: off, be: be}
+		p.Value = be.Alloc(spec.Shape...)
+		be.Upload(p.Value, InitValues(cfg, opts.Seed, spec))
 		off += spec.Numel()
 		s.params = append(s.params, p)
 		s.byName[spec.Name] = p
 	}
-	s.grad = make([]float32, off)
+	s.grad = be.Zeros(off)
 	for _, p := range s.params {
-		p.Grad, _ = tensor.From(s.grad[p.off:p.off+p.Numel()], p.Shape...)
+		p.Grad = s.grad.View(p.off, p.Shape...)
 	}
 	s.build()
 	return s, nil
@@ -160,8 +161,12 @@ func (s *Stage) Params() []*Param { return s.params }
 func (s *Stage) Param(name string) *Param { return s.byName[name] }
 
 // GradBuffer is the flat gradient of all the stage's parameters in Params order
-// (each Param.Grad is a view into it), for data-parallel all-reduce.
-func (s *Stage) GradBuffer() []float32 { return s.grad }
+// (each Param.Grad is a view into it), for data-parallel all-reduce, as host
+// memory: nil on a device backend (use GradTensor).
+func (s *Stage) GradBuffer() []float32 { return s.grad.Data }
+
+// GradTensor is the flat gradient as a tensor of the stage's backend.
+func (s *Stage) GradTensor() *tensor.Tensor { return s.grad }
 
 // ActShape is the shape of the activations between stages for a micro-batch of
 // batch sequences.
@@ -201,7 +206,7 @@ func (s *Stage) BeginStep(first, count int) error {
 			s.pool = append(s.pool, b)
 		}
 	}
-	s.acc = NewAccumulator(s.be, first, count, func(b []float32) { s.pool = append(s.pool, b) })
+	s.acc = NewTensorAccumulator(s.be, first, count, func(b *tensor.Tensor) { s.pool = append(s.pool, b) })
 	return nil
 }
 
@@ -211,11 +216,11 @@ func (s *Stage) FinishStep() error {
 	if s.acc == nil {
 		return fmt.Errorf("stage %d: finish step without BeginStep", s.index)
 	}
-	sum, err := s.acc.Sum()
+	sum, err := s.acc.SumTensor()
 	if err != nil {
 		return fmt.Errorf("stage %d: %w", s.index, err)
 	}
-	copy(s.grad, sum)
+	s.be.Copy(s.grad, sum)
 	s.pool = append(s.pool, sum)
 	s.acc = nil
 	return nil
@@ -286,7 +291,9 @@ func (s *Stage) setBytes(st *mbState, n int64) {
 	s.peak = max(s.peak, s.cur)
 }
 
-// Forward runs micro-batch mb (a global index) through the stage.
+// Forward runs micro-batch mb (a global index) through the stage. The output
+// activation is a tensor of the stage's backend, the caller's from now on (on
+// a device backend, give it back with Backend().Free when it is sent or used).
 func (s *Stage) Forward(mb int, in Input) (Output, error) {
 	if _, ok := s.mbs[mb]; ok {
 		return Output{}, s.errorf("forward", mb, "already in flight")
@@ -309,7 +316,8 @@ func (s *Stage) Forward(mb int, in Input) (Output, error) {
 	return out, nil
 }
 
-// BackwardInput computes the gradient for the stage's input from gradOut (nil
+// BackwardInput computes the gradient for the stage's input (a tensor of the
+// stage's backend that the caller owns, as Forward's output) from gradOut (nil
 // on the last stage, which starts from the loss scale) and keeps what
 // BackwardWeight needs. The first stage returns nil.
 func (s *Stage) BackwardInput(mb int, gradOut *tensor.Tensor) (*tensor.Tensor, error) {
@@ -365,9 +373,9 @@ func (s *Stage) BackwardWeight(mb int) error {
 	}
 	g := s.buffer()
 	for _, t := range st.tapes {
-		t.backwardWeight(s.be, g)
+		t.backwardWeight(s.be, gradTensor{g})
 	}
-	if err := s.acc.Add(mb, g); err != nil {
+	if err := s.acc.AddTensor(mb, g); err != nil {
 		s.pool = append(s.pool, g)
 		return fmt.Errorf("stage %d: %w", s.index, err)
 	}
@@ -388,13 +396,13 @@ func (s *Stage) Backward(mb int, gradOut *tensor.Tensor) (*tensor.Tensor, error)
 
 // buffer returns a per-micro-batch gradient buffer (contents undefined: every
 // parameter's slot is overwritten by its layer).
-func (s *Stage) buffer() gradBuf {
+func (s *Stage) buffer() *tensor.Tensor {
 	if n := len(s.pool); n > 0 {
 		b := s.pool[n-1]
 		s.pool = s.pool[:n-1]
 		return b
 	}
-	return make([]float32, len(s.grad))
+	return s.be.Alloc(s.grad.Len())
 }
 
 // SumLocalTiedGrads, on a stage holding both the token embedding and the tied
@@ -407,17 +415,19 @@ func (s *Stage) SumLocalTiedGrads() {
 			continue
 		}
 		if e := s.byName[p.TiedTo]; e != nil {
-			AddTiedGrads(e.Grad.Data, e.Grad.Data, p.Grad.Data)
-			copy(p.Grad.Data, e.Grad.Data)
+			s.be.Add(e.Grad, e.Grad, p.Grad) // embedding + head, AddTiedGrads's order
+			s.be.Copy(p.Grad, e.Grad)
 		}
 	}
 }
 
-// AddTiedGrads sets dst = embedding + head, elementwise, in that order.
+// AddTiedGrads sets dst = embedding + head, elementwise, in that order, on
+// host buffers.
 func AddTiedGrads(dst, embedding, head []float32) {
-	for i := range dst {
-		dst[i] = embedding[i] + head[i]
-	}
+	d, _ := tensor.From(dst, len(dst))
+	e, _ := tensor.From(embedding, len(embedding))
+	h, _ := tensor.From(head, len(head))
+	hostBackend().Add(d, e, h)
 }
 
 // Discard drops a micro-batch's saved state without a backward pass (for

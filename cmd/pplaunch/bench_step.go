@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 
 	"github.com/pplaunch/pplaunch/bench"
@@ -15,6 +17,8 @@ type benchStepCmd struct {
 	Steps   int    `arg:"--steps" default:"5" help:"timed steps; the median is reported"`
 	Warmup  int    `arg:"--warmup" default:"1" help:"untimed steps first"`
 	BLAS    string `arg:"--blas,env:PPLAUNCH_BLAS" default:"auto" help:"matrix products: auto, openblas or gonum"`
+	Device  string `arg:"--device" default:"cpu" help:"where the model computes: cpu or cuda"`
+	TF32    bool   `arg:"--tf32" help:"on cuda, let matrix products use TF32 tensor cores"`
 	JSON    bool   `arg:"--json" help:"print the report as JSON"`
 }
 
@@ -24,7 +28,10 @@ func (c *benchStepCmd) run(ctx context.Context, stdout, stderr io.Writer) error 
 		return err
 	}
 	rep, err := bench.Step(bench.StepOptions{Model: cfg, Batch: c.Batch, Threads: c.Threads,
-		Steps: c.Steps, Warmup: c.Warmup, BLAS: c.BLAS, Seed: 1})
+		Steps: c.Steps, Warmup: c.Warmup, BLAS: c.BLAS, Seed: 1, Device: c.Device, TF32: c.TF32})
+	if de := (*bench.DeviceError)(nil); errors.As(err, &de) {
+		return exitError{code: 2, err: fmt.Errorf("bench step --device %s: %w", c.Device, de)}
+	}
 	if err != nil {
 		return err
 	}
@@ -33,3 +40,13 @@ func (c *benchStepCmd) run(ctx context.Context, stdout, stderr io.Writer) error 
 	}
 	return rep.WriteText(stdout)
 }
+
+// exitError is an error that ends the process with its own exit code (2: the
+// command cannot start as asked).
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e exitError) Error() string { return e.err.Error() }
+func (e exitError) Unwrap() error { return e.err }

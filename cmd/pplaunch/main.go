@@ -121,6 +121,9 @@ func runInProcess(stderr io.Writer, f func(ctx context.Context) error) int {
 	defer stop()
 	if err := f(ctx); err != nil {
 		fmt.Fprintln(stderr, "pplaunch:", err)
+		if ee := (exitError{}); errors.As(err, &ee) {
+			return ee.code
+		}
 		return 1
 	}
 	return 0

@@ -10,6 +10,7 @@ package tensor
 type Backend interface {
 	// Name says what runs the matrix products, e.g. "cpu/openblas".
 	Name() string
+	Memory
 	// MatMul computes c = alpha·op(a)·op(b) + beta·c on matrices (leading
 	// dimensions flattened), where op transposes when ta or tb is set.
 	MatMul(c, a *Tensor, ta bool, b *Tensor, tb bool, alpha, beta float32)
@@ -49,4 +50,51 @@ type Backend interface {
 	CrossEntropyBackward(dlogits, probs *Tensor, targets []int32, scale float32)
 	// Add computes y = a + b elementwise (y may alias a or b).
 	Add(y, a, b *Tensor)
+}
+
+// Memory is the part of a Backend that owns tensor storage: allocation, the
+// explicit copies between host and backend, and the whole-tensor updates the
+// training loop needs (optimizers, scaling, Σx²), so that code above a backend
+// never touches values except through it. Tensors passed to a backend must
+// have been made by it (or, for the CPU backend, be host tensors).
+type Memory interface {
+	// Alloc returns a tensor of the shape whose contents are undefined.
+	Alloc(shape ...int) *Tensor
+	// Zeros returns a zeroed tensor of the shape.
+	Zeros(shape ...int) *Tensor
+	// Free gives t's storage back to the backend for reuse; neither t nor any
+	// view of it may be used afterwards. Views themselves are not freed.
+	Free(t *Tensor)
+	// Upload copies len(src) = t.Len() host values into t.
+	Upload(t *Tensor, src []float32)
+	// Download copies t's t.Len() = len(dst) values to the host.
+	Download(dst []float32, t *Tensor)
+	// Copy sets dst = src (the same number of elements; shapes may differ).
+	Copy(dst, src *Tensor)
+	// Scale multiplies t by s in place.
+	Scale(t *Tensor, s float32)
+	// SumSquares is Σ x² accumulated in float64 in an order fixed by the
+	// length alone, so the same tensor gives the same bits every time.
+	SumSquares(t *Tensor) float64
+	// AdamW applies one torch.optim.AdamW update (float32 arithmetic) to w
+	// from gradient g, updating the moments m and v in place.
+	AdamW(w, g, m, v *Tensor, h AdamWStep)
+	// SGD applies one SGD-with-momentum update (float64 arithmetic per
+	// element) to w from g, keeping the momentum in buf.
+	SGD(w, g, buf *Tensor, h SGDStep)
+}
+
+// AdamWStep is one AdamW update's scalars, already rounded to float32 in the
+// order torch computes them: per element, g' = g·GradScale, m = β1·m + (1-β1)·g',
+// v = β2·v + (1-β2)·g'², w = w·Decay - Step·m/(√v·InvBC2 + Eps).
+type AdamWStep struct {
+	Beta1, Beta2, GradScale, Decay, Step, InvBC2, Eps float32
+}
+
+// SGDStep is one SGD update's scalars: per element, in float64,
+// g' = g·GradScale + WeightDecay·w (+ Momentum·buf unless Fresh), buf = g',
+// w = w - LR·g'.
+type SGDStep struct {
+	GradScale, WeightDecay, Momentum, LR float64
+	Fresh                                bool // the first step: buf holds nothing yet
 }

@@ -5,19 +5,24 @@ import (
 	"slices"
 )
 
-// Tensor is a dense row-major float32 array. The CPU backend computes on Data
-// directly; shapes are checked by every operation.
+// Tensor is a dense row-major float32 array whose storage belongs to the
+// backend that made it: host memory in Data for the CPU backend (and for
+// tensors made by New and From), device memory for the CUDA backend, in which
+// case Data is nil. Code outside a backend reads and writes values only through
+// the backend (Upload, Download, Copy and the operations); shapes are checked by
+// every operation.
 type Tensor struct {
 	Shape []int
 	Data  []float32
+	dev   *devStorage // device storage; nil for a host tensor
 }
 
-// New returns a zeroed tensor of the given shape.
+// New returns a zeroed host tensor of the given shape.
 func New(shape ...int) *Tensor {
 	return &Tensor{Shape: slices.Clone(shape), Data: make([]float32, numel(shape))}
 }
 
-// From wraps data (not copied) as a tensor of the given shape; the lengths must agree.
+// From wraps data (not copied) as a host tensor of the given shape; the lengths must agree.
 func From(data []float32, shape ...int) (*Tensor, error) {
 	if n := numel(shape); n != len(data) {
 		return nil, fmt.Errorf("tensor: %d values do not fill shape %v (%d)", len(data), shape, n)
@@ -37,15 +42,57 @@ func numel(shape []int) int {
 }
 
 // Len is the number of elements.
-func (t *Tensor) Len() int { return len(t.Data) }
+func (t *Tensor) Len() int {
+	if t.dev != nil {
+		return t.dev.n
+	}
+	return len(t.Data)
+}
 
 // Bytes is the size of the data in bytes.
-func (t *Tensor) Bytes() int64 { return int64(len(t.Data)) * 4 }
+func (t *Tensor) Bytes() int64 { return int64(t.Len()) * 4 }
 
-// Clone returns a deep copy.
+// OnHost reports whether the tensor's values live in host memory (Data).
+func (t *Tensor) OnHost() bool { return t.dev == nil }
+
+// Clone returns a deep copy of a host tensor (a device tensor is copied with
+// its backend's Alloc and Copy).
 func (t *Tensor) Clone() *Tensor {
+	if t.dev != nil {
+		panic(fmt.Sprintf("tensor: Clone of device tensor %v (use the backend's Alloc and Copy)", t.Shape))
+	}
 	return &Tensor{Shape: slices.Clone(t.Shape), Data: slices.Clone(t.Data)}
 }
+
+// View is the elements [off, off+numel(shape)) of t as a tensor of the given
+// shape, sharing t's storage (host or device): writes through either are seen by
+// both. It is header arithmetic only, the same for every backend.
+func (t *Tensor) View(off int, shape ...int) *Tensor {
+	n := numel(shape)
+	if off < 0 || off+n > t.Len() {
+		panic(fmt.Sprintf("tensor: view [%d,%d) of %v (%d elements)", off, off+n, t.Shape, t.Len()))
+	}
+	v := &Tensor{Shape: slices.Clone(shape)}
+	if t.dev != nil {
+		v.dev = t.dev.view(off, n)
+	} else {
+		v.Data = t.Data[off : off+n : off+n]
+	}
+	return v
+}
+
+// Reshape is the whole of t under another shape with as many elements.
+func (t *Tensor) Reshape(shape ...int) *Tensor {
+	if numel(shape) != t.Len() {
+		panic(fmt.Sprintf("tensor: reshape %v (%d elements) to %v", t.Shape, t.Len(), shape))
+	}
+	return t.View(0, shape...)
+}
+
+// Detach drops t's reference to its storage (after the storage went back to
+// an allocator), so that a later use fails loudly instead of reading another
+// tensor's values.
+func (t *Tensor) Detach() { t.Data, t.dev = nil, nil }
 
 // Rows views the tensor as a matrix: the product of all but the last dimension,
 // by the last dimension.
@@ -57,7 +104,7 @@ func (t *Tensor) Rows() (rows, cols int) {
 	if cols == 0 {
 		return 0, 0
 	}
-	return len(t.Data) / cols, cols
+	return t.Len() / cols, cols
 }
 
 func (t *Tensor) String() string { return fmt.Sprintf("tensor%v", t.Shape) }

@@ -1,0 +1,18 @@
+// Package cudaemu builds, for tests, an emulator of the NVIDIA libraries the
+// cbits CUDA binding loads: shared objects with the real sonames
+// (libcudart.so.13, libcublas.so.13, libcublasLt.so.13, libnvrtc.so.13,
+// libnvrtc-builtins.so.13.0) and the same C symbols, on the CPU. Device
+// memory is host memory between guard pages; streams run work as it is
+// queued; cuBLAS SGEMM is the column-major reference definition; NVRTC
+// compiles the kernel source with the host C++ compiler behind an emulation
+// header (src/cudaemu_kernel.h), and a launch runs each block's threads as
+// cooperative fibers, so __syncthreads, warp shuffles and shared memory
+// behave as on a GPU. It reports one device of compute capability 9.0.
+//
+// A test sets PPLAUNCH_CUDA_LIBS=Dir(t) before the process's first
+// cbits.LoadCUDA, or calls cbits.LoadCUDAFrom(Dir(t)). The emulator and the
+// real libraries share sonames, so they must not be loaded in one process.
+//
+// Only tests import this package. It must never import anything of the
+// project but cbits (and only its tests do that).
+package cudaemu

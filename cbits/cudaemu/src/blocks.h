@@ -1,0 +1,20 @@
+/* The block scheduler: a grid's blocks one after another, each block's
+ * threads as cooperative fibers. */
+#ifndef CUDAEMU_BLOCKS_H
+#define CUDAEMU_BLOCKS_H
+
+#include "emu_abi.h"
+#include <string>
+
+std::string emu_fmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* emu_where names a thread: " in block (x,y,z) thread (x,y,z)". */
+std::string emu_where(const struct __emu_thread *t);
+
+/* emu_install_hooks fills a kernel object's hook table. */
+void emu_install_hooks(struct __emu_hooks *hk);
+/* emu_run_grid runs fn over the grid, setting *cur to the running thread;
+ * false, with the reason in *err, when a block deadlocks or traps. */
+bool emu_run_grid(__emu_tramp_fn fn, struct __emu_thread **cur, void **args, struct __emu_uint3 grid,
+		  struct __emu_uint3 block, std::string *err);
+
+#endif

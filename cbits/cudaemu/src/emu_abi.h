@@ -1,0 +1,49 @@
+/* The interface between the emulated runtime (libcudart.so.13 of cudaemu) and
+ * the kernels the emulated NVRTC builds. A kernel shared object exports:
+ *   __emu_abi      int, __EMU_ABI_VERSION
+ *   __emu_cur      struct __emu_thread *: the running thread; the runtime sets it
+ *                  before it switches to a thread
+ *   __emu_hk       struct __emu_hooks: the runtime fills it when it loads the object
+ *   __emu_kernels  struct __emu_kentry[], name -> trampoline, ended by {0, 0}
+ * A trampoline takes cudaLaunchKernel's void **args and calls the kernel with
+ * them converted to its parameter types. */
+#ifndef CUDAEMU_ABI_H
+#define CUDAEMU_ABI_H
+
+#define __EMU_ABI_VERSION 1
+/* Dynamic shared memory every kernel object reserves: Hopper's opt-in maximum. */
+#define __EMU_DSMEM_BYTES (227 * 1024)
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct __emu_uint3 {
+	unsigned x, y, z;
+};
+
+struct __emu_thread {
+	struct __emu_uint3 threadIdx, blockIdx, blockDim, gridDim;
+};
+
+enum { __EMU_SHFL_IDX = 0, __EMU_SHFL_UP = 1, __EMU_SHFL_DOWN = 2, __EMU_SHFL_XOR = 3, __EMU_SYNCWARP = 4 };
+
+struct __emu_hooks {
+	void (*syncthreads)(void);
+	/* warp: a shuffle of kind with arg (lane, delta or mask) and width, or a
+	 * __syncwarp; returns the value read (v itself for __syncwarp). */
+	unsigned long long (*warp)(unsigned mask, unsigned long long v, int kind, int arg, int width);
+	void (*trap)(const char *why);
+};
+
+typedef void (*__emu_tramp_fn)(void **args);
+
+struct __emu_kentry {
+	const char *name;
+	__emu_tramp_fn fn;
+};
+
+#ifdef __cplusplus
+}
+#endif
+#endif

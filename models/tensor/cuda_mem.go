@@ -1,0 +1,179 @@
+package tensor
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"unsafe"
+)
+
+// Alloc returns a device tensor from the caching allocator (contents undefined).
+func (c *CUDA) Alloc(shape ...int) *Tensor {
+	n := numel(shape)
+	b, err := c.alloc.get(max(n, 1) * 4)
+	if err != nil {
+		panic(fmt.Sprintf("cuda backend: alloc %v: %v", shape, err))
+	}
+	return &Tensor{Shape: slices.Clone(shape), dev: &devStorage{ptr: b.ptr, n: n, blk: b, owner: c}}
+}
+
+// Zeros returns a zeroed device tensor.
+func (c *CUDA) Zeros(shape ...int) *Tensor {
+	t := c.Alloc(shape...)
+	c.memset(t.dev.ptr, t.Len()*4)
+	return t
+}
+
+func (c *CUDA) memset(p devPtr, bytes int) {
+	if bytes > 0 {
+		c.dev.enqueue("memset", func() error { return c.dev.api.MemsetAsync(p, 0, bytes, c.dev.stream) })
+	}
+}
+
+// Free gives t's block back to the cache. t must be the tensor Alloc returned
+// (or a reshape of it), not a view into part of it.
+func (c *CUDA) Free(t *Tensor) {
+	p := c.ptr("free", t)
+	if p != t.dev.blk.ptr {
+		panic(fmt.Sprintf("free: %v is a view into another tensor", t.Shape))
+	}
+	c.alloc.put(t.dev.blk)
+	t.Detach()
+}
+
+// tmp is scratch device memory for n floats, given back with c.alloc.put once
+// the launches that use it are queued (the stream orders any reuse after them).
+func (c *CUDA) tmp(n int) *devBlock {
+	b, err := c.alloc.get(max(n, 1) * 4)
+	if err != nil {
+		panic(fmt.Sprintf("cuda backend: scratch of %d floats: %v", n, err))
+	}
+	return b
+}
+
+// upload32 copies host words to a fresh scratch block.
+func (c *CUDA) upload32(op string, p unsafe.Pointer, n int) *devBlock {
+	b := c.tmp(n)
+	if n > 0 {
+		c.dev.must(op, func() error { return c.dev.api.MemcpyHtoDAsync(b.ptr, p, n*4, c.dev.stream) })
+	}
+	return b
+}
+
+// uploadInts copies int32 ids to the device.
+func (c *CUDA) uploadInts(op string, ids []int32) *devBlock {
+	if len(ids) == 0 {
+		return c.tmp(1)
+	}
+	return c.upload32(op, unsafe.Pointer(&ids[0]), len(ids))
+}
+
+// Upload copies src into t.
+func (c *CUDA) Upload(t *Tensor, src []float32) {
+	p := c.ptr("upload", t)
+	if len(src) != t.Len() {
+		panic(fmt.Sprintf("upload: %d values into %v (%d elements)", len(src), t.Shape, t.Len()))
+	}
+	if len(src) > 0 {
+		c.dev.must("upload", func() error {
+			return c.dev.api.MemcpyHtoDAsync(p, unsafe.Pointer(&src[0]), len(src)*4, c.dev.stream)
+		})
+	}
+}
+
+// Download copies t to dst, waiting for the work that writes t.
+func (c *CUDA) Download(dst []float32, t *Tensor) {
+	p := c.ptr("download", t)
+	if len(dst) != t.Len() {
+		panic(fmt.Sprintf("download: %v (%d elements) into %d values", t.Shape, t.Len(), len(dst)))
+	}
+	if len(dst) > 0 {
+		c.download(unsafe.Pointer(&dst[0]), p, len(dst)*4)
+	}
+}
+
+func (c *CUDA) download(dst unsafe.Pointer, p devPtr, bytes int) {
+	c.dev.must("download", func() error {
+		if err := c.dev.api.MemcpyDtoHAsync(dst, p, bytes, c.dev.stream); err != nil {
+			return err
+		}
+		return c.dev.api.StreamSynchronize(c.dev.stream)
+	})
+}
+
+// Copy sets dst = src on the device.
+func (c *CUDA) Copy(dst, src *Tensor) {
+	d, s := c.ptr("copy", dst), c.ptr("copy", src)
+	mustLen("copy", "src", src, dst.Len())
+	if dst.Len() > 0 && d != s {
+		c.dev.enqueue("copy", func() error { return c.dev.api.MemcpyDtoDAsync(d, s, dst.Len()*4, c.dev.stream) })
+	}
+}
+
+// Scale multiplies t by s.
+func (c *CUDA) Scale(t *Tensor, s float32) {
+	p := c.ptr("scale", t)
+	if n := t.Len(); n > 0 {
+		c.launch("scale_f32", c.elementGrid(n), blk(elemBlock), 0, p, s, int64(n))
+	}
+}
+
+// sumsqBlocks is how many blocks the first pass of SumSquares uses for n
+// elements: chunks of at least 8 elements per thread, at most 1024 blocks.
+// It depends on n alone, which fixes the order of the sum.
+func sumsqBlocks(n int) (blocks, chunk int) {
+	chunk = max(elemBlock*8, (n+1023)/1024)
+	chunk = (chunk + elemBlock - 1) / elemBlock * elemBlock
+	return (n + chunk - 1) / chunk, chunk
+}
+
+// SumSquares is Σ x² in double: per-block partial sums over fixed chunks, then
+// one block adds them in a fixed tree.
+func (c *CUDA) SumSquares(t *Tensor) float64 {
+	p := c.ptr("sum of squares", t)
+	n := t.Len()
+	if n == 0 {
+		return 0
+	}
+	blocks, chunk := sumsqBlocks(n)
+	part := c.tmp(2*blocks + 2) // doubles; the last two floats take the total
+	total := part.ptr + devPtr(blocks)*8
+	c.launch("sumsq_partial", blk(blocks), blk(elemBlock), 0, part.ptr, p, int64(n), int64(chunk))
+	c.launch("sumsq_final", blk(1), blk(elemBlock), 0, total, part.ptr, int32(blocks))
+	var s float64
+	c.download(unsafe.Pointer(&s), total, 8)
+	c.alloc.put(part)
+	return s
+}
+
+// AdamW updates w, m and v on the device with the CPU backend's float32 arithmetic.
+func (c *CUDA) AdamW(w, g, m, v *Tensor, h AdamWStep) {
+	n := w.Len()
+	mustLen("adamw", "grad", g, n)
+	mustLen("adamw", "m", m, n)
+	mustLen("adamw", "v", v, n)
+	if n == 0 {
+		return
+	}
+	c.launch("adamw_step", c.elementGrid(n), blk(elemBlock), 0,
+		c.ptr("adamw", w), c.ptr("adamw", g), c.ptr("adamw", m), c.ptr("adamw", v), int64(n),
+		h.Beta1, h.Beta2, h.GradScale, h.Decay, h.Step, h.InvBC2, h.Eps)
+}
+
+// SGD updates w and buf on the device with the CPU backend's float64 arithmetic.
+func (c *CUDA) SGD(w, g, buf *Tensor, h SGDStep) {
+	n := w.Len()
+	mustLen("sgd", "grad", g, n)
+	mustLen("sgd", "momentum", buf, n)
+	if n == 0 {
+		return
+	}
+	bitsOf := func(x float64) int64 { return int64(math.Float64bits(x)) }
+	fresh := int32(0)
+	if h.Fresh {
+		fresh = 1
+	}
+	c.launch("sgd_step", c.elementGrid(n), blk(elemBlock), 0,
+		c.ptr("sgd", w), c.ptr("sgd", g), c.ptr("sgd", buf), int64(n),
+		bitsOf(h.GradScale), bitsOf(h.WeightDecay), bitsOf(h.Momentum), bitsOf(h.LR), fresh)
+}

@@ -1,0 +1,198 @@
+package tensor
+
+import (
+	"fmt"
+	"sort"
+	"unsafe"
+)
+
+// LayerNorm normalises each row of x, one block per row.
+func (c *CUDA) LayerNorm(y, mean, rstd, x, gamma, beta *Tensor, eps float32) {
+	const op = "layernorm"
+	n, d := lnDims(op, x, mean, rstd)
+	mustLen(op, "y", y, n*d)
+	mustLen(op, "gamma", gamma, d)
+	mustLen(op, "beta", beta, d)
+	if n == 0 {
+		return
+	}
+	c.launch("layernorm_forward", blk(n), blk(rowBlock), 0, c.ptr(op, y), c.ptr(op, mean), c.ptr(op, rstd),
+		c.ptr(op, x), c.ptr(op, gamma), c.ptr(op, beta), int32(d), eps)
+}
+
+// LayerNormBackwardInput computes dx from dy and the saved statistics.
+func (c *CUDA) LayerNormBackwardInput(dx, dy, x, mean, rstd, gamma *Tensor) {
+	const op = "layernorm backward"
+	n, d := lnDims(op, x, mean, rstd)
+	mustLen(op, "dy", dy, n*d)
+	mustLen(op, "dx", dx, n*d)
+	mustLen(op, "gamma", gamma, d)
+	if n == 0 {
+		return
+	}
+	c.launch("layernorm_backward_input", blk(n), blk(rowBlock), 0, c.ptr(op, dx), c.ptr(op, dy), c.ptr(op, x),
+		c.ptr(op, mean), c.ptr(op, rstd), c.ptr(op, gamma), int32(d))
+}
+
+// LayerNormBackwardWeight computes dgamma = Σ_rows dy·x̂ and dbeta = Σ_rows dy
+// in two fixed passes over chunks of rows.
+func (c *CUDA) LayerNormBackwardWeight(dgamma, dbeta, dy, x, mean, rstd *Tensor) {
+	const op = "layernorm backward weight"
+	n, d := lnDims(op, x, mean, rstd)
+	mustLen(op, "dy", dy, n*d)
+	mustLen(op, "dgamma", dgamma, d)
+	mustLen(op, "dbeta", dbeta, d)
+	if d == 0 {
+		return
+	}
+	gp, bp := c.ptr(op, dgamma), c.ptr(op, dbeta)
+	chunks := (n + colChunk - 1) / colChunk
+	if chunks == 0 {
+		c.memset(gp, d*4)
+		c.memset(bp, d*4)
+		return
+	}
+	part := c.tmp(2 * chunks * d)
+	pb := part.ptr + devPtr(chunks*d)*4
+	c.launch("layernorm_weight_partial", colGrid(chunks, d), blk(colBlock), 0, part.ptr, pb,
+		c.ptr(op, dy), c.ptr(op, x), c.ptr(op, mean), c.ptr(op, rstd), int32(n), int32(d), int32(colChunk))
+	cols := blk((d + colBlock - 1) / colBlock)
+	c.launch("colsum_final", cols, blk(colBlock), 0, gp, part.ptr, int32(chunks), int32(d))
+	c.launch("colsum_final", cols, blk(colBlock), 0, bp, pb, int32(chunks), int32(d))
+	c.alloc.put(part)
+}
+
+// Gelu is GELU with the CPU backend's tanh approximation.
+func (c *CUDA) Gelu(y, th, x *Tensor) {
+	mustLen("gelu", "y", y, x.Len())
+	mustLen("gelu", "th", th, x.Len())
+	if n := x.Len(); n > 0 {
+		c.launch("gelu_forward", c.elementGrid(n), blk(elemBlock), 0, c.ptr("gelu", y), c.ptr("gelu", th), c.ptr("gelu", x), int64(n))
+	}
+}
+
+// GeluBackward computes dx = dy·gelu'(x) (dx may alias dy).
+func (c *CUDA) GeluBackward(dx, dy, x, th *Tensor) {
+	const op = "gelu backward"
+	mustLen(op, "dx", dx, x.Len())
+	mustLen(op, "dy", dy, x.Len())
+	mustLen(op, "th", th, x.Len())
+	if n := x.Len(); n > 0 {
+		c.launch("gelu_backward", c.elementGrid(n), blk(elemBlock), 0, c.ptr(op, dx), c.ptr(op, dy), c.ptr(op, x), c.ptr(op, th), int64(n))
+	}
+}
+
+// Add computes y = a + b.
+func (c *CUDA) Add(y, a, b *Tensor) {
+	mustLen("add", "a", a, y.Len())
+	mustLen("add", "b", b, y.Len())
+	if n := y.Len(); n > 0 {
+		c.launch("add_f32", c.elementGrid(n), blk(elemBlock), 0, c.ptr("add", y), c.ptr("add", a), c.ptr("add", b), int64(n))
+	}
+}
+
+// Embed computes y[b,t] = wte[token] + wpe[t]; the token ids are copied to the device.
+func (c *CUDA) Embed(y, wte, wpe *Tensor, tokens []int32) {
+	D, T := embedDims("embed", wte, wpe, y, tokens)
+	if len(tokens) == 0 || D == 0 {
+		return
+	}
+	ids := c.uploadInts("embed", tokens)
+	grid := [3]uint32{uint32(len(tokens)), uint32((D + colBlock - 1) / colBlock), 1}
+	c.launch("embed_forward", grid, blk(colBlock), 0, c.ptr("embed", y), c.ptr("embed", wte), c.ptr("embed", wpe), ids.ptr, int32(T), int32(D))
+	c.alloc.put(ids)
+}
+
+// tokenRows lists, for each distinct token in ascending order, the rows that
+// carry it in ascending order: uniq, start (len(uniq)+1 offsets into rows)
+// and rows, packed into one slice for one upload.
+func tokenRows(tokens []int32) (packed []int32, distinct int) {
+	rows := make([]int32, len(tokens))
+	for i := range rows {
+		rows[i] = int32(i)
+	}
+	sort.SliceStable(rows, func(a, b int) bool { return tokens[rows[a]] < tokens[rows[b]] })
+	var uniq, start []int32
+	for i, r := range rows {
+		if i == 0 || tokens[r] != tokens[rows[i-1]] {
+			uniq = append(uniq, tokens[r])
+			start = append(start, int32(i))
+		}
+	}
+	start = append(start, int32(len(rows)))
+	packed = append(append(uniq, start...), rows...)
+	return packed, len(uniq)
+}
+
+// EmbedBackward sets dwte[v] to the sum of dy's rows that carry token v (rows
+// in order, onto zero) and dwpe[t] to the sum over sequences: one thread owns
+// each output element, so there are no atomics and the bits are the CPU's.
+func (c *CUDA) EmbedBackward(dwte, dwpe, dy *Tensor, tokens []int32) {
+	const op = "embed backward"
+	D, T := embedDims(op, dwte, dwpe, dy, tokens)
+	wp := c.ptr(op, dwte)
+	c.memset(wp, dwte.Len()*4)
+	if dwpe != nil {
+		c.memset(c.ptr(op, dwpe), dwpe.Len()*4)
+	}
+	if len(tokens) == 0 || D == 0 {
+		return
+	}
+	packed, u := tokenRows(tokens)
+	lists := c.upload32(op, unsafe.Pointer(&packed[0]), len(packed))
+	start := lists.ptr + devPtr(u)*4
+	rows := start + devPtr(u+1)*4
+	cb := uint32((D + colBlock - 1) / colBlock)
+	c.launch("embed_backward_wte", [3]uint32{uint32(u), cb, 1}, blk(colBlock), 0, wp, c.ptr(op, dy), lists.ptr, start, rows, int32(D))
+	if dwpe != nil {
+		c.launch("embed_backward_wpe", [3]uint32{uint32(min(T, len(tokens))), cb, 1}, blk(colBlock), 0,
+			c.ptr(op, dwpe), c.ptr(op, dy), int32(len(tokens)), int32(T), int32(D))
+	}
+	c.alloc.put(lists)
+}
+
+// CrossEntropy writes the softmax of each row (probs may alias logits) and
+// returns the mean over rows of -log p[target]; the per-row losses come to the
+// host and are added in row order in float64.
+func (c *CUDA) CrossEntropy(probs, logits *Tensor, targets []int32) float64 {
+	n, V := logits.Rows()
+	if len(targets) != n {
+		panic(fmt.Sprintf("cross entropy: %d targets for %d rows", len(targets), n))
+	}
+	mustLen("cross entropy", "probs", probs, n*V)
+	checkIDs("cross entropy", "target", targets, V)
+	if n == 0 {
+		return 0
+	}
+	ids := c.uploadInts("cross entropy", targets)
+	loss := c.tmp(n)
+	c.launch("crossentropy_forward", blk(n), blk(rowBlock), 0, c.ptr("cross entropy", probs), loss.ptr,
+		c.ptr("cross entropy", logits), ids.ptr, int32(V))
+	rows := make([]float32, n)
+	c.download(unsafe.Pointer(&rows[0]), loss.ptr, n*4)
+	c.alloc.put(ids)
+	c.alloc.put(loss)
+	var total float64
+	for _, l := range rows {
+		total += float64(l)
+	}
+	return total / float64(n)
+}
+
+// CrossEntropyBackward computes dlogits = scale·(p - onehot(target))/N.
+func (c *CUDA) CrossEntropyBackward(dlogits, probs *Tensor, targets []int32, scale float32) {
+	const op = "cross entropy backward"
+	n, V := probs.Rows()
+	mustLen(op, "dlogits", dlogits, n*V)
+	if len(targets) != n {
+		panic(fmt.Sprintf("cross entropy backward: %d targets for %d rows", len(targets), n))
+	}
+	checkIDs(op, "target", targets, V)
+	if n == 0 {
+		return
+	}
+	ids := c.uploadInts(op, targets)
+	grid := [3]uint32{uint32(n), uint32(min((V+elemBlock-1)/elemBlock, 64)), 1}
+	c.launch("crossentropy_backward", grid, blk(elemBlock), 0, c.ptr(op, dlogits), c.ptr(op, probs), ids.ptr, int32(V), scale/float32(n))
+	c.alloc.put(ids)
+}

@@ -1,0 +1,50 @@
+// Reductions in fixed orders: column sums (bias gradients) and Σx² (the global
+// gradient norm), each in two passes whose cut depends on the shape only.
+
+// colsum_partial: grid (row chunks, column blocks); p[c·cols+j] is the sum of
+// column j over chunk c's rows in order.
+extern "C" __global__ void colsum_partial(float* p, const float* m, int rows, int cols, int chunk) {
+	int c = blockIdx.x;
+	int j = blockIdx.y * blockDim.x + threadIdx.x;
+	if (j >= cols) return;
+	int r0 = c * chunk, r1 = min(rows, r0 + chunk);
+	float s = 0.0f;
+	for (int r = r0; r < r1; r++) s += m[(long long)r * cols + j];
+	p[(long long)c * cols + j] = s;
+}
+
+// colsum_final: out[j] = Σ_c p[c·cols+j], chunks in order.
+extern "C" __global__ void colsum_final(float* out, const float* p, int chunks, int cols) {
+	int j = blockIdx.x * blockDim.x + threadIdx.x;
+	if (j >= cols) return;
+	float s = 0.0f;
+	for (int c = 0; c < chunks; c++) s += p[(long long)c * cols + j];
+	out[j] = s;
+}
+
+// sumsq_partial: block b sums x² in double over elements [b·chunk, (b+1)·chunk)
+// (each thread a strided slice, then a tree); part holds one double per block
+// (the float pointer is 8-byte aligned storage). blockDim.x must be 256.
+extern "C" __global__ void sumsq_partial(float* part, const float* x, long long n, long long chunk) {
+	__shared__ double sh[256];
+	long long lo = blockIdx.x * chunk, hi = lo + chunk;
+	if (hi > n) hi = n;
+	double s = 0.0;
+	for (long long i = lo + threadIdx.x; i < hi; i += blockDim.x) {
+		double v = (double)x[i];
+		s += v * v;
+	}
+	double t = block_sum_d(s, sh);
+	if (threadIdx.x == 0) ((double*)part)[blockIdx.x] = t;
+}
+
+// sumsq_final: one block of 256 adds the blocks' doubles (strided, then a
+// tree) into out[0] (a double).
+extern "C" __global__ void sumsq_final(float* out, const float* part, int blocks) {
+	__shared__ double sh[256];
+	const double* p = (const double*)part;
+	double s = 0.0;
+	for (int i = threadIdx.x; i < blocks; i += blockDim.x) s += p[i];
+	double t = block_sum_d(s, sh);
+	if (threadIdx.x == 0) ((double*)out)[0] = t;
+}
