@@ -3,7 +3,7 @@ BIN   := bin/pplaunch
 # Packages to test; override to test one: make test PKGS=./schedules/...
 PKGS  ?= ./...
 
-.PHONY: build train test lint bench clean
+.PHONY: build train test lint bench gpu-bin clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/pplaunch
@@ -28,6 +28,15 @@ lint:
 
 bench: build
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./...
+
+# What bench/gpu/check.sh runs on a GPU machine, which needs no Go: the binary
+# and the test binaries of the CUDA code, stripped (carry bin/ there).
+gpu-bin:
+	$(GO) build -ldflags='-s -w' -o $(BIN) ./cmd/pplaunch
+	mkdir -p bin/gpu
+	$(GO) test -c -ldflags='-s -w' -o bin/gpu/cbits.test ./cbits
+	$(GO) test -c -ldflags='-s -w' -o bin/gpu/tensor.test ./models/tensor
+	$(GO) test -c -ldflags='-s -w' -o bin/gpu/models.test ./models
 
 clean:
 	rm -rf bin

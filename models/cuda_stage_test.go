@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"sync"
 	"testing"
 
@@ -20,8 +21,17 @@ var emu struct {
 	err  error
 }
 
+// emuBackend is the CUDA backend over the emulator, or on the first real GPU
+// under PPLAUNCH_TEST_DEVICE=cuda (bench/gpu/check.sh).
 func emuBackend(t *testing.T) *tensor.CUDA {
 	t.Helper()
+	if os.Getenv("PPLAUNCH_TEST_DEVICE") == "cuda" {
+		emu.once.Do(func() { emu.be, emu.err = tensor.NewCUDA(0, tensor.CUDAOptions{KernelCache: "-"}) })
+		if emu.err != nil {
+			t.Fatal(emu.err)
+		}
+		return emu.be
+	}
 	dir := cudaemu.Dir(t)
 	emu.once.Do(func() { emu.be, emu.err = tensor.NewCUDAFrom([]string{dir}, 0, tensor.CUDAOptions{KernelCache: "-"}) })
 	if emu.err != nil {

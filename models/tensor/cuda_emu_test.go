@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -24,10 +25,22 @@ var emu struct {
 	err  error
 }
 
+// DeviceTestEnv set to "cuda" runs the tests of this file on the first real
+// GPU instead of the emulator (bench/gpu/check.sh does, on a GPU machine).
+const DeviceTestEnv = "PPLAUNCH_TEST_DEVICE"
+
 // emuCUDA is the CUDA backend over the emulator, built once per test binary
-// (the test skips, saying why, where there is no C++ compiler).
+// (the test skips, saying why, where there is no C++ compiler), or the real
+// first GPU under PPLAUNCH_TEST_DEVICE=cuda.
 func emuCUDA(t *testing.T) *CUDA {
 	t.Helper()
+	if os.Getenv(DeviceTestEnv) == "cuda" {
+		emu.once.Do(func() { emu.be, emu.err = NewCUDA(0, CUDAOptions{KernelCache: t.TempDir()}) })
+		if emu.err != nil {
+			t.Fatal(emu.err)
+		}
+		return emu.be
+	}
 	dir := cudaemuDir(t)
 	emu.once.Do(func() { emu.be, emu.err = NewCUDAFrom([]string{dir}, 0, CUDAOptions{KernelCache: t.TempDir()}) })
 	if emu.err != nil {
