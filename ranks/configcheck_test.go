@@ -14,6 +14,7 @@ import (
 	"github.com/pplaunch/pplaunch/models"
 	"github.com/pplaunch/pplaunch/models/checkpoint"
 	"github.com/pplaunch/pplaunch/ranks/store"
+	"github.com/pplaunch/pplaunch/schedules"
 )
 
 func TestDiffFlags(t *testing.T) {
@@ -315,5 +316,38 @@ func TestResumeNewRunRefusedOrOverwritten(t *testing.T) {
 	}
 	if steps, err := checkpoint.Complete(root); err != nil || len(steps) != 0 {
 		t.Errorf("after --overwrite: checkpoints %v, %v; want none", steps, err)
+	}
+}
+
+// TestSaveCleansKilledSaveTemps: a temporary shard file that appears in an
+// earlier step's directory during the run (a save killed on another node of
+// a shared filesystem) is gone after the next save, and the checkpoints are
+// complete.
+func TestSaveCleansKilledSaveTemps(t *testing.T) {
+	cfg := tiny(t)
+	cfg.PP, cfg.Steps, cfg.CheckpointDir, cfg.CheckpointEvery = 2, 3, t.TempDir(), 1
+	tmp := filepath.Join(checkpoint.StepDir(cfg.CheckpointDir, 1), ".stage-001-of-002.safetensors.tmp-99")
+	_, errs := trainInProcess(t, cfg, func(rank int, _ <-chan struct{}, job *Job) {
+		if rank != 1 {
+			return
+		}
+		done := false
+		job.Stall = func(step int, _ schedules.Action) {
+			if step == 1 && !done {
+				done = true
+				if err := os.WriteFile(tmp, []byte("torn"), 0o644); err != nil {
+					t.Error(err)
+				}
+			}
+		}
+	})
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(tmp); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("temporary file of a killed save after the next saves: %v", err)
+	}
+	if steps, err := checkpoint.Complete(cfg.CheckpointDir); err != nil || len(steps) != 3 {
+		t.Errorf("checkpoints %v, %v; want steps 1, 2, 3", steps, err)
 	}
 }

@@ -189,6 +189,10 @@ var checkpointCases = []fcase{
 		notWant: []string{`\[rank 0\]`}, keep: []int{2, 4, 6}},
 	{name: "ckptdir/overwrite", ckpt: true, args: with(saved, "--overwrite"), setup: prepare("--seed", "9"),
 		code: 0, want: []string{`--overwrite: removed the 3 checkpoints`}, keep: []int{2, 4, 6}, same: true},
+	// A restart of an --overwrite run resumes it: it clears nothing again.
+	{name: "ckptdir/overwrite-then-restart", ckpt: true, restarts: 1, args: with(saved, "--overwrite"), setup: prepare("--seed", "9"),
+		env: kill(1, 3), marker: "SIGKILL before step 3",
+		code: 0, want: []string{`--overwrite: removed the 3 checkpoints`, `resumed from \S*step-000002`}, keep: []int{2, 4, 6}, same: true},
 	{name: "ckptdir/resume-and-overwrite", ckpt: true, args: with(saved, "--overwrite", "--resume"),
 		code: 2, want: []string{`--resume continues the run in --checkpoint-dir, --overwrite removes it: give one`}},
 	{name: "ckptdir/under-a-file", fast: true, ckpt: true, args: steps(2), setup: underFile,

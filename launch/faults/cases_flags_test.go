@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // refusedFlag is a case the agent refuses before any rank starts: exit 2 and
@@ -56,6 +57,8 @@ var flagCases = []fcase{
 	mismatch("steps", false, []string{"--steps", "5"}, `--steps 5 on rank 1 \(node 1\), 3 on rank 0`),
 	mismatch("layers-per-stage", false, []string{"--layers-per-stage", "3,1"}, `--layers-per-stage 3,1 on rank 1 \(node 1\), 2,2 on rank 0`),
 	mismatch("schedule", false, []string{"--schedule", "gpipe"}, `--schedule gpipe on rank 1 \(node 1\), 1f1b on rank 0`),
+	{name: "mismatch/direct-lr", direct: true, nproc: 2, args: steps(3), node1: []string{"--lr", "0.01"}, timeout: 5 * time.Second,
+		code: 1, want: []string{`rank 1: .*--lr 0\.01 on rank 1 \(node 0\), 0\.003 on rank 0: start every node with the same training flags`}},
 	{name: "mismatch/none", nodes: 2, nproc: 1, args: steps(3), env: []string{"PPLAUNCH_TOKEN=fault-suite-secret"}, code: 0,
 		notWant: []string{`start every node with the same training flags`}},
 }

@@ -24,7 +24,10 @@ import (
 	"github.com/pplaunch/pplaunch/ranks/store"
 )
 
-var all = flag.Bool("all", false, "run every fault case, not only those marked fast")
+var (
+	all  = flag.Bool("all", false, "run every fault case, not only those marked fast")
+	show = flag.Bool("show", false, "log every case's output, not only a failed one's")
+)
 
 // runIDEnv carries a job's unique id into every process of it (the ranks
 // inherit the agent's environment), so that leftovers can be found in /proc.
@@ -72,6 +75,7 @@ func binary(t *testing.T) string {
 type node struct {
 	launcher []string // launcher flags before "train"
 	train    []string // train flags
+	env      []string // this process's own environment (--direct: its task's)
 }
 
 // job is a running job: its agents, their output line by line, and the
@@ -105,7 +109,7 @@ func startJob(t *testing.T, id, dir string, nodes []node, env []string) *job {
 	for i, n := range nodes {
 		argv := append(append(append([]string{}, n.launcher...), "train"), n.train...)
 		cmd := exec.Command(binary(t), argv...)
-		cmd.Env = append(append(os.Environ(), env...), runIDEnv+"="+id)
+		cmd.Env = append(append(append(os.Environ(), env...), n.env...), runIDEnv+"="+id)
 		cmd.Dir = dir
 		r, w, err := os.Pipe()
 		if err != nil {
