@@ -45,6 +45,13 @@ var flagCases = []fcase{
 	refusedFlag("data-missing", true, []string{"--data", "/nonexistent/corpus.txt"}, `--data /nonexistent/corpus.txt`),
 	{name: "flags/data-too-short", args: append(steps(2), "--data", "data.txt"), setup: dataFile([]byte("abc")),
 		code: 2, want: []string{`--data data.txt: the training split has \d+ bytes, too few for --seq 16`}, notWant: []string{`\[rank 0\]`}},
+	{name: "flags/data-empty-directory", args: append(steps(2), "--data", "corpus"),
+		setup: func(t *testing.T, e *env) {
+			if err := os.Mkdir(filepath.Join(e.dir, "corpus"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		},
+		code: 2, want: []string{`--data corpus: corpus corpus: no regular files under the directory`}, notWant: []string{`\[rank 0\]`}},
 	{name: "flags/init-from-corrupt", args: append(steps(2), "--init-from", "w.safetensors"),
 		setup: func(t *testing.T, e *env) {
 			if err := os.WriteFile(filepath.Join(e.dir, "w.safetensors"), []byte("\xff\xff\xff\xff\xff\xff\xff\x7fnot a header"), 0o644); err != nil {

@@ -144,6 +144,11 @@ var killCases = []fcase{
 	{name: "stall/rank1-forward", args: steps(3), env: stall(1, 1, "1F2"), timeout: 4 * time.Second, grace: 3 * time.Second,
 		marker: "stalling before 1F2 of step 1", code: 1,
 		want: []string{rootCause(0, "exited with code 1"), `rank 0: step 1: \S+ \(global mb=\d+\) with rank 1: .*timeout after 4`}},
+	// The stall hook fires on every attempt: the restart fails alike and the
+	// agent gives up after --max-restarts.
+	{name: "stall/every-attempt-gives-up", restarts: 1, args: steps(3), env: stall(1, 1, "1F2"), timeout: 3 * time.Second, grace: 2 * time.Second,
+		marker: "stalling before 1F2 of step 1", code: 1,
+		want: []string{`restarting the group`, `failed \(restart 1 of 1\)`, `with rank 1: .*timeout after 3`}},
 	// Mid-run: the ranks have far more steps left than the signal takes to land.
 	{name: "sigstop/rank1-mid-run", args: steps(200), during: stopAfter(1, 2), timeout: 4 * time.Second, grace: 3 * time.Second,
 		code: 1, want: []string{rootCause(0, "exited with code 1"), `with rank 1: .*timeout after 4`}},
