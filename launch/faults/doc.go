@@ -10,7 +10,8 @@
 // `go test ./launch/faults -all`) runs every case. Adding a case is one row
 // in a table (cases_*_test.go).
 //
-// The package holds no code but this comment and its tests; nothing imports
-// it, and its tests use pplaunch only through the built binary, its store
-// constants and the checkpoint format.
+// The package holds no code but this comment and its tests. It sits above
+// cmd/pplaunch (it runs the binary) and nothing imports it; its tests use
+// pplaunch through the built binary, the rank contract's variable names
+// (ranks/store) and the checkpoint format (models/checkpoint) only.
 package faults
