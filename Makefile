@@ -3,7 +3,7 @@ BIN   := bin/pplaunch
 # Packages to test; override to test one: make test PKGS=./schedules/...
 PKGS  ?= ./...
 
-.PHONY: build train test lint bench gpu-bin clean
+.PHONY: build train test faults lint bench gpu-bin clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/pplaunch
@@ -20,6 +20,12 @@ test: lint
 	$(GO) test -race -timeout 40m $(PKGS)
 	PPLAUNCH_BLAS=gonum $(GO) test -race -timeout 20m ./models/...
 	$(GO) test -timeout 5m -run Allocate ./collective/
+
+# Every case of the fault suite (launch/faults) against a fresh build: real
+# jobs killed, stopped, preempted, given damaged checkpoints, bad flags,
+# mismatched nodes and full disks. `make test` runs the cases marked fast.
+faults:
+	$(GO) test -count=1 -timeout 30m ./launch/faults -all
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

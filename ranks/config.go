@@ -38,6 +38,7 @@ type TrainConfig struct {
 	CheckpointDir   string
 	CheckpointEvery int
 	Resume          bool
+	Overwrite       bool // a new run removes the checkpoints already in CheckpointDir
 }
 
 // Layout is what a configuration gives a world: the pipeline and
@@ -57,6 +58,9 @@ type Layout struct {
 // on it is checked, and the schedule and cut too when --pp is given.
 func (c *TrainConfig) Plan(size int) (Layout, error) {
 	l := Layout{PP: c.PP, DP: c.DP}
+	if err := c.checkFinite(); err != nil {
+		return l, err
+	}
 	if err := c.checkFlags(); err != nil {
 		return l, err
 	}
@@ -122,8 +126,10 @@ func (c *TrainConfig) checkFlags() error {
 		return fmt.Errorf("--microbatch-size %d must be at least 1", c.MicroSize)
 	case c.LR < 0 || c.MinLR < 0 || c.MinLR > c.LR:
 		return fmt.Errorf("--lr %g and --min-lr %g: want 0 <= --min-lr <= --lr", c.LR, c.MinLR)
-	case c.CheckpointDir == "" && (c.CheckpointEvery > 0 || c.Resume):
-		return errors.New("--checkpoint-every and --resume need --checkpoint-dir")
+	case c.CheckpointDir == "" && (c.CheckpointEvery > 0 || c.Resume || c.Overwrite):
+		return errors.New("--checkpoint-every, --overwrite and --resume need --checkpoint-dir")
+	case c.Resume && c.Overwrite:
+		return errors.New("--resume continues the run in --checkpoint-dir, --overwrite removes it: give one")
 	case c.DP > 1 && c.Micro&(c.Micro-1) != 0:
 		// The accumulator's tree matches one process only for power-of-two blocks.
 		return fmt.Errorf("--dp %d needs --microbatches a power of two (got %d) so that results do not depend on the layout", c.DP, c.Micro)

@@ -17,6 +17,7 @@ import (
 // Job is where a rank runs: its place in the world and its connections.
 type Job struct {
 	Rank, Size int
+	Node       int // this rank's node, for messages
 	Store      store.Store
 	Comm       collective.Comm // the whole world
 	Restart    int             // restart count (0: first attempt)
@@ -101,6 +102,9 @@ func (t *trainer) setup(ctx context.Context) error {
 	if t.corpus, err = LoadData(c); err != nil {
 		return err
 	}
+	if err := t.checkConfig(ctx); err != nil {
+		return err
+	}
 	t.stages, t.opts = map[int]*models.Stage{}, map[int]models.Optimizer{}
 	t.order = t.sched.StagesOf(t.pRank)
 	for _, s := range t.order {
@@ -175,6 +179,9 @@ func (t *trainer) loop(ctx context.Context) (*Result, error) {
 			return nil, err
 		}
 		norm, loss, stop, err := t.reduceScalars(ctx, step, sr.Losses, t.job.Stop != nil && t.job.Stop())
+		if err == nil {
+			err = checkStep(step, loss, norm)
+		}
 		if err != nil {
 			return nil, err
 		}

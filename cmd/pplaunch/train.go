@@ -48,6 +48,7 @@ type trainCmd struct {
 	CheckpointDir   string        `arg:"--checkpoint-dir" placeholder:"DIR" help:"write checkpoints here (always the final one)"`
 	CheckpointEvery int           `arg:"--checkpoint-every" placeholder:"K" help:"also checkpoint every K steps"`
 	Resume          bool          `arg:"--resume" help:"continue from the newest complete checkpoint in --checkpoint-dir (a restart always does)"`
+	Overwrite       bool          `arg:"--overwrite" help:"a new run into a --checkpoint-dir holding another run's checkpoints removes them first (without it, or --resume, such a run is refused)"`
 	Metrics         string        `arg:"--metrics" placeholder:"FILE" help:"per-step JSON lines (rank 0)"`
 	Trace           string        `arg:"--trace" placeholder:"FILE" help:"measured timeline of every rank as Chrome-trace JSON"`
 	TraceSVG        string        `arg:"--trace-svg" placeholder:"FILE" help:"measured timeline as an SVG Gantt picture"`
@@ -67,7 +68,7 @@ func (c *trainCmd) config() (ranks.TrainConfig, error) {
 		Cut:       func(stages int) ([]int, error) { return c.cutFlags.cut(m, stages) },
 		Optimizer: c.Optimizer, LR: c.LR, MinLR: c.MinLR, Warmup: c.Warmup, WeightDecay: c.WeightDecay, Clip: c.Clip,
 		Steps: c.Steps, EvalEvery: c.EvalEvery, EvalBatches: c.EvalBatches, Seed: c.Seed, Data: c.Data,
-		InitFrom: c.InitFrom, Timeout: c.Timeout, CheckpointDir: c.CheckpointDir, CheckpointEvery: c.CheckpointEvery, Resume: c.Resume,
+		InitFrom: c.InitFrom, Timeout: c.Timeout, CheckpointDir: c.CheckpointDir, CheckpointEvery: c.CheckpointEvery, Resume: c.Resume, Overwrite: c.Overwrite,
 	}, nil
 }
 
@@ -116,6 +117,9 @@ func (c *trainCmd) precheck(f launch.Flags, getenv func(string) string) error {
 	if size == 0 {
 		return nil // rank 0, which writes the files below, may be on another node
 	}
+	if err := ranks.CheckCheckpointDir(cfg); err != nil {
+		return err
+	}
 	for _, o := range []struct{ flag, path string }{{"--metrics", c.Metrics}, {"--trace", c.Trace}, {"--trace-svg", c.TraceSVG}} {
 		if o.path == "" {
 			continue
@@ -158,7 +162,7 @@ func (c *trainCmd) job(stdout io.Writer) func(ctx context.Context, r *ranks.Rank
 		}
 		defer comm.Close()
 		job := ranks.Job{
-			Rank: r.Rank, Size: r.WorldSize, Store: r.Store, Comm: comm, Restart: r.RestartCount, Backend: be, Logf: logf,
+			Rank: r.Rank, Size: r.WorldSize, Node: r.NodeRank, Store: r.Store, Comm: comm, Restart: r.RestartCount, Backend: be, Logf: logf,
 		}
 		if cfg.CheckpointDir != "" {
 			job.Stop = pre.Requested

@@ -24,5 +24,10 @@
 // naming the file and what differs. Compare matches two checkpoints tensor by tensor
 // whatever stage layout each was saved with.
 //
+// A root of step directories is one run's: CheckWritable finds a root that cannot
+// hold checkpoints before a run relies on it, Complete lists the committed steps,
+// Clear removes them all (renaming them aside first, so a crash never leaves a mix
+// of two runs) and CleanTemps removes the temporary files of saves that were killed.
+//
 // The package knows nothing of the models package: it deals in named float32 tensors.
 package checkpoint
