@@ -160,10 +160,6 @@ type transport interface {
 	// polls reports whether the transport polls its links, so that a Wait
 	// may poll for its handle too rather than park at once.
 	polls() bool
-	// drive lets the Wait of receive o poll for o's message itself, for a
-	// while, where the transport can (see tcpPeer.drive); it reports
-	// whether it did.
-	drive(o *op) bool
 	// post starts send or receive o (o.peer is a world rank).
 	post(o *op)
 	// cancel stops o with err: withdrawn if it has not touched the wire,
