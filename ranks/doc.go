@@ -14,4 +14,7 @@
 // checks a configuration for a world size without effects, so the agent can
 // refuse bad flags before any rank starts; Job.Stop lets the ranks agree on a
 // step after which to checkpoint and stop early (preemption).
+//
+// It imports schedules, collective, models and ranks/store; it must never
+// import launch, bench or cmd/pplaunch (they start or drive ranks).
 package ranks

@@ -25,4 +25,6 @@
 // whatever stage layout each was saved with.
 //
 // The package knows nothing of the models package: it deals in named float32 tensors.
+//
+// It imports only models/safetensors and must never import models.
 package checkpoint

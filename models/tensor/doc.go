@@ -12,4 +12,7 @@
 // with a message naming the operation and the operand.
 //
 // A CUDA backend (cuBLAS, NVRTC kernels) is to implement the same interface.
+//
+// It imports only cbits (native libraries); it must never import models or
+// anything above it.
 package tensor
