@@ -7,4 +7,7 @@
 // libraries (CUDA, cuBLAS, NVRTC, NCCL) are to be loaded the same way: open the
 // library, resolve every symbol up front, report the first one missing by name.
 // Without cgo, loading fails with an error that says so.
+//
+// It imports no other package of pplaunch and must never import one: every
+// package that needs native code (models/tensor) builds on it.
 package cbits

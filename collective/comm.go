@@ -16,8 +16,8 @@ import (
 //
 // Point-to-point calls may be made from any goroutine. Messages between two
 // ranks with the same Tag arrive in the order they were sent; a receive takes
-// the oldest message with its tag. Backends that pair transfers by order (NCCL)
-// need every rank to issue its sends and receives to a given peer in the same
+// the oldest message with its tag. Backends that pair transfers by order (as NCCL
+// does) need every rank to issue its sends and receives to a given peer in the same
 // order as that peer issues the matching ones, and a send and a receive with
 // the same peer that must progress together to be issued in one Batch; code
 // that keeps both rules runs on every backend.
@@ -42,10 +42,9 @@ type Comm interface {
 	// must have buf's dtype and shape.
 	Recv(ctx context.Context, peer int, tag Tag, buf Buffer) error
 	// Isend starts a send; buf must not change until the handle is done. A
-	// message of up to 256 KiB to an idle TCP link is written (as far as the
-	// socket takes it) before Isend returns, one of up to 64 KiB to a busy
-	// link is copied and done at once, and the rest go out in the background.
-	// A send that is done has left buf, not necessarily reached the peer.
+	// send that is done has left buf, not necessarily reached the peer; a
+	// backend may finish a send before Isend returns (the TCP backend writes
+	// or copies small ones at once: see tcpsend.go).
 	Isend(peer int, tag Tag, buf Buffer) *Handle
 	// Irecv posts a receive into buf, which is written in place (no copy when
 	// the receive is posted before the message arrives).
@@ -160,10 +159,6 @@ type transport interface {
 	// polls reports whether the transport polls its links, so that a Wait
 	// may poll for its handle too rather than park at once.
 	polls() bool
-	// drive lets the Wait of receive o poll for o's message itself, for a
-	// while, where the transport can (see tcpPeer.drive); it reports
-	// whether it did.
-	drive(o *op) bool
 	// post starts send or receive o (o.peer is a world rank).
 	post(o *op)
 	// cancel stops o with err: withdrawn if it has not touched the wire,

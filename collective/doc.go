@@ -1,8 +1,11 @@
 // Package collective gives each rank point-to-point transfers and group
 // operations (all-reduce, broadcast, barrier) over a pluggable backend: TCP
-// (NewTCP: any machine, multi-node), in-memory (NewMemoryWorld: goroutine ranks,
-// for tests) and, later, NCCL (GPU). Every message is framed and checked; every
-// wait has a deadline.
+// (NewTCP: any machine, multi-node) and in-memory (NewMemoryWorld: goroutine
+// ranks, for tests). Every message is framed and checked; every wait has a
+// deadline.
+//
+// It imports only ranks/store (to find its peers); it must never import
+// ranks, models, schedules, launch, bench or cmd/pplaunch: those build on it.
 //
 // # Messages
 //
@@ -24,34 +27,18 @@
 //
 // # How a TCP link moves bytes
 //
-// Frames to a peer leave in send order through one queue. A send that finds
-// the link idle writes its frame itself with one non-blocking writev, from the
-// caller's buffer; what the socket does not take goes to the link's writer
-// goroutine. A send of up to 64 KiB that finds the link busy is copied and
-// complete at once (eager; at most 4 MiB held per peer), and the writer puts
-// everything queued on the wire with one writev. Frames over 256 KiB go to the
-// writer so that Isend returns at once.
+// The TCP files hold the details and the measurements behind them:
+// tcplink.go (a link to one peer), tcpsend.go (inline writes, eager copies,
+// the writer goroutine), tcprecv.go (the reader goroutine, staging) and
+// spinreader.go (polling a socket before parking, while every rank on the
+// host has a CPU of its own). Blocking Send and Recv reuse their handle when
+// their Wait did not park.
 //
-// Waking a parked goroutine through the kernel and the scheduler costs
-// microseconds a message, so while every rank on the host has a CPU of its
-// own (TCPOptions.Poll, and SocketBuffer for the 256 KiB send buffers of
-// same-host links chosen then), a link's reader polls its socket for up to
-// 250 µs before it parks when the last frame came less than 1 ms ago, and
-// through payloads of 1 MiB and more. The Wait of one receive of up to 16 KiB
-// meanwhile takes the socket over from the reader between frames and reads
-// frames itself, as long as each is whole in the link's buffer and needs no
-// waiting (anything else stays with the reader): the waiting goroutine sees
-// its message one poll sooner and runs on without goroutine switches. Other
-// Waits yield to the readers up to 64 times before they park. The cost is
-// bounded: about 250 µs of CPU per message or wait at most, none on an idle
-// link. Blocking Send and Recv reuse their handle when their Wait did not
-// park, so a round trip of small messages allocates nothing.
+// # Portability to backends that pair transfers by order
 //
-// # Portability to NCCL
-//
-// NCCL pairs sends and receives by order per peer, and a send and a receive
-// between the same two ranks that must progress together (the 1F1B steady
-// state) must be issued in one group. Code that issues its transfers to each
+// A backend such as NCCL pairs sends and receives by order per peer, and a
+// send and a receive between the same two ranks that must progress together
+// (the 1F1B steady state) must be issued in one group. Code that issues its transfers to each
 // peer in the same order as that peer issues the matching ones, and uses Batch
 // for such pairs, behaves the same on every backend.
 //

@@ -180,17 +180,14 @@ func (h *Handle) Wait(ctx context.Context) error {
 		return h.Err()
 	}
 	if h.t != nil && h.t.polls() {
-		// The links poll their sockets. A small receive polls for its own
-		// message (drive); otherwise Wait polls as well, yielding to the
-		// links in turn, which saves parking and waking this goroutine. A
-		// yield to a polling reader takes about one system call, so this is
-		// bounded by count rather than by the clock, costly to read here.
-		if len(h.ops) != 1 || h.ops[0].send || !h.t.drive(h.ops[0]) {
-			for range waitPolls {
-				runtime.Gosched()
-				if h.finished() {
-					break
-				}
+		// The links poll their sockets, and Wait polls as well, yielding to
+		// the links in turn, which saves parking and waking this goroutine.
+		// A yield to a polling reader takes about one system call, so this
+		// is bounded by count rather than by the clock, costly to read here.
+		for range waitPolls {
+			runtime.Gosched()
+			if h.finished() {
+				break
 			}
 		}
 		if h.finished() {
@@ -215,8 +212,8 @@ func (h *Handle) Wait(ctx context.Context) error {
 	}
 }
 
-// waitPolls is how many times a Wait that does not read its own message
-// (drive) yields to the link's goroutines before it parks: tens of
+// waitPolls is how many times a Wait yields to the link's goroutines
+// before it parks: tens of
 // microseconds, which covers the last piece of a large receive or the
 // writing of a send without a park; the goroutines keep polling after it.
 const waitPolls = 64

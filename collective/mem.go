@@ -43,7 +43,6 @@ type memEndpoint struct {
 func (e *memEndpoint) worldRank() int { return e.rank }
 func (e *memEndpoint) worldSize() int { return len(e.w.eps) }
 func (e *memEndpoint) polls() bool    { return false }
-func (e *memEndpoint) drive(*op) bool { return false }
 
 func (e *memEndpoint) goneErr() error {
 	e.mu.Lock()

@@ -131,10 +131,6 @@ func (t *tcpTransport) polls() bool {
 	return t.opts.Poll > 0 || t.ownCPU && t.opts.Poll == 0
 }
 
-func (t *tcpTransport) drive(o *op) bool {
-	return o.peer != t.rank && !o.send && t.peers[o.peer].drive(o)
-}
-
 func (t *tcpTransport) key(rank int) string {
 	return t.opts.StorePrefix + "/addr/" + strconv.Itoa(rank)
 }

@@ -8,4 +8,8 @@
 // The contract's variable names are constants in package ranks/store, which
 // both this package and package ranks (the rank side) import. Slurm's host
 // lists are expanded by the pure subpackage hostlist.
+//
+// It imports ranks/store and launch/hostlist (and procfs for per-rank memory
+// and CPU); it must never import ranks, collective, models, schedules or bench:
+// the agent starts ranks, it does not run their code.
 package launch

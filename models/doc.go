@@ -20,4 +20,8 @@
 // parameters, by FLOPs, explicit), and the bridge to checkpoints and
 // --init-from. The data and the checkpoint format live in the subpackages data,
 // checkpoint and safetensors.
+//
+// It imports its subpackages only (tensor, checkpoint, safetensors, data); it
+// must never import collective, ranks, schedules, launch or bench: a stage
+// computes, and the executor above it decides what runs when.
 package models

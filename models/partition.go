@@ -27,7 +27,7 @@ func Partition(cfg Config, stages int, method string) ([]int, error) {
 		return nil, fmt.Errorf("cut into %d stages: want at least 1", stages)
 	}
 	if stages > L {
-		return nil, fmt.Errorf("cut %d layers into %d stages: more stages than layers", L, stages)
+		return nil, fmt.Errorf("cut %d layers into %d stages: more stages than layers: use --layers %d or more, or at most %d stages (--pp × virtual stages per rank)", L, stages, stages, L)
 	}
 	var cost func(unit int) float64
 	switch method {

@@ -43,7 +43,7 @@ func TestPartitionErrors(t *testing.T) {
 		method string
 		want   string
 	}{
-		{5, BalanceUniform, "cut 4 layers into 5 stages: more stages than layers"},
+		{5, BalanceUniform, "cut 4 layers into 5 stages: more stages than layers: use --layers 5 or more, or at most 4 stages"},
 		{0, BalanceUniform, "want at least 1"},
 		{2, "random", `balance "random"`},
 	} {

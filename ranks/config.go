@@ -75,11 +75,7 @@ func (c *TrainConfig) Plan(size int) (Layout, error) {
 	case l.PP == 0:
 		return l, nil
 	}
-	v := c.Virtual
-	if c.Schedule == "interleaved" && v < 2 {
-		v = 2
-	}
-	sched, err := schedules.Generate(c.Schedule, l.PP, c.Micro, v)
+	sched, err := schedules.Generate(c.Schedule, l.PP, c.Micro, c.Virtual)
 	if err != nil {
 		return l, fmt.Errorf("--schedule %s with --pp %d, --microbatches %d, --virtual %d: %w", c.Schedule, l.PP, c.Micro, c.Virtual, err)
 	}

@@ -232,7 +232,8 @@ func TestTrainConfigPlan(t *testing.T) {
 		{"steps", func(c *TrainConfig) { c.Steps = -2 }, 1, "--steps -2 must not be negative"},
 		{"schedule", func(c *TrainConfig) { c.Schedule = "nope" }, 1, "--schedule nope"},
 		{"virtual on 1f1b", func(c *TrainConfig) { c.PP, c.Virtual = 2, 3 }, 2, "--schedule 1f1b with --pp 2, --microbatches 4, --virtual 3"},
-		{"more stages than layers", func(c *TrainConfig) { c.PP = 8 }, 8, "cut the model into the 8 stages"},
+		{"virtual 1 on interleaved", func(c *TrainConfig) { c.PP, c.Schedule, c.Virtual = 2, "interleaved", 1 }, 2, "would be 1f1b: use --virtual 2 or more"},
+		{"more stages than layers", func(c *TrainConfig) { c.PP = 8 }, 8, "cut the model into the 8 stages of --schedule 1f1b on --pp 8: cut 4 layers into 8 stages: more stages than layers: use --layers 8 or more, or at most 4 stages"},
 		{"cut, world unknown, pp given", func(c *TrainConfig) {
 			c.PP, c.Schedule = 4, "interleaved"
 		}, 0, "cut the model into the 8 stages of --schedule interleaved on --pp 4"},

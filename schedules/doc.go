@@ -15,4 +15,7 @@
 // bubble fraction and peak live activations of either; MeanCosts and Predict
 // re-simulate with measured per-stage durations; WriteGantt, WriteSVG and
 // WriteTrace draw any Timeline.
+//
+// It must never import another package of pplaunch, nor anything with
+// effects: plan, the simulator and the executor all rely on it being pure.
 package schedules

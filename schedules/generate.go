@@ -1,19 +1,8 @@
 package schedules
 
-import (
-	"fmt"
-	"slices"
-	"strings"
-)
-
-// Names lists the schedules Generate knows, in the order plan --compare
-// prints them.
-var Names = []string{"gpipe", "1f1b", "interleaved", "zb-h1", "zb-v"}
-
 // Generate returns the named schedule for p ranks and m micro-batches, lowered
 // (with transfers, see Lower) and validated. v is the number of virtual stages
-// per rank: 2 or more for "interleaved", 0 or 2 for "zb-v", 0 or 1 for the
-// others.
+// per rank, 0 for the schedule's own; Resolve says which are valid.
 func Generate(name string, p, m, v int) (*Schedule, error) {
 	s, err := GenerateCompute(name, p, m, v)
 	if err != nil {
@@ -24,37 +13,21 @@ func Generate(name string, p, m, v int) (*Schedule, error) {
 
 // GenerateCompute returns the named schedule without transfers.
 func GenerateCompute(name string, p, m, v int) (*Schedule, error) {
-	if p < 1 {
-		return nil, fmt.Errorf("schedule %s: P=%d ranks; need at least 1", name, p)
-	}
-	if m < 1 {
-		return nil, fmt.Errorf("schedule %s: M=%d micro-batches; need at least 1", name, m)
-	}
-	if !slices.Contains(Names, name) {
-		return nil, fmt.Errorf("unknown schedule %q (want one of %s)", name, strings.Join(Names, ", "))
-	}
-	if name == "interleaved" {
-		if v < 2 {
-			return nil, fmt.Errorf("schedule interleaved: v=%d virtual stages per rank; need at least 2 (with v=1 it is 1f1b)", v)
-		}
-		return interleaved(p, m, v), nil
-	}
-	if name == "zb-v" {
-		if v != 0 && v != 2 {
-			return nil, fmt.Errorf("schedule zb-v: v=%d; it always has 2 stages per rank", v)
-		}
-		return zbV(p, m), nil
-	}
-	if v > 1 || v < 0 {
-		return nil, fmt.Errorf("schedule %s: v=%d; it has one stage per rank (v is for interleaved)", name, v)
+	v, err := Resolve(name, p, m, v)
+	if err != nil {
+		return nil, err
 	}
 	switch name {
 	case "gpipe":
 		return gpipe(p, m), nil
 	case "1f1b":
 		return oneFOneB(p, m), nil
-	default: // "zb-h1"
+	case "interleaved":
+		return interleaved(p, m, v), nil
+	case "zb-h1":
 		return zbH1(p, m), nil
+	default: // "zb-v"
+		return zbV(p, m), nil
 	}
 }
 

@@ -213,23 +213,46 @@ func TestZBV(t *testing.T) {
 	}
 }
 
-func TestGenerateRejectsBadArguments(t *testing.T) {
+// Resolve is the one place that says which schedule, P, M and v go
+// together; every refusal says what to use instead, and Generate keeps the
+// same rules.
+func TestResolve(t *testing.T) {
 	for _, c := range []struct {
 		name    string
 		p, m, v int
-		want    string
+		wantV   int
+		want    string // the error; "" when valid
 	}{
-		{"1f1b", 0, 4, 1, "P=0 ranks"},
-		{"1f1b", 4, 0, 1, "M=0 micro-batches"},
-		{"gpipe", 4, 4, 2, "v=2"},
-		{"interleaved", 4, 4, 1, "need at least 2"},
-		{"zb-v", 4, 4, 3, "always has 2 stages per rank"},
-		{"pipedream", 4, 4, 1, `unknown schedule "pipedream"`},
-		{"pipedream", 4, 4, 2, `unknown schedule "pipedream"`},
+		{"gpipe", 4, 8, 0, 1, ""},
+		{"1f1b", 4, 8, 1, 1, ""},
+		{"zb-h1", 1, 1, 0, 1, ""},
+		{"interleaved", 4, 8, 0, 2, ""},
+		{"interleaved", 4, 8, 2, 2, ""},
+		{"interleaved", 4, 8, 5, 5, ""},
+		{"zb-v", 4, 8, 0, 2, ""},
+		{"zb-v", 4, 8, 2, 2, ""},
+		{"1f1b", 0, 4, 1, 0, "schedule 1f1b: P=0 ranks; need at least 1"},
+		{"1f1b", 4, 0, 1, 0, "schedule 1f1b: M=0 micro-batches; need at least 1"},
+		{"1f1b", 4, 4, -1, 0, "v=-1 virtual stages per rank; use 0 for the schedule's own"},
+		{"gpipe", 4, 4, 2, 0, "schedule gpipe: v=2; gpipe has one stage per rank: drop --virtual, or use --schedule interleaved --virtual 2"},
+		{"interleaved", 4, 4, 1, 0, "schedule interleaved: v=1 virtual stage per rank would be 1f1b: use --virtual 2 or more (0 means 2), or --schedule 1f1b"},
+		{"zb-v", 4, 4, 3, 0, "schedule zb-v: v=3; zb-v always has 2 stages per rank: drop --virtual, or use --schedule interleaved --virtual 3"},
+		{"pipedream", 4, 4, 1, 0, `unknown schedule "pipedream": use one of gpipe, 1f1b, interleaved, zb-h1, zb-v`},
+		{"pipedream", 0, 4, 2, 0, `unknown schedule "pipedream"`},
 	} {
-		_, err := Generate(c.name, c.p, c.m, c.v)
-		if err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("Generate(%q, %d, %d, %d) = %v, want an error containing %q", c.name, c.p, c.m, c.v, err, c.want)
+		v, err := Resolve(c.name, c.p, c.m, c.v)
+		switch {
+		case c.want == "" && (err != nil || v != c.wantV):
+			t.Errorf("Resolve(%q, %d, %d, %d) = %d, %v; want %d", c.name, c.p, c.m, c.v, v, err, c.wantV)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("Resolve(%q, %d, %d, %d) = %d, %v; want an error containing %q", c.name, c.p, c.m, c.v, v, err, c.want)
+		}
+		s, gerr := Generate(c.name, c.p, c.m, c.v)
+		switch {
+		case c.want == "" && (gerr != nil || s.V != c.wantV):
+			t.Errorf("Generate(%q, %d, %d, %d): %v; want a schedule with v=%d", c.name, c.p, c.m, c.v, gerr, c.wantV)
+		case c.want != "" && (gerr == nil || gerr.Error() != err.Error()):
+			t.Errorf("Generate(%q, %d, %d, %d): %v; want Resolve's error %v", c.name, c.p, c.m, c.v, gerr, err)
 		}
 	}
 }

@@ -1,6 +1,3 @@
-// Command pplaunch is one binary for pipeline-parallel training: the launcher
-// (pplaunch --nproc 4 train), the worker each rank runs, the planner
-// (pplaunch plan) and the benchmark driver (pplaunch bench ...).
 package main
 
 import (

@@ -113,19 +113,14 @@ func (c *planCmd) check() error {
 	return nil
 }
 
-// virtualFor is the v a built-in schedule takes: --virtual where given (so
-// that Generate rejects a v the schedule does not have), else its own. In
-// --compare only interleaved takes --virtual.
+// virtualFor is the v asked of a built-in schedule: --virtual, which
+// schedules.Resolve checks and defaults. In --compare only interleaved takes
+// --virtual; the others run with their own.
 func (c *planCmd) virtualFor(name string) int {
-	switch {
-	case name == "interleaved" && c.Virtual == 0:
-		return 2
-	case name == "interleaved" || (c.Virtual != 0 && !c.Compare):
-		return c.Virtual
-	case name == "zb-v":
-		return 2
+	if c.Compare && name != "interleaved" {
+		return 0
 	}
-	return 1
+	return c.Virtual
 }
 
 // costs spreads the per-rank times over the rank's v virtual stages.

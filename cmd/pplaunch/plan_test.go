@@ -200,8 +200,8 @@ func TestPlanBadFlags(t *testing.T) {
 	}{
 		{[]string{"--stages", "0"}, "P=0 ranks"},
 		{[]string{"--microbatches", "-1"}, "M=-1"},
-		{[]string{"--schedule", "interleaved", "--virtual", "1"}, "need at least 2"},
-		{[]string{"--schedule", "1f1b", "--virtual", "3"}, "v=3; it has one stage per rank"},
+		{[]string{"--schedule", "interleaved", "--virtual", "1"}, "would be 1f1b: use --virtual 2 or more"},
+		{[]string{"--schedule", "1f1b", "--virtual", "3"}, "1f1b has one stage per rank: drop --virtual"},
 		{[]string{"--schedule", "zb-v", "--virtual", "3"}, "always has 2 stages per rank"},
 		{[]string{"--from", "x.txt", "--virtual", "2"}, "--virtual 2 with --from"},
 		{[]string{"--text", "--json"}, "--text prints only the schedule"},

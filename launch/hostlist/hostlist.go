@@ -1,5 +1,3 @@
-// Package hostlist expands Slurm's compressed host lists ("n[01-04,07],gpu-a[1-2]")
-// and task counts ("2(x3),1"). It is pure: strings in, slices out, no effects.
 package hostlist
 
 import (

@@ -18,4 +18,7 @@
 // Creating namespaces needs root (CAP_SYS_ADMIN and CAP_NET_ADMIN) and the
 // programs ip (iproute2), nsenter and unshare (util-linux); New skips the test,
 // saying which is missing, where they are not available.
+//
+// A test harness: it imports no other package of pplaunch, and only tests
+// (and launch/slurmtest) must ever import it.
 package netns

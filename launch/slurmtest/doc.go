@@ -16,4 +16,7 @@
 // CheckWorld checks that they form the right world across the nodes. Tests of
 // other packages use the same pieces (Start, CleanEnv, ReportScript, ParseReport,
 // CheckWorld) for their multi-node jobs.
+//
+// A test harness: it imports only launch/netns, and only tests must ever
+// import it.
 package slurmtest

@@ -30,4 +30,6 @@
 // of two runs) and CleanTemps removes the temporary files of saves that were killed.
 //
 // The package knows nothing of the models package: it deals in named float32 tensors.
+//
+// It imports only models/safetensors and must never import models.
 package checkpoint

@@ -6,6 +6,8 @@
 // out for validation. Batches are a pure function of (seed, step, global micro-batch
 // index): never of the rank layout, so a model cut into any number of stages or
 // data-parallel replicas sees the same samples.
+//
+// Standard library only; it must never import another package of pplaunch.
 package data
 
 //go:generate sh -c "gzip -9 -n -c \"$(go env GOROOT)/src/testdata/Isaac.Newton-Opticks.txt\" > opticks.txt.gz"

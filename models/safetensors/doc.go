@@ -11,4 +11,6 @@
 // reference writer does. The decoder bounds every length, rejects overlapping, gapped
 // or out-of-range offsets, shapes whose size does not match their bytes, unknown
 // dtypes and duplicate names.
+//
+// Standard library only; it must never import another package of pplaunch.
 package safetensors
