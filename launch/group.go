@@ -104,30 +104,22 @@ func startGroup(c Config, p Program, w World, restart int, runDir string, stdout
 }
 
 func (g *group) start(c Config, p Program, path string, w World, restart int, r *rank, stdout, stderr *console) error {
-	var outFile, errFile *os.File
-	if c.LogDir != "" {
-		dir := filepath.Join(c.LogDir, c.RunID, "rank."+strconv.Itoa(r.global))
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return err
-		}
-		flag := os.O_CREATE | os.O_WRONLY | os.O_APPEND
-		if restart == 0 {
-			flag |= os.O_TRUNC
-		}
-		var err error
-		if outFile, err = os.OpenFile(filepath.Join(dir, "stdout"), flag, 0o644); err != nil {
-			return err
-		}
-		g.files = append(g.files, outFile)
-		if errFile, err = os.OpenFile(filepath.Join(dir, "stderr"), flag, 0o644); err != nil {
-			return err
-		}
-		g.files = append(g.files, errFile)
+	outFile, errFile, err := g.openLogs(c, r, restart)
+	if err != nil {
+		return err
 	}
 	show := c.ShowLocal(r.local) && (c.LogDir == "" || c.Tee)
 	prefix := ""
 	if c.Tag {
 		prefix = fmt.Sprintf("[rank %d] ", r.global)
+	}
+	// Only rank 0 reads the agent's stdin (as under mpirun); the others read /dev/null.
+	stdin := os.Stdin
+	if r.global != 0 {
+		if stdin, err = os.Open(os.DevNull); err != nil {
+			return err
+		}
+		defer stdin.Close()
 	}
 	outR, outW, err := os.Pipe()
 	if err != nil {
@@ -138,14 +130,6 @@ func (g *group) start(c Config, p Program, path string, w World, restart int, r 
 		outR.Close()
 		outW.Close()
 		return err
-	}
-	// Only rank 0 reads the agent's stdin (as under mpirun); the others read /dev/null.
-	stdin := os.Stdin
-	if r.global != 0 {
-		if stdin, err = os.Open(os.DevNull); err != nil {
-			return err
-		}
-		defer stdin.Close()
 	}
 	link, keeperEnd, err := newKeeperLink()
 	if err != nil {
@@ -198,30 +182,57 @@ func (g *group) start(c Config, p Program, path string, w World, restart int, r 
 		errR.Close()
 		close(r.errDone)
 	}()
-	idx := len(g.ranks) - 1
-	go func() {
-		code, sig, at, reported := link.readExit()
-		st, _ := proc.Wait()
-		link.f.Close()
-		g.mu.Lock()
-		r.end, r.exited = time.Now(), true
-		if reported {
-			r.code, r.sig, r.end = code, sig, at
-		} else if st != nil { // the keeper itself was killed
-			ws := st.Sys().(syscall.WaitStatus)
-			r.code = ws.ExitStatus()
-			if ws.Signaled() {
-				r.sig = ws.Signal()
-			}
-		}
-		if st != nil {
-			ru, _ := st.SysUsage().(*syscall.Rusage)
-			r.use = r.use.addExit(ru)
-		}
-		g.mu.Unlock()
-		g.exits <- idx
-	}()
+	go g.watch(len(g.ranks)-1, r, proc, link)
 	return nil
+}
+
+// watch waits for rank r's end (its keeper's report, then the keeper's exit)
+// and sends its index on g.exits.
+func (g *group) watch(idx int, r *rank, proc *os.Process, link *keeperLink) {
+	code, sig, at, reported := link.readExit()
+	st, _ := proc.Wait()
+	link.f.Close()
+	g.mu.Lock()
+	r.end, r.exited = time.Now(), true
+	if reported {
+		r.code, r.sig, r.end = code, sig, at
+	} else if st != nil { // the keeper itself was killed
+		ws := st.Sys().(syscall.WaitStatus)
+		r.code = ws.ExitStatus()
+		if ws.Signaled() {
+			r.sig = ws.Signal()
+		}
+	}
+	if st != nil {
+		ru, _ := st.SysUsage().(*syscall.Rusage)
+		r.use = r.use.addExit(ru)
+	}
+	g.mu.Unlock()
+	g.exits <- idx
+}
+
+// openLogs opens rank r's --log-dir files (nil without --log-dir).
+func (g *group) openLogs(c Config, r *rank, restart int) (outFile, errFile *os.File, err error) {
+	if c.LogDir == "" {
+		return nil, nil, nil
+	}
+	dir := filepath.Join(c.LogDir, c.RunID, "rank."+strconv.Itoa(r.global))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, nil, err
+	}
+	flag := os.O_CREATE | os.O_WRONLY | os.O_APPEND
+	if restart == 0 {
+		flag |= os.O_TRUNC
+	}
+	if outFile, err = os.OpenFile(filepath.Join(dir, "stdout"), flag, 0o644); err != nil {
+		return nil, nil, err
+	}
+	g.files = append(g.files, outFile)
+	if errFile, err = os.OpenFile(filepath.Join(dir, "stderr"), flag, 0o644); err != nil {
+		return nil, nil, err
+	}
+	g.files = append(g.files, errFile)
+	return outFile, errFile, nil
 }
 
 // writerOrNil keeps a nil *os.File from becoming a non-nil io.Writer.

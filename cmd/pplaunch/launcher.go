@@ -76,7 +76,6 @@ func runRank(f launch.Flags, getenv func(string) string, stderr io.Writer, job f
 	if err != nil {
 		fmt.Fprintln(stderr, "pplaunch:", err) // the summary will know less; the job runs
 	}
-	ctx = ranks.WithProgress(ctx, prog)
 	id, err := ranks.IdentityFromEnv(getenv)
 	if err != nil {
 		fmt.Fprintln(stderr, "pplaunch:", err)
@@ -94,7 +93,7 @@ func runRank(f launch.Flags, getenv func(string) string, stderr io.Writer, job f
 		prog.Failed(err, class, -1)
 		return 1
 	}
-	err = job(ctx, r)
+	err = job(ranks.WithProgress(ctx, prog), r)
 	cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), f.RdzvTimeout)
 	if err != nil {
 		// Before telling the others (Fail): the agent must find this rank's
