@@ -29,6 +29,7 @@ func (a *agent) attempt(ctx context.Context, w World, restart int) (*failure, er
 		return nil, err
 	}
 	sv := newSupervisor(a.c, a.host, w, start)
+	sv.pid = os.Getpid()
 	events := make(chan event, 16) // from the goroutines below
 	wctx, cancelWatch := context.WithCancel(ctx)
 	defer cancelWatch()

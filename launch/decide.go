@@ -22,6 +22,13 @@ import (
 // the root cause.
 const settleWindow = time.Second
 
+// remoteWait is how long a consequence that may have its cause on another
+// node waits before this node publishes it: long enough for that node's own
+// failure record, or for its lost heartbeat to be noticed (up to
+// heartbeatDeadline plus one interval after its last beat; twice that, so a
+// busy machine's late ticks do not make the consequence the root cause).
+const remoteWait = 2*heartbeatDeadline + settleWindow
+
 // evKind is what happened.
 type evKind int
 
@@ -104,6 +111,7 @@ type action struct {
 type supervisor struct {
 	node, firstRank, nproc int
 	host                   string
+	pid                    int // the agent's, for its own failures
 	start                  time.Time
 	multi                  bool          // other nodes take part: failures go through the store
 	grace                  time.Duration // SIGTERM to SIGKILL
@@ -128,7 +136,7 @@ type supervisor struct {
 
 func newSupervisor(c Config, host string, w World, start time.Time) *supervisor {
 	s := &supervisor{node: c.NodeRank, firstRank: w.FirstRank, nproc: c.NProc, host: host, start: start,
-		multi: c.NNodes > 1, grace: c.GracePeriod, remoteWait: heartbeatDeadline + settleWindow,
+		multi: c.NNodes > 1, grace: c.GracePeriod, remoteWait: remoteWait,
 		live: map[int]bool{}, cands: map[int]*candidate{}, reports: map[int]report{}, snaps: map[int]snapshot{},
 		lostNodes: map[int]bool{}}
 	for i := range c.NProc {
@@ -306,7 +314,7 @@ func (s *supervisor) agentStop(t time.Time, code int, how string, sig syscall.Si
 		acts = append(acts, s.stop(t, sig)...)
 	}
 	if s.agentFail == nil && len(s.cands) == 0 && s.winner == nil {
-		s.agentFail = &candidate{f: failure{Node: s.node, Host: s.host, Rank: -1, Code: code, How: how, After: s.after(t), Final: true}, at: t, peer: -1}
+		s.agentFail = &candidate{f: failure{Node: s.node, Host: s.host, Rank: -1, Code: code, How: how, Pid: s.pid, After: s.after(t), Final: true}, at: t, peer: -1}
 		if s.failedAt.IsZero() {
 			s.failedAt = t
 		}

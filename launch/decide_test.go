@@ -123,7 +123,7 @@ func TestSupervisorDecisions(t *testing.T) {
 			acts: []string{"stop SIGTERM", "", "publish rank -1 node 1", ""}, done: true, rank: -1, node0: 1, how: "lost", code: 1, final: true},
 		{name: "a consequence is published after the wait for news of the other node", nnodes: 2, nproc: 1, node: 0,
 			events: []event{repEv(0, repPeerGone, 1, "rank 1 is gone", ms(10)), exitEv(0, 1, 0, ms(11), false),
-				{kind: evTick, at: ms(10).Add(heartbeatDeadline)}, {kind: evTick, at: ms(10).Add(heartbeatDeadline + settleWindow)}},
+				{kind: evTick, at: ms(10).Add(remoteWait - time.Millisecond)}, {kind: evTick, at: ms(10).Add(remoteWait)}},
 			acts: []string{"stop SIGTERM", "", "kill", "publish rank 0 node 0"}, done: false, rank: 0, how: "rank 1 is gone", code: 1},
 		{name: "another node's failure stops this node", nnodes: 2, nproc: 2, node: 0,
 			events: []event{{kind: evRemote, at: ms(5), f: &failure{Node: 1, Rank: 3, Code: 7, How: "exited with code 7"}},
