@@ -28,6 +28,7 @@ type failure struct {
 	Pid    int      `json:"pid"`
 	After  string   `json:"after"`  // time since the attempt started
 	Final  bool     `json:"final"`  // no restart (the job was told to stop)
+	Lost   bool     `json:"lost"`   // node Node was lost (no heartbeat)
 	Stderr []string `json:"stderr"` // its last lines
 }
 
@@ -49,9 +50,10 @@ type agent struct {
 	server   *store.Server // node 0 only
 	client   *store.Client // multi-node: the agents' namespace
 	sigs     <-chan os.Signal
-	formed   bool     // a world formed: the other nodes use the store until they leave
-	runDir   string   // the ranks' progress files
-	lost     chan int // nodes whose heartbeat stopped (heartbeat.go)
+	formed   bool         // a world formed: the other nodes use the store until they leave
+	runDir   string       // the ranks' progress files
+	lost     chan int     // nodes whose heartbeat stopped (heartbeat.go)
+	gone     map[int]bool // nodes known lost: they will not leave
 }
 
 // Run is the agent: it forms the world with the other nodes' agents, runs this
@@ -60,7 +62,7 @@ type agent struct {
 // stops the job as SIGTERM does. It returns the process exit code: 0, the first
 // failure's exit code, or 128+signal.
 func Run(ctx context.Context, c Config, p Program, sigs <-chan os.Signal) int {
-	a := &agent{c: c, p: p, out: &console{w: p.Stdout}, err: &console{w: p.Stderr}, sigs: sigs, lost: make(chan int, c.NNodes)}
+	a := &agent{c: c, p: p, out: &console{w: p.Stdout}, err: &console{w: p.Stderr}, sigs: sigs, lost: make(chan int, c.NNodes), gone: map[int]bool{}}
 	a.host, _ = os.Hostname()
 	code, err := a.run(ctx)
 	if err != nil {
@@ -193,9 +195,11 @@ func (a *agent) leave() {
 	if err := a.client.Set(ctx, "left/"+strconv.Itoa(a.c.NodeRank), nil); err != nil || a.c.NodeRank != 0 {
 		return
 	}
-	keys := make([]string, a.c.NNodes)
-	for i := range keys {
-		keys[i] = "left/" + strconv.Itoa(i)
+	var keys []string
+	for i := range a.c.NNodes {
+		if !a.gone[i] {
+			keys = append(keys, "left/"+strconv.Itoa(i))
+		}
 	}
 	if err := a.client.Wait(ctx, keys...); err != nil {
 		a.logf("closing the store before every node left: %v; missing: %s", err, a.missing(keys))

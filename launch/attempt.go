@@ -96,6 +96,9 @@ func (a *agent) attempt(ctx context.Context, w World, restart int) (*failure, er
 			first.Stderr = tl
 		}
 	}
+	if first != nil && first.Lost {
+		a.gone[first.Node] = true
+	}
 	a.summary(first, g, start, restart)
 	return first, nil
 }
@@ -241,7 +244,7 @@ func (a *agent) awaitNodes(ctx context.Context, restart int) *failure {
 		case e := <-events:
 			return e.f
 		case n := <-a.lost:
-			return publish(&failure{Node: n, Rank: -1, Code: 1, Final: true,
+			return publish(&failure{Node: n, Rank: -1, Code: 1, Final: true, Lost: true,
 				How: fmt.Sprintf("node %d was lost: its agent sent no heartbeat for %v", n, heartbeatDeadline)})
 		case s := <-a.sigs:
 			sig := s.(syscall.Signal)

@@ -183,7 +183,7 @@ func (s *supervisor) on(e event) []action {
 		}
 		s.lostNodes[e.node] = true
 		how := fmt.Sprintf("node %d was lost: its agent sent no heartbeat for %v", e.node, heartbeatDeadline)
-		c := &candidate{f: failure{Node: e.node, Rank: -1, Code: 1, How: how, After: s.after(e.at), Final: true}, at: e.at, peer: -1}
+		c := &candidate{f: failure{Node: e.node, Rank: -1, Code: 1, How: how, After: s.after(e.at), Final: true, Lost: true}, at: e.at, peer: -1}
 		s.agentFail = c
 		acts := s.stop(e.at, syscall.SIGTERM)
 		return append(acts, s.publish(&c.f)...)

@@ -131,6 +131,9 @@ func TestTrainLostNodeIsNamed(t *testing.T) {
 	if code == 0 || !strings.Contains(e, "root cause: node 1 was lost: its agent sent no heartbeat") {
 		t.Fatalf("node 0: exit %d, want the lost node 1 as the root cause; stderr:\n%s", code, e)
 	}
+	if strings.Contains(e, "closing the store before every node left") {
+		t.Errorf("node 0 waited for the lost node to leave:\n%s", e)
+	}
 	if left := jobPids(t, id); len(left) > 0 {
 		t.Errorf("processes of the job left: %v", left)
 	}
