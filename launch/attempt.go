@@ -57,7 +57,10 @@ func (a *agent) attempt(ctx context.Context, w World, restart int) (*failure, er
 		case n := <-a.lost:
 			evs = []event{{kind: evNodeLost, at: time.Now(), node: n}}
 		case e := <-events:
-			evs = []event{e}
+			if e.kind == evRemote && !sv.stopping {
+				evs = a.snapshots(g, nil, false) // what the ranks do now may be what the record is about
+			}
+			evs = append(evs, e)
 		case now := <-wake.C:
 			wakeAt = time.Time{}
 			evs = []event{{kind: evTick, at: now}}
@@ -112,24 +115,7 @@ func (a *agent) exitEvents(g *group, r *rank, sv *supervisor) []event {
 	if failed && !sv.stopping {
 		// Before anything is stopped: what the other ranks report and do now
 		// decides who is to blame.
-		g.mu.Lock()
-		for _, o := range g.ranks {
-			if o == r || o.progress == "" {
-				continue
-			}
-			action, since, rep, has := readProgress(o.progress)
-			if has {
-				evs = append(evs, event{kind: evReport, at: time.Now(), rank: o.global, local: o.local, pid: o.pid, rep: rep})
-			}
-			if !o.exited {
-				snap := snapshot{Action: action, Since: since, Pid: o.pid}
-				if procStopped(o.pid) {
-					snap.State = "stopped"
-				}
-				evs = append(evs, event{kind: evSnapshot, at: time.Now(), rank: o.global, snap: snap})
-			}
-		}
-		g.mu.Unlock()
+		evs = a.snapshots(g, r, true)
 	}
 	if r.progress != "" {
 		if _, _, rep, has := readProgress(r.progress); has {
@@ -138,6 +124,31 @@ func (a *agent) exitEvents(g *group, r *rank, sv *supervisor) []event {
 	}
 	return append(evs, event{kind: evExit, at: r.end, rank: r.global, local: r.local, pid: r.pid,
 		code: r.code, sig: r.sig, stopped: r.stopped})
+}
+
+// snapshots are the progress of every rank but skip: what each live rank is
+// doing (and whether it is stopped), and with reports, what each reported.
+func (a *agent) snapshots(g *group, skip *rank, reports bool) []event {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var evs []event
+	for _, o := range g.ranks {
+		if o == skip || o.progress == "" {
+			continue
+		}
+		action, since, rep, has := readProgress(o.progress)
+		if has && reports {
+			evs = append(evs, event{kind: evReport, at: time.Now(), rank: o.global, local: o.local, pid: o.pid, rep: rep})
+		}
+		if !o.exited {
+			snap := snapshot{Action: action, Since: since, Pid: o.pid}
+			if procStopped(o.pid) {
+				snap.State = "stopped"
+			}
+			evs = append(evs, event{kind: evSnapshot, at: time.Now(), rank: o.global, snap: snap})
+		}
+	}
+	return evs
 }
 
 // carryOut does one action of the supervisor; it returns the events that

@@ -191,7 +191,7 @@ func (s *supervisor) on(e event) []action {
 		if s.winner != nil {
 			break
 		}
-		s.winner = e.f
+		s.winner = s.adopt(e.f)
 		if s.failedAt.IsZero() {
 			s.failedAt = e.at
 		}

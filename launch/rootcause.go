@@ -3,6 +3,7 @@ package launch
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -119,25 +120,48 @@ func (s *supervisor) withWhy(next, by *candidate) *candidate {
 func (s *supervisor) silent(c *candidate) failure {
 	p := c.peer
 	f := failure{Node: -1, Rank: p, Local: -1, Code: c.f.Code, After: c.f.After, Final: c.f.Final}
-	what := "was silent"
+	what := silentElsewhere
 	if s.local(p) {
-		snap := s.snaps[p]
-		f.Node, f.Host, f.Local, f.Pid = s.node, s.host, p-s.firstRank, snap.Pid
-		if snap.State == "stopped" {
-			what = "was silent: its process was stopped (SIGSTOP or SIGTSTP)"
-		} else {
-			what = "was silent: running, but it did not answer"
-		}
-		if snap.Action != "" {
-			what += fmt.Sprintf("; its last action: %s, begun %s after start", snap.Action, snap.Since.Sub(s.start).Round(time.Millisecond))
-		} else {
-			what += "; it published no action"
-		}
-	} else {
-		what += " (on another node)"
+		f, what = s.localSilent(f)
 	}
 	f.How = fmt.Sprintf("%s; rank %d timed out waiting for it: %s", what, c.f.Rank, c.why)
 	return f
+}
+
+// silentElsewhere begins the account of a silent rank on another node; that
+// node's agent replaces it with what it knows (localSilent).
+const silentElsewhere = "was silent (on another node)"
+
+// localSilent fills in f, the failure of silent local rank f.Rank, from its
+// snapshot, and says what it was doing.
+func (s *supervisor) localSilent(f failure) (failure, string) {
+	snap := s.snaps[f.Rank]
+	f.Node, f.Host, f.Local, f.Pid = s.node, s.host, f.Rank-s.firstRank, snap.Pid
+	what := "was silent: running, but it did not answer"
+	if snap.State == "stopped" {
+		what = "was silent: its process was stopped (SIGSTOP or SIGTSTP)"
+	}
+	if snap.Action != "" {
+		what += fmt.Sprintf("; its last action: %s, begun %s after start", snap.Action, snap.Since.Sub(s.start).Round(time.Millisecond))
+	} else {
+		what += "; it published no action"
+	}
+	return f, what
+}
+
+// adopt is the job's failure record as this node tells it: a record that
+// names one of this node's ranks as silent gets what this node knows of it.
+func (s *supervisor) adopt(f *failure) *failure {
+	rest, ok := strings.CutPrefix(f.How, silentElsewhere)
+	if !ok || f.Rank < 0 || !s.local(f.Rank) {
+		return f
+	}
+	if _, seen := s.snaps[f.Rank]; !seen {
+		return f
+	}
+	mine, what := s.localSilent(*f)
+	mine.How = what + rest
+	return &mine
 }
 
 // fromReport makes the candidate of a rank's report.
