@@ -54,6 +54,7 @@ type agent struct {
 	runDir   string       // the ranks' progress files
 	lost     chan int     // nodes whose heartbeat stopped (heartbeat.go)
 	gone     map[int]bool // nodes known lost: they will not leave
+	refused  bool         // the rendezvous was refused (flags differ)
 }
 
 // Run is the agent: it forms the world with the other nodes' agents, runs this
@@ -211,6 +212,13 @@ func (a *agent) closeStore() {
 		a.client.Close()
 	}
 	if a.server != nil {
+		if a.refused {
+			// The other agents must read why before the store goes; they
+			// leave as soon as they have.
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			a.server.WaitIdle(ctx)
+			cancel()
+		}
 		a.server.Close()
 	}
 }

@@ -13,7 +13,8 @@ import (
 // attempt runs the local group once. It returns nil when every rank on every
 // node succeeded, else the attempt's failure (the root cause). It only turns
 // what happens into events for the supervisor (decide.go) and carries out
-// the supervisor's actions.
+// the supervisor's actions. (Its length is one select loop whose cases are
+// each a line or two: the events, in one place.)
 func (a *agent) attempt(ctx context.Context, w World, restart int) (*failure, error) {
 	start := time.Now()
 	failKey := fmt.Sprintf("attempt/%d/failed", restart)

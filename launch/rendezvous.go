@@ -134,6 +134,7 @@ func (a *agent) agree(ctx context.Context) error {
 	}
 	if msg := flagMismatch(a.c.NodeRank, a.agreedFlags(), first); msg != "" {
 		a.client.CompareAndSet(ctx, refusedKey, nil, []byte(msg))
+		a.refused = true
 		return fmt.Errorf("rendezvous refused: %s", msg)
 	}
 	return nil
@@ -171,6 +172,7 @@ func (a *agent) waitUnlessRefused(ctx context.Context, keys ...string) error {
 	case err := <-done:
 		return err
 	case msg := <-refused:
+		a.refused = true
 		return fmt.Errorf("refused by another node: %s", msg)
 	}
 }
