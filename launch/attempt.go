@@ -120,7 +120,14 @@ func (a *agent) exitEvents(g *group, r *rank, sv *supervisor) []event {
 	}
 	if r.progress != "" {
 		if _, _, rep, has := readProgress(r.progress); has {
-			evs = append([]event{{kind: evReport, at: r.end, rank: r.global, local: r.local, pid: r.pid, rep: rep}}, evs...)
+			code := r.code
+			if r.sig != 0 {
+				code = 128 + int(r.sig)
+			}
+			if r.stopped {
+				code = 0 // the stop's code, not the failure's
+			}
+			evs = append([]event{{kind: evReport, at: r.end, rank: r.global, local: r.local, pid: r.pid, rep: rep, code: code}}, evs...)
 		}
 	}
 	return append(evs, event{kind: evExit, at: r.end, rank: r.global, local: r.local, pid: r.pid,

@@ -166,9 +166,12 @@ func (s *supervisor) adopt(f *failure) *failure {
 
 // fromReport makes the candidate of a rank's report.
 func (s *supervisor) fromReport(e event, r report) *candidate {
-	code := 1
+	code := 1 // a rank's failure, until its exit says more
 	if old := s.cands[e.rank]; old != nil {
 		code = old.f.Code
+	}
+	if e.code > 0 { // the report of a rank that has ended (exitEvents)
+		code = e.code
 	}
 	c := &candidate{at: r.At, peer: -1, why: r.Text}
 	switch r.Class {
