@@ -31,7 +31,7 @@ type Flags struct {
 	RdzvID           string        `arg:"--rdzv-id,env:PPLAUNCH_RDZV_ID" placeholder:"ID" help:"run id, the same on every node (it names the log folder; it is not a secret) [default: slurm-JOB.STEP]"`
 	Standalone       bool          `arg:"--standalone,env:PPLAUNCH_STANDALONE" help:"one node, store on a free loopback port"`
 	MaxRestarts      int           `arg:"--max-restarts,env:PPLAUNCH_MAX_RESTARTS" placeholder:"N" help:"restart the whole group up to N times after a failure"`
-	RdzvTimeout      time.Duration `arg:"--rdzv-timeout,env:PPLAUNCH_RDZV_TIMEOUT" default:"15m" placeholder:"DUR" help:"how long agents wait for each other (and ranks for the store)"`
+	RdzvTimeout      time.Duration `arg:"--rdzv-timeout,env:PPLAUNCH_RDZV_TIMEOUT" default:"15m" placeholder:"DUR" help:"how long agents wait for each other (at the rendezvous, and for the other nodes to finish) and ranks for the store"`
 	GracePeriod      time.Duration `arg:"--grace-period,env:PPLAUNCH_GRACE_PERIOD" default:"10s" placeholder:"DUR" help:"SIGTERM to SIGKILL when the group stops"`
 	LogDir           string        `arg:"--log-dir,env:PPLAUNCH_LOG_DIR" placeholder:"DIR" help:"write each rank's output to DIR/RUN-ID/rank.N/{stdout,stderr} instead of the console"`
 	Tee              bool          `arg:"--tee,env:PPLAUNCH_TEE" help:"with --log-dir, also print to the console"`

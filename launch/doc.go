@@ -1,9 +1,18 @@
 // Package launch is the agent: it works out the node's place in the job (flags or
-// Slurm's environment: Resolve), hosts or joins the rendezvous store, spawns the
+// Slurm's environment: Resolve), hosts or joins the rendezvous store (where the
+// agents check that the flags they must share agree, and heartbeat), spawns the
 // local ranks with the torchrun environment contract, tags their output,
-// supervises them (fail fast, signal forwarding, restarts on every node) and
-// prints a root-cause summary (Run). DirectEnv gives a process started by srun
-// or mpirun the same contract without an agent (--direct).
+// supervises them (fail fast, signal forwarding and job control, restarts on
+// every node) and prints a root-cause summary (Run). DirectEnv gives a process
+// started by srun or mpirun the same contract without an agent (--direct).
+//
+// The supervision decisions (when to stop, whom to blame, when to tell the
+// other nodes, whether to restart) are a pure function of events (decide.go,
+// rootcause.go); attempt.go only feeds it and carries out its actions. Each
+// rank runs under a keeper (keeper.go: this same executable in a hidden mode,
+// a child subreaper) so that nothing a rank started outlives it or the agent,
+// and publishes its progress in a small file the agent reads (progress.go;
+// the writer is ranks.Progress).
 //
 // The contract's variable names are constants in package ranks/store, which
 // both this package and package ranks (the rank side) import. Slurm's host

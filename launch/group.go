@@ -35,6 +35,7 @@ type rank struct {
 	stderr        tail
 	errDone       chan struct{} // closed when its stderr is drained
 	use           usage
+	progress      string // its progress file ("" none)
 }
 
 // drained waits (at most d: a grandchild may hold the pipe) for r's stderr.
@@ -47,36 +48,16 @@ func (r *rank) drained(d time.Duration) {
 	}
 }
 
-// failed reports a rank that ended badly on its own (not stopped by the agent).
-func (r *rank) failed() bool {
-	return r.exited && !r.stopped && (r.code != 0 || r.sig != 0)
-}
-
-// exitCode is the process-style code: the exit code, or 128+signal.
-func (r *rank) exitCode() int {
-	if r.sig != 0 {
-		return 128 + int(r.sig)
-	}
-	return r.code
-}
-
 // how says how the rank ended, for the summary.
 func (r *rank) how() string {
-	switch {
-	case !r.exited:
+	if !r.exited {
 		return "still running"
-	case r.sig != 0:
-		s := fmt.Sprintf("killed by %s", SignalName(r.sig))
-		if r.stopped {
-			s += " (stopped by pplaunch)"
-		}
-		return s
-	case r.stopped:
-		return fmt.Sprintf("exited with code %d after pplaunch stopped it", r.code)
-	default:
-		return fmt.Sprintf("exited with code %d", r.code)
 	}
+	return exitHow(r.code, r.sig, r.stopped)
 }
+
+// keeperPath is this executable, which runs each rank's keeper.
+var keeperPath, keeperErr = os.Executable()
 
 // group is the local ranks of one attempt.
 type group struct {
@@ -89,8 +70,12 @@ type group struct {
 }
 
 // startGroup starts this node's ranks for attempt restart.
-func startGroup(c Config, p Program, w World, restart int, stdout, stderr *console) (*group, error) {
+// Each rank's progress file is made in runDir ("" for none).
+func startGroup(c Config, p Program, w World, restart int, runDir string, stdout, stderr *console) (*group, error) {
 	g := &group{exits: make(chan int, c.NProc)}
+	if keeperErr != nil {
+		return nil, fmt.Errorf("find this executable to run the ranks' keepers: %w", keeperErr)
+	}
 	path := p.Path
 	if filepath.Base(path) == path {
 		lp, err := exec.LookPath(path)
@@ -101,6 +86,14 @@ func startGroup(c Config, p Program, w World, restart int, stdout, stderr *conso
 	}
 	for i := range c.NProc {
 		r := &rank{local: i, global: w.FirstRank + i, errDone: make(chan struct{})}
+		if runDir != "" {
+			r.progress = progressPath(runDir, r.global)
+			if err := newProgressFile(r.progress); err != nil {
+				g.stop(syscall.SIGKILL)
+				g.wait()
+				return nil, err
+			}
+		}
 		if err := g.start(c, p, path, w, restart, r, stdout, stderr); err != nil {
 			g.stop(syscall.SIGKILL)
 			g.wait()
@@ -111,30 +104,22 @@ func startGroup(c Config, p Program, w World, restart int, stdout, stderr *conso
 }
 
 func (g *group) start(c Config, p Program, path string, w World, restart int, r *rank, stdout, stderr *console) error {
-	var outFile, errFile *os.File
-	if c.LogDir != "" {
-		dir := filepath.Join(c.LogDir, c.RunID, "rank."+strconv.Itoa(r.global))
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return err
-		}
-		flag := os.O_CREATE | os.O_WRONLY | os.O_APPEND
-		if restart == 0 {
-			flag |= os.O_TRUNC
-		}
-		var err error
-		if outFile, err = os.OpenFile(filepath.Join(dir, "stdout"), flag, 0o644); err != nil {
-			return err
-		}
-		g.files = append(g.files, outFile)
-		if errFile, err = os.OpenFile(filepath.Join(dir, "stderr"), flag, 0o644); err != nil {
-			return err
-		}
-		g.files = append(g.files, errFile)
+	outFile, errFile, err := g.openLogs(c, r, restart)
+	if err != nil {
+		return err
 	}
 	show := c.ShowLocal(r.local) && (c.LogDir == "" || c.Tee)
 	prefix := ""
 	if c.Tag {
 		prefix = fmt.Sprintf("[rank %d] ", r.global)
+	}
+	// Only rank 0 reads the agent's stdin (as under mpirun); the others read /dev/null.
+	stdin := os.Stdin
+	if r.global != 0 {
+		if stdin, err = os.Open(os.DevNull); err != nil {
+			return err
+		}
+		defer stdin.Close()
 	}
 	outR, outW, err := os.Pipe()
 	if err != nil {
@@ -146,30 +131,40 @@ func (g *group) start(c Config, p Program, path string, w World, restart int, r 
 		outW.Close()
 		return err
 	}
-	// Only rank 0 reads the agent's stdin (as under mpirun); the others read /dev/null.
-	stdin := os.Stdin
-	if r.global != 0 {
-		if stdin, err = os.Open(os.DevNull); err != nil {
-			return err
-		}
-		defer stdin.Close()
+	link, keeperEnd, err := newKeeperLink()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		errR.Close()
+		errW.Close()
+		return err
 	}
-	proc, err := os.StartProcess(path, append([]string{p.Path}, p.Args...), &os.ProcAttr{
-		Env:   rankEnv(p.Env, c, w, r.local, restart),
-		Files: []*os.File{stdin, outW, errW},
-		Sys: &syscall.SysProcAttr{
-			Setpgid:   true,            // the agent alone decides which signals reach the ranks
-			Pdeathsig: syscall.SIGKILL, // no orphans if the agent itself is killed
-		},
+	env := append(rankEnv(p.Env, c, w, r.local, restart), keeperEnv+"=1")
+	if r.progress != "" {
+		env = append(env, EnvProgress+"="+r.progress)
+	}
+	// The rank runs under a keeper (keeper.go), in its own process group.
+	proc, err := os.StartProcess(keeperPath, append([]string{"pplaunch-keeper", path, p.Path}, p.Args...), &os.ProcAttr{
+		Env:   env,
+		Files: []*os.File{stdin, outW, errW, keeperEnd},
+		Sys:   &syscall.SysProcAttr{Setpgid: true}, // terminal signals are the agent's to forward
 	})
 	outW.Close()
 	errW.Close()
+	keeperEnd.Close()
+	if err == nil {
+		if r.pid, err = link.readPid(); err != nil {
+			proc.Kill()
+			proc.Wait()
+		}
+	}
 	if err != nil {
+		link.f.Close()
 		outR.Close()
 		errR.Close()
 		return err
 	}
-	r.pid, r.start = proc.Pid, time.Now()
+	r.start = time.Now()
 	g.ranks = append(g.ranks, r)
 	var outCon, errCon *console
 	if show {
@@ -187,24 +182,57 @@ func (g *group) start(c Config, p Program, path string, w World, restart int, r 
 		errR.Close()
 		close(r.errDone)
 	}()
-	idx := len(g.ranks) - 1
-	go func() {
-		st, _ := proc.Wait()
-		g.mu.Lock()
-		r.end, r.exited = time.Now(), true
-		if st != nil {
-			ws := st.Sys().(syscall.WaitStatus)
-			r.code = ws.ExitStatus()
-			if ws.Signaled() {
-				r.sig = ws.Signal()
-			}
-			ru, _ := st.SysUsage().(*syscall.Rusage)
-			r.use = r.use.addExit(ru)
-		}
-		g.mu.Unlock()
-		g.exits <- idx
-	}()
+	go g.watch(len(g.ranks)-1, r, proc, link)
 	return nil
+}
+
+// watch waits for rank r's end (its keeper's report, then the keeper's exit)
+// and sends its index on g.exits.
+func (g *group) watch(idx int, r *rank, proc *os.Process, link *keeperLink) {
+	code, sig, at, reported := link.readExit()
+	st, _ := proc.Wait()
+	link.f.Close()
+	g.mu.Lock()
+	r.end, r.exited = time.Now(), true
+	if reported {
+		r.code, r.sig, r.end = code, sig, at
+	} else if st != nil { // the keeper itself was killed
+		ws := st.Sys().(syscall.WaitStatus)
+		r.code = ws.ExitStatus()
+		if ws.Signaled() {
+			r.sig = ws.Signal()
+		}
+	}
+	if st != nil {
+		ru, _ := st.SysUsage().(*syscall.Rusage)
+		r.use = r.use.addExit(ru)
+	}
+	g.mu.Unlock()
+	g.exits <- idx
+}
+
+// openLogs opens rank r's --log-dir files (nil without --log-dir).
+func (g *group) openLogs(c Config, r *rank, restart int) (outFile, errFile *os.File, err error) {
+	if c.LogDir == "" {
+		return nil, nil, nil
+	}
+	dir := filepath.Join(c.LogDir, c.RunID, "rank."+strconv.Itoa(r.global))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, nil, err
+	}
+	flag := os.O_CREATE | os.O_WRONLY | os.O_APPEND
+	if restart == 0 {
+		flag |= os.O_TRUNC
+	}
+	if outFile, err = os.OpenFile(filepath.Join(dir, "stdout"), flag, 0o644); err != nil {
+		return nil, nil, err
+	}
+	g.files = append(g.files, outFile)
+	if errFile, err = os.OpenFile(filepath.Join(dir, "stderr"), flag, 0o644); err != nil {
+		return nil, nil, err
+	}
+	g.files = append(g.files, errFile)
+	return outFile, errFile, nil
 }
 
 // writerOrNil keeps a nil *os.File from becoming a non-nil io.Writer.
@@ -226,17 +254,44 @@ func (g *group) signal(sig syscall.Signal) {
 	}
 }
 
-// stop sends sig to every rank's process group, and marks the running ranks
-// stopped by the agent. Groups of ranks that already ended are signalled too:
-// what a failed rank left behind goes with the job.
+// stop sends sig to every running rank's process group, and marks those
+// ranks stopped by the agent; a SIGCONT follows, so that a stopped rank acts
+// on it. (What an ended rank left behind its keeper killed already.)
 func (g *group) stop(sig syscall.Signal) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for _, r := range g.ranks {
 		if !r.exited {
 			r.stopped = true
+			syscall.Kill(-r.pid, sig)
+			if sig != syscall.SIGKILL {
+				syscall.Kill(-r.pid, syscall.SIGCONT)
+			}
 		}
-		syscall.Kill(-r.pid, sig)
+	}
+}
+
+// suspend stops every running rank's process group (job control: the agent
+// got SIGTSTP) and waits, a bounded while, until each rank is stopped, so
+// that the agent stops last.
+func (g *group) suspend() {
+	g.signal(syscall.SIGSTOP)
+	g.mu.Lock()
+	var pids []int
+	for _, r := range g.ranks {
+		if !r.exited {
+			pids = append(pids, r.pid)
+		}
+	}
+	g.mu.Unlock()
+	deadline := time.Now().Add(2 * time.Second)
+	for _, pid := range pids {
+		for !procStopped(pid) && time.Now().Before(deadline) {
+			if err := syscall.Kill(pid, 0); err != nil {
+				break // gone
+			}
+			time.Sleep(time.Millisecond)
+		}
 	}
 }
 

@@ -13,24 +13,38 @@ const tailLines = 20
 // maxTailLine bounds one remembered line.
 const maxTailLine = 512
 
+// maxConsoleLine is the longest part of a rank's line the console shows as
+// one line: a longer line is split into parts of this size, each on its own
+// console line with the rank's tag, so that no rank's output lands inside
+// another's line and no part loses its tag. (The --log-dir files keep the
+// lines whole.)
+const maxConsoleLine = 64 << 10
+
 // console serialises whole lines from many ranks onto one writer.
 type console struct {
-	mu sync.Mutex
-	w  io.Writer
+	mu  sync.Mutex
+	w   io.Writer
+	buf []byte
 }
 
+// write writes prefix and chunk as one line (a newline is added when chunk
+// has none), in one Write.
 func (c *console) write(prefix string, chunk []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if prefix != "" {
-		io.WriteString(c.w, prefix)
+	c.buf = append(append(c.buf[:0], prefix...), chunk...)
+	if len(chunk) == 0 || chunk[len(chunk)-1] != '\n' {
+		c.buf = append(c.buf, '\n')
 	}
-	c.w.Write(chunk)
+	c.w.Write(c.buf)
+	if cap(c.buf) > 2*maxConsoleLine {
+		c.buf = nil
+	}
 }
 
 // line writes one of the agent's own lines.
 func (c *console) line(s string) {
-	c.write("", []byte(s+"\n"))
+	c.write("", []byte(s))
 }
 
 // tail keeps the last tailLines lines written to it.
@@ -60,19 +74,16 @@ func (t *tail) get() []string {
 }
 
 // pump copies a rank's stream line by line: to the console with prefix (when
-// con is not nil), to file (when not nil), and into tl (when not nil).
+// con is not nil; lines longer than maxConsoleLine in tagged parts), to file
+// (when not nil, unchanged), and into tl (when not nil).
 func pump(r io.Reader, con *console, prefix string, file io.Writer, tl *tail) {
-	br := bufio.NewReaderSize(r, 64<<10)
+	br := bufio.NewReaderSize(r, maxConsoleLine)
 	atStart := true
 	for {
 		chunk, err := br.ReadSlice('\n')
 		if len(chunk) > 0 {
 			if con != nil {
-				p := ""
-				if atStart {
-					p = prefix
-				}
-				con.write(p, chunk)
+				con.write(prefix, chunk)
 			}
 			if file != nil {
 				file.Write(chunk)
@@ -86,9 +97,6 @@ func pump(r io.Reader, con *console, prefix string, file io.Writer, tl *tail) {
 			continue
 		}
 		if err != nil {
-			if !atStart && con != nil {
-				con.write("", []byte("\n")) // end the rank's last, unterminated line
-			}
 			return
 		}
 	}

@@ -58,10 +58,15 @@ func (f *failure) headline() string {
 func (f *failure) detail() string {
 	if f.Rank < 0 {
 		s := f.How
-		if f.Node >= 0 {
+		if f.Node >= 0 && f.Pid > 0 {
 			s += fmt.Sprintf(" (agent of node %d on %s, pid %d, %s after start)", f.Node, f.Host, f.Pid, f.After)
+		} else if f.After != "" {
+			s += fmt.Sprintf(" (%s after start)", f.After)
 		}
 		return s
+	}
+	if f.Node < 0 { // a rank of another node, named by one of ours
+		return fmt.Sprintf("rank %d %s, %s after start", f.Rank, f.How, f.After)
 	}
 	return fmt.Sprintf("rank %d (local rank %d, node %d on %s) %s, pid %d, %s after start",
 		f.Rank, f.Local, f.Node, f.Host, f.How, f.Pid, f.After)

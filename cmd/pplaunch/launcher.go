@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/pplaunch/pplaunch/launch"
@@ -52,9 +53,12 @@ func runAsRanks(f launch.Flags, argv []string, stdout, stderr io.Writer, job fun
 	return runAgent(f, launch.Program{Path: self, Args: argv, Env: os.Environ(), Stdout: stdout, Stderr: stderr}, stderr)
 }
 
-// runRank runs job as the rank getenv describes.
+// runRank runs job as the rank getenv describes. Under the agent it
+// publishes its progress (launch.EnvProgress): each action of the stage loop
+// and, when it fails, whose failure it is, so the agent's summary names the
+// rank that failed first and what a silent rank was doing.
 func runRank(f launch.Flags, getenv func(string) string, stderr io.Writer, job func(ctx context.Context, r *ranks.Rank) error) int {
-	var got os.Signal
+	var got atomic.Value // the signal that stopped this rank
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
@@ -62,32 +66,55 @@ func runRank(f launch.Flags, getenv func(string) string, stderr io.Writer, job f
 	defer cancel()
 	go func() {
 		select {
-		case got = <-sigs:
+		case s := <-sigs:
+			got.Store(s)
 			cancel()
 		case <-ctx.Done():
 		}
 	}()
+	prog, err := ranks.OpenProgress(getenv(launch.EnvProgress))
+	if err != nil {
+		fmt.Fprintln(stderr, "pplaunch:", err) // the summary will know less; the job runs
+	}
 	id, err := ranks.IdentityFromEnv(getenv)
 	if err != nil {
 		fmt.Fprintln(stderr, "pplaunch:", err)
+		prog.Failed(err, ranks.FailError, -1)
 		return 2
 	}
+	prog.Phase("connecting to the store")
 	r, err := ranks.Connect(ctx, id, f.RdzvTimeout)
 	if err != nil {
 		fmt.Fprintln(stderr, "pplaunch:", err)
+		class := ranks.FailError
+		if _, stopped := got.Load().(syscall.Signal); stopped {
+			class = ranks.FailStopped
+		}
+		prog.Failed(err, class, -1)
 		return 1
 	}
-	err = job(ctx, r)
+	err = job(ranks.WithProgress(ctx, prog), r)
 	cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), f.RdzvTimeout)
 	if err != nil {
+		// Before telling the others (Fail): the agent must find this rank's
+		// own account no later than theirs.
+		class, peer := ranks.Classify(err)
+		if _, stopped := got.Load().(syscall.Signal); stopped {
+			class = ranks.FailStopped
+		}
+		prog.Failed(err, class, peer)
 		r.Fail(cctx, err)
 		r.Close(cctx)
 	} else {
-		err = r.Close(cctx)
+		prog.Phase("closing: at the last barrier")
+		if err = r.Close(cctx); err != nil {
+			// Another rank's failure (or a rank that vanished) ended the barrier.
+			prog.Failed(err, relayedOrStopped(&got), -1)
+		}
 	}
 	ccancel()
 	cancel()
-	if s, ok := got.(syscall.Signal); ok {
+	if s, ok := got.Load().(syscall.Signal); ok {
 		fmt.Fprintf(stderr, "pplaunch: rank %d: stopped by %s\n", id.Rank, launch.SignalName(s))
 		return 128 + int(s)
 	}
@@ -96,6 +123,15 @@ func runRank(f launch.Flags, getenv func(string) string, stderr io.Writer, job f
 		return 1
 	}
 	return 0
+}
+
+// relayedOrStopped is the class of a failure that is not the job's own:
+// stopped by a signal, else relayed from another rank.
+func relayedOrStopped(got *atomic.Value) string {
+	if _, ok := got.Load().(syscall.Signal); ok {
+		return ranks.FailStopped
+	}
+	return ranks.FailRelayed
 }
 
 // runProgram is `pplaunch [flags] -- PROGRAM ARGS...`.

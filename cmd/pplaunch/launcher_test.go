@@ -77,6 +77,8 @@ func TestArgumentErrors(t *testing.T) {
 		wantErr string
 	}{
 		{[]string{"--nproc", "x", "--", "true"}, nil, `--nproc "x"`},
+		{[]string{"--nproc", "-1", "--", "true"}, nil, `--nproc "-1": want a positive number or auto`},
+		{[]string{"--nnodes", "-2", "--", "true"}, nil, `--nnodes -2: must be 1 or more`},
 		{[]string{"bench", "store", "--", "true"}, nil, "not both"},
 		{[]string{"--nproc", "2", "--"}, nil, "nothing after --"},
 		{[]string{"--nproc", "2", "--", "true"}, []string{"PPLAUNCH_ROLE=rank", "RANK=1"}, "already rank 1"},

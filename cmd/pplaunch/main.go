@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -68,7 +69,7 @@ func run(argv []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "pplaunch:", err)
 		return 2
 	}
-	if err := p.Parse(torchrunNames(flagArgs)); err != nil {
+	if err := p.Parse(negativeValues(torchrunNames(flagArgs))); err != nil {
 		switch {
 		case errors.Is(err, arg.ErrHelp):
 			p.WriteHelpForSubcommand(stdout, p.SubcommandNames()...)
@@ -156,4 +157,30 @@ func torchrunNames(args []string) []string {
 		out[i] = a
 	}
 	return out
+}
+
+// negativeValues joins "--flag -1" into "--flag=-1": the parser takes a
+// value that begins with "-" for the next flag and says "missing value",
+// where the flag's own check says what is wrong with a negative number
+// ("--nproc \"-1\": want a positive number or auto").
+func negativeValues(args []string) []string {
+	out := make([]string, 0, len(args))
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if strings.HasPrefix(a, "--") && !strings.Contains(a, "=") && i+1 < len(args) && isNegativeNumber(args[i+1]) {
+			out = append(out, a+"="+args[i+1])
+			i++
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+func isNegativeNumber(s string) bool {
+	if !strings.HasPrefix(s, "-") {
+		return false
+	}
+	_, err := strconv.ParseFloat(s, 64)
+	return err == nil
 }

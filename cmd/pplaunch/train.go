@@ -174,6 +174,7 @@ func (c *trainCmd) job(stdout io.Writer) func(ctx context.Context, r *ranks.Rank
 		if job.Stall, err = ranks.FaultHooksFromEnv(os.Getenv, job.Rank, job.Restart, pre.Got()); err != nil {
 			return fmt.Errorf("train: %w", err)
 		}
+		job.Stall = ranks.ProgressFrom(ctx).Before(job.Stall) // what this rank does, for the agent's summary
 		var out *trainOutput
 		if job.Rank == 0 {
 			if out, err = newTrainOutput(c, cfg, be.Name(), job.Size, stdout); err != nil {

@@ -255,9 +255,9 @@ func TestTrainKilledRankRestarts(t *testing.T) {
 // TestTrainStalledRank: in a 2-stage pipeline rank 1 hangs before its forward
 // of micro-batch 2 in step 1 (test hook). Rank 0's wait for it times out after
 // --timeout; the job fails within timeout plus grace (the job's context would
-// end it otherwise), and the summary names rank 0, the action it waited in
-// and the stalled peer. (With more stages a rank further down could time out
-// first, naming its own neighbour, which waits on the stalled one.)
+// end it otherwise), and the summary says the action rank 0 waited in
+// and the stalled peer. The summary names the stalled rank 1 as the root
+// cause, with its last action (its progress file), and rank 0's timeout.
 func TestTrainStalledRank(t *testing.T) {
 	args := append([]string{"--microbatches", "4"}, tinyModel...)
 	args = append(args, "--steps", "3", "--timeout", "3s")
@@ -269,9 +269,10 @@ func TestTrainStalledRank(t *testing.T) {
 	if !strings.Contains(r.out, "stalling before 1F2 of step 1") {
 		t.Fatalf("the hook did not fire:\n%s", r.out)
 	}
-	re := regexp.MustCompile(`root cause: rank 0 [^\n]*\n(.*\n)*.*rank 0: step 1: 0RECV_B\d+ \(global mb=\d+\) with rank 1: .*timeout after 3[.0-9]*s`)
+	re := regexp.MustCompile(`root cause: rank 1 \(local rank 1,[^\n]* was silent: running, but it did not answer; its last action: step 1 1F2,[^\n]*; ` +
+		`rank 0 timed out waiting for it: step 1: 0RECV_B\d+ \(global mb=\d+\) with rank 1: .*timeout after 3[.0-9]*s`)
 	if !re.MatchString(r.out) {
-		t.Errorf("no timeout error naming the action and peer rank 1 (want %s):\n%s", re, r.out)
+		t.Errorf("the stalled rank 1 is not the root cause, with its last action and rank 0's timeout (want %s):\n%s", re, r.out)
 	}
 }
 

@@ -1,0 +1,178 @@
+package launch
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// rendezvous forms the world of attempt restart: each node announces its rank
+// count; once all nodes have, each knows its ranks' global numbers.
+func (a *agent) rendezvous(ctx context.Context, restart int, storeAddr string) (World, error) {
+	w := World{NNodes: a.c.NNodes, MasterAddr: a.c.StoreHost, StoreAddr: storeAddr}
+	if a.c.NNodes == 1 {
+		port, err := freePort(a.c.StoreHost)
+		if err != nil {
+			return w, err
+		}
+		w.Size, w.MasterPort = a.c.NProc, port
+		return w, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, a.c.RdzvTimeout)
+	defer cancel()
+	if restart == 0 {
+		if err := a.agree(ctx); err != nil {
+			return w, err
+		}
+	}
+	pfx := fmt.Sprintf("rdzv/%d/", restart)
+	mine := []byte(strconv.Itoa(a.c.NProc))
+	if cur, ok, err := a.client.CompareAndSet(ctx, pfx+"node/"+strconv.Itoa(a.c.NodeRank), nil, mine); err != nil {
+		return w, fmt.Errorf("rendezvous: %w", err)
+	} else if !ok {
+		return w, fmt.Errorf("rendezvous: node rank %d joined twice (the other has %s ranks): give each agent its own --node-rank", a.c.NodeRank, cur)
+	}
+	if a.c.NodeRank == 0 {
+		port, err := freePort("")
+		if err != nil {
+			return w, err
+		}
+		if err := a.client.Set(ctx, pfx+"master-port", []byte(strconv.Itoa(port))); err != nil {
+			return w, fmt.Errorf("rendezvous: %w", err)
+		}
+	}
+	keys := []string{pfx + "master-port"}
+	for i := range a.c.NNodes {
+		keys = append(keys, pfx+"node/"+strconv.Itoa(i))
+	}
+	start := time.Now()
+	if err := a.waitUnlessRefused(ctx, keys...); err != nil {
+		return w, fmt.Errorf("rendezvous of %d nodes at %s (restart %d): %w; missing: %s",
+			a.c.NNodes, storeAddr, restart, err, a.missing(keys))
+	}
+	for i := range a.c.NNodes {
+		v, err := a.client.Get(ctx, keys[i+1])
+		if err != nil {
+			return w, fmt.Errorf("rendezvous: %w", err)
+		}
+		n, err := strconv.Atoi(string(v))
+		if err != nil || n < 1 {
+			return w, fmt.Errorf("rendezvous: node %d announced %q ranks", i, v)
+		}
+		if i < a.c.NodeRank {
+			w.FirstRank += n
+		}
+		w.Size += n
+	}
+	v, err := a.client.Get(ctx, keys[0])
+	if err != nil {
+		return w, fmt.Errorf("rendezvous: %w", err)
+	}
+	if w.MasterPort, err = strconv.Atoi(string(v)); err != nil {
+		return w, fmt.Errorf("rendezvous: master port %q: %w", v, err)
+	}
+	if restart == 0 {
+		a.logf("joined a world of %d ranks on %d nodes in %v; this node's ranks are %d..%d",
+			w.Size, a.c.NNodes, time.Since(start).Round(time.Millisecond), w.FirstRank, w.FirstRank+a.c.NProc-1)
+	}
+	return w, nil
+}
+
+// missing lists which of keys are absent, for a rendezvous timeout message.
+func (a *agent) missing(keys []string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	var out []string
+	for _, k := range keys {
+		qctx, qcancel := context.WithTimeout(ctx, 10*time.Millisecond)
+		if _, err := a.client.Get(qctx, k); err != nil {
+			out = append(out, k)
+		}
+		qcancel()
+	}
+	return fmt.Sprint(out)
+}
+
+// agreedFlags are the launcher flags every agent of a job must be given
+// alike, with this node's values: a node that counts other nodes, restarts
+// another number of times or names another run would wait for nodes that
+// never come, or give up while the others restart.
+func (a *agent) agreedFlags() [][2]string {
+	return [][2]string{
+		{"--nnodes", strconv.Itoa(a.c.NNodes)},
+		{"--max-restarts", strconv.Itoa(a.c.MaxRestarts)},
+		{"--rdzv-id", a.c.RunID},
+	}
+}
+
+// flagRecord is the first agent's agreedFlags, in the store.
+type flagRecord struct {
+	Node  int         `json:"node"`
+	Flags [][2]string `json:"flags"`
+}
+
+// refusedKey holds why the rendezvous was refused, for every node to see.
+const refusedKey = "rdzv/refused"
+
+// agree checks this node's agreedFlags against the first agent's; on a
+// difference it tells every node (refusedKey) and returns an error naming
+// the flag and both values.
+func (a *agent) agree(ctx context.Context) error {
+	mine, _ := json.Marshal(flagRecord{Node: a.c.NodeRank, Flags: a.agreedFlags()})
+	cur, ok, err := a.client.CompareAndSet(ctx, "rdzv/flags", nil, mine)
+	if err != nil {
+		return fmt.Errorf("rendezvous: %w", err)
+	}
+	if ok {
+		return nil
+	}
+	var first flagRecord
+	if err := json.Unmarshal(cur, &first); err != nil {
+		return fmt.Errorf("rendezvous: unreadable flags record %q: %v", cur, err)
+	}
+	if msg := flagMismatch(a.c.NodeRank, a.agreedFlags(), first); msg != "" {
+		a.client.CompareAndSet(ctx, refusedKey, nil, []byte(msg))
+		a.refused = true
+		return fmt.Errorf("rendezvous refused: %s", msg)
+	}
+	return nil
+}
+
+// flagMismatch says how mine (node's) differs from first, or "".
+func flagMismatch(node int, mine [][2]string, first flagRecord) string {
+	theirs := map[string]string{}
+	for _, kv := range first.Flags {
+		theirs[kv[0]] = kv[1]
+	}
+	for _, kv := range mine {
+		if v, ok := theirs[kv[0]]; ok && v != kv[1] {
+			return fmt.Sprintf("%s differs between agents: node %d has %s %s, node %d has %s %s; give every agent the same %s",
+				kv[0], node, kv[0], kv[1], first.Node, kv[0], v, kv[0])
+		}
+	}
+	return ""
+}
+
+// waitUnlessRefused waits for keys, or returns the refusal another node
+// stored (a node whose flags differ).
+func (a *agent) waitUnlessRefused(ctx context.Context, keys ...string) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	refused := make(chan string, 1)
+	go func() {
+		if v, err := a.client.Get(ctx, refusedKey); err == nil {
+			refused <- string(v)
+		}
+	}()
+	done := make(chan error, 1)
+	go func() { done <- a.client.Wait(ctx, keys...) }()
+	select {
+	case err := <-done:
+		return err
+	case msg := <-refused:
+		a.refused = true
+		return fmt.Errorf("refused by another node: %s", msg)
+	}
+}

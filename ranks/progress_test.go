@@ -1,0 +1,97 @@
+package ranks
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pplaunch/pplaunch/collective"
+	"github.com/pplaunch/pplaunch/schedules"
+)
+
+// record reads one record of the layout Progress documents.
+func record(t *testing.T, b []byte) string {
+	t.Helper()
+	if binary.LittleEndian.Uint32(b) != binary.LittleEndian.Uint32(b[len(b)-4:]) {
+		t.Fatalf("record's sequence numbers differ")
+	}
+	n := binary.LittleEndian.Uint32(b[4:])
+	return string(b[8 : 8+n])
+}
+
+func TestProgressLayout(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "p")
+	if err := os.WriteFile(path, make([]byte, ProgressSize), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p, err := OpenProgress(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	called := 0
+	hook := p.Before(func(int, schedules.Action) { called++ })
+	hook(3, schedules.Action{Kind: schedules.F, Stage: 1, Micro: 2})
+	hook(4, schedules.Action{Kind: schedules.B, Stage: 1, Micro: 0})
+	p.Failed(errors.New("disk full"), FailError, -1)
+	b, _ := os.ReadFile(path)
+	act := strings.Fields(record(t, b[:progressActionSize]))
+	if called != 2 || len(act) != 5 || act[1] != fmt.Sprint(os.Getpid()) || strings.Join(act[2:], " ") != "step 4 1B0" {
+		t.Fatalf("action record %q (hook called %d times)", act, called)
+	}
+	var rep struct {
+		Class, Text string
+		Peer        int
+	}
+	if err := json.Unmarshal([]byte(record(t, b[progressActionSize:])), &rep); err != nil || rep.Class != FailError || rep.Text != "disk full" || rep.Peer != -1 {
+		t.Fatalf("failure record %+v, %v", rep, err)
+	}
+	var none *Progress // no agent: publishing is a no-op
+	none.Phase("x")
+	none.Failed(errors.New("x"), FailError, -1)
+	if none.Before(nil) != nil {
+		t.Fatal("nil Progress wraps the hook")
+	}
+}
+
+func TestClassify(t *testing.T) {
+	cases := []struct {
+		err   error
+		class string
+		peer  int
+	}{
+		{&ActionError{Peer: 2, Err: fmt.Errorf("timeout after 3s (%w)", context.DeadlineExceeded)}, FailTimeout, 2},
+		{&ActionError{Peer: 1, Err: errors.New("rank 1 is gone: connection closed (process exited or aborted)")}, FailPeerGone, 1},
+		{fmt.Errorf("all-reduce: %w", collective.ErrAborted), FailPeerGone, -1},
+		{&ActionError{Peer: -1, Err: errors.New("NaN loss")}, FailError, -1},
+		{errors.New("--metrics: no space left on device"), FailError, -1},
+	}
+	for _, c := range cases {
+		if class, peer := Classify(c.err); class != c.class || peer != c.peer {
+			t.Errorf("Classify(%v) = %s, %d; want %s, %d", c.err, class, peer, c.class, c.peer)
+		}
+	}
+}
+
+// BenchmarkProgressBefore is the cost the progress hook adds to every action.
+func BenchmarkProgressBefore(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "p")
+	if err := os.WriteFile(path, make([]byte, ProgressSize), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	p, err := OpenProgress(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	hook := p.Before(nil)
+	a := schedules.Action{Kind: schedules.F, Stage: 3, Micro: 17}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		hook(i, a)
+	}
+}
