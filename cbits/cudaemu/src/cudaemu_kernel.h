@@ -21,6 +21,7 @@
 /* Blocks run one after another, so one static copy per kernel object is one
  * block's shared memory. */
 #define __shared__ static
+#define __emu_extern_shared__
 #define __constant__ static
 #define __restrict__ __restrict
 #define __launch_bounds__(...)

@@ -290,7 +290,9 @@ EMU_API int nvrtcCompileProgram(void *prog, int n, const char *const *opts) {
 		return NVRTC_ERROR_BUILTIN_OPERATION_FAILURE;
 	}
 	std::string dir = dbuf.data(), src = dir + "/" + safe_name(p->name), so = dir + "/kernel.so";
-	std::string body = p->src + "\n#line 1 \"<cudaemu launch trampolines>\"\n";
+	// `extern __shared__` loses __shared__ (static) so the declaration stays extern.
+	std::string body = std::regex_replace(p->src, std::regex("extern(\\s+)__shared__"), "extern$1__emu_extern_shared__");
+	body += "\n#line 1 \"<cudaemu launch trampolines>\"\n";
 	std::vector<std::string> ks = kernel_names(code);
 	for (size_t i = 0; i < ks.size(); i++)
 		body += "extern \"C\" void __emu_tramp_" + std::to_string(i) + "(void **a) { __emu_call(&" + ks[i] + ", a); }\n";
