@@ -124,6 +124,8 @@ func notFoundError(what string, missing []libSearch, fix string) error {
 				}
 			case placeLoaded:
 				fmt.Fprintf(&b, "\n  %s: no", a.Place.Where)
+			case placeSoname: // dlerror names the soname itself
+				fmt.Fprintf(&b, "\n  %s: %s", a.Place.Where, a.Result)
 			default:
 				fmt.Fprintf(&b, "\n  %s: %s: %s", a.Place.Where, a.Place.Path, a.Result)
 			}
