@@ -89,9 +89,11 @@ func TestNotFoundError(t *testing.T) {
 		r := map[placeKind]string{placeFile: "no such file", placeSoname: "libnvrtc.so.13: cannot open shared object file"}[p.Kind]
 		att = append(att, attempt{Place: p, Result: r})
 	}
-	err := notFoundError("CUDA", []libSearch{{"libcudart.so.13", att[:1]}, {"libnvrtc.so.13", att}}, fixCUDA)
-	want := `load CUDA: libcudart.so.13, libnvrtc.so.13 not found
-libcudart.so.13, looked in:
+	// libcudart and libcublas were looked for in the same places (the
+	// first), libnvrtc everywhere: two lists.
+	err := notFoundError("CUDA", []libSearch{{"libcudart.so.13", att[:1]}, {"libnvrtc.so.13", att}, {"libcublas.so.13", att[:1]}}, fixCUDA)
+	want := `load CUDA: libcudart.so.13, libnvrtc.so.13, libcublas.so.13 not found
+libcudart.so.13, libcublas.so.13: each <lib> looked in:
   already loaded in this process: no
 libnvrtc.so.13, looked in:
   already loaded in this process: no

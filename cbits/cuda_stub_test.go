@@ -229,23 +229,19 @@ func TestLoaderScenario(t *testing.T) {
 		wantAll := []string{
 			"load CUDA: libcudart.so.13, libcublasLt.so.13, libcublas.so.13, libnvrtc.so.13 not found",
 			"already loaded in this process: no",
-			"$PPLAUNCH_CUDA_LIBS: " + filepath.Join(root, "empty/libnvrtc.so.13") + ": no such file",
+			"\nlibcudart.so.13, libcublasLt.so.13, libcublas.so.13, libnvrtc.so.13: each <lib> looked in:",
+			"$PPLAUNCH_CUDA_LIBS: " + filepath.Join(root, "empty/<lib>") + ": no such file",
 			"site-packages " + filepath.Join(root, "emptyvenv/lib/python3.99/site-packages") + ": " +
-				filepath.Join(root, "emptyvenv/lib/python3.99/site-packages", wheelDirCUDA, "libcublas.so.13") + ": no such file",
-			"loader path (LD_LIBRARY_PATH, ld.so cache): libcublasLt.so.13: cannot open shared object file",
-			"$CUDA_PATH: " + filepath.Join(root, "cudapath/lib64/libcudart.so.13") + ": no such file",
+				filepath.Join(root, "emptyvenv/lib/python3.99/site-packages", wheelDirCUDA, "<lib>") + ": no such file",
+			"loader path (LD_LIBRARY_PATH, ld.so cache): <lib>: cannot open shared object file",
+			"$CUDA_PATH: " + filepath.Join(root, "cudapath/lib64/<lib>") + ": no such file",
 			"$CUDA_HOME: not set",
-			"CUDA toolkit: /usr/local/cuda/lib64/libnvrtc.so.13",
+			"CUDA toolkit: /usr/local/cuda/lib64/<lib>: no such file",
 			"fix: pip install nvidia-cuda-runtime",
 		}
 		for _, w := range wantAll {
 			if !strings.Contains(msg, w) {
 				t.Errorf("error lacks %q:\n%s", w, msg)
-			}
-		}
-		for _, so := range []string{sonameCudart, sonameCublasLt, sonameCublas, sonameNVRTC} {
-			if !strings.Contains(msg, "\n"+so+", looked in:") {
-				t.Errorf("error has no search for %s:\n%s", so, msg)
 			}
 		}
 		if _, err := LoadNCCL(); err == nil || !strings.Contains(err.Error(), "load NCCL: libnccl.so.2 not found") ||
