@@ -112,6 +112,11 @@ func TestRealNVRTC(t *testing.T) {
 		!strings.Contains(err.Error(), "undefined_thing") {
 		t.Errorf("compile error: %v\nlog: %s", err, log)
 	}
+	builtins, err := os.ReadFile("testdata/builtins.cu")
+	must(t, err)
+	if _, log, err := c.Compile(string(builtins), "builtins.cu", "sm_90"); err != nil {
+		t.Errorf("the emulator's builtins do not compile with NVRTC: %v\n%s", err, log)
+	}
 	if _, _, err := c.Compile(realKernel, "opt.cu", "sm_90", "--no-such-option"); err == nil || !strings.Contains(err.Error(), "NVRTC_ERROR_INVALID_OPTION (5)") {
 		t.Errorf("unknown option: %v", err)
 	}

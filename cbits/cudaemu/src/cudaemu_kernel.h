@@ -13,6 +13,20 @@
 #include <stddef.h>
 #include <utility>
 
+/* Header-free NVRTC has none of the C library's macros: a kernel that uses
+ * them must fail here as it fails there (+inf is __int_as_float(0x7f800000)). */
+#undef INFINITY
+#undef NAN
+#undef HUGE_VAL
+#undef HUGE_VALF
+#undef HUGE_VALL
+#undef M_PI
+#undef M_E
+#undef M_SQRT2
+#undef M_LN2
+#undef M_2_SQRTPI
+#undef M_SQRT1_2
+
 #define __global__
 #define __device__
 #define __host__
