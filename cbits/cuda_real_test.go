@@ -105,7 +105,11 @@ func TestRealNVRTC(t *testing.T) {
 		if !ptxasRE.MatchString(log) || !strings.Contains(log, "spill stores") || !strings.Contains(log, "for '"+arch+"'") {
 			t.Errorf("%s: no register/spill report in the log:\n%s", arch, log)
 		}
-		t.Logf("%s: %d bytes; %s", arch, len(bin), ptxasRE.FindString(log))
+		res := ParsePtxasInfo(log)
+		if len(res) != 1 || res[0].Kernel != "scale_sum" || res[0].Arch != arch || res[0].Registers == 0 || res[0].SharedBytes != 1024 {
+			t.Errorf("%s: parsed %+v from\n%s", arch, res, log)
+		}
+		t.Logf("%s: %d bytes; %+v", arch, len(bin), res)
 	}
 	_, log, err := c.Compile("extern \"C\" __global__ void k(float *p) {\n  p[0] = undefined_thing;\n}\n", "bad.cu", "sm_90")
 	if err == nil || !strings.Contains(err.Error(), "NVRTC_ERROR_COMPILATION (6)") || !strings.Contains(log, "bad.cu(2)") ||
