@@ -178,23 +178,32 @@ func TestLoaderScenario(t *testing.T) {
 	if sc == "" {
 		t.Skip("runs only as a child of TestLoaderStubs")
 	}
-	root := os.Getenv("STUB_ROOT")
-	env, site := filepath.Join(root, "env"), filepath.Join(root, "venv/lib/python3.99/site-packages", wheelDirCUDA)
-	wantFrom := func(c *CUDALibs, mark int, dir string) {
-		t.Helper()
-		v := c.Versions()
-		if v.Runtime != mark || v.Dirs[sonameCudart] != dir || v.Dirs[sonameNVRTC] != dir || v.Dirs["libnvrtc-builtins.so.13.0"] != dir {
-			t.Fatalf("loaded %+v, want runtime %d from %s", v, mark, dir)
-		}
-		if !isLoaded("libnvrtc-builtins.so.13.0") {
-			t.Fatal("NVRTC's builtins were not preloaded")
-		}
+	f := loaderScenarios[sc]
+	if f == nil {
+		t.Fatalf("unknown scenario %q", sc)
 	}
-	switch sc {
-	case "env-wins":
+	root := os.Getenv("STUB_ROOT")
+	f(t, root, filepath.Join(root, "env"), filepath.Join(root, "venv/lib/python3.99/site-packages", wheelDirCUDA))
+}
+
+// wantFrom checks that the stub with mark was loaded from dir, NVRTC's
+// builtins with it.
+func wantFrom(t *testing.T, c *CUDALibs, mark int, dir string) {
+	t.Helper()
+	v := c.Versions()
+	if v.Runtime != mark || v.Dirs[sonameCudart] != dir || v.Dirs[sonameNVRTC] != dir || v.Dirs["libnvrtc-builtins.so.13.0"] != dir {
+		t.Fatalf("loaded %+v, want runtime %d from %s", v, mark, dir)
+	}
+	if !isLoaded("libnvrtc-builtins.so.13.0") {
+		t.Fatal("NVRTC's builtins were not preloaded")
+	}
+}
+
+var loaderScenarios = map[string]func(t *testing.T, root, env, site string){
+	"env-wins": func(t *testing.T, root, env, site string) {
 		c, err := LoadCUDA()
 		must(t, err)
-		wantFrom(c, 13001, env)
+		wantFrom(t, c, 13001, env)
 		n, err := LoadNCCL()
 		must(t, err)
 		if n.Dir() != env || n.VersionString() != "2.32.3" {
@@ -203,68 +212,77 @@ func TestLoaderScenario(t *testing.T) {
 		if k, err := c.DeviceCount(); k != 2 || err != nil {
 			t.Fatalf("DeviceCount %d, %v", k, err)
 		}
-	case "site":
+	},
+	"site": func(t *testing.T, root, env, site string) {
 		c, err := LoadCUDA()
 		must(t, err)
-		wantFrom(c, 13002, site)
+		wantFrom(t, c, 13002, site)
 		n, err := LoadNCCL()
 		must(t, err)
 		if want := filepath.Join(filepath.Dir(filepath.Dir(site)), "nccl/lib"); n.Dir() != want {
 			t.Fatalf("NCCL from %s, want %s", n.Dir(), want)
 		}
-	case "already-loaded":
+	},
+	"already-loaded": func(t *testing.T, root, env, site string) {
 		if _, err := LoadCUDAFrom(site); err != nil {
 			t.Fatal(err)
 		}
 		c, err := LoadCUDA() // $PPLAUNCH_CUDA_LIBS names env, but site's are loaded
 		must(t, err)
-		wantFrom(c, 13002, site)
-	case "missing":
-		_, err := LoadCUDA()
-		if err == nil {
-			t.Skip("CUDA libraries found on this machine's loader path")
-		}
-		msg := err.Error()
-		t.Log(msg)
-		wantAll := []string{
-			"load CUDA: libcudart.so.13, libcublasLt.so.13, libcublas.so.13, libnvrtc.so.13 not found",
-			"already loaded in this process: no",
-			"\nlibcudart.so.13, libcublasLt.so.13, libcublas.so.13, libnvrtc.so.13: each <lib> looked in:",
-			"$PPLAUNCH_CUDA_LIBS: " + filepath.Join(root, "empty/<lib>") + ": no such file",
-			"site-packages " + filepath.Join(root, "emptyvenv/lib/python3.99/site-packages") + ": " +
-				filepath.Join(root, "emptyvenv/lib/python3.99/site-packages", wheelDirCUDA, "<lib>") + ": no such file",
-			"loader path (LD_LIBRARY_PATH, ld.so cache): <lib>: cannot open shared object file",
-			"$CUDA_PATH: " + filepath.Join(root, "cudapath/lib64/<lib>") + ": no such file",
-			"$CUDA_HOME: not set",
-			"CUDA toolkit: /usr/local/cuda/lib64/<lib>: no such file",
-			"fix: pip install nvidia-cuda-runtime",
-		}
-		for _, w := range wantAll {
-			if !strings.Contains(msg, w) {
-				t.Errorf("error lacks %q:\n%s", w, msg)
-			}
-		}
-		if _, err := LoadNCCL(); err == nil || !strings.Contains(err.Error(), "load NCCL: libnccl.so.2 not found") ||
-			!strings.Contains(err.Error(), filepath.Join(root, "emptyvenv/lib/python3.99/site-packages", wheelDirNCCL, "libnccl.so.2")) {
-			t.Errorf("NCCL: %v", err)
-		}
-	case "missing-symbol":
+		wantFrom(t, c, 13002, site)
+	},
+	"missing": scenarioMissing,
+	"missing-symbol": func(t *testing.T, root, env, site string) {
 		_, err := LoadCUDA()
 		want := "load CUDA: " + filepath.Join(root, "broken", sonameCudart) + ": symbol cudaLibraryGetKernel not found (a CUDA 13 runtime is needed)"
 		if err == nil || err.Error() != want {
 			t.Fatalf("got %v\nwant %s", err, want)
 		}
-	case "no-driver", "no-device":
-		c, err := LoadCUDA()
-		must(t, err)
-		_, err = c.DeviceCount()
-		want := map[string]string{"no-driver": "no NVIDIA driver (cudaErrorInsufficientDriver 35",
-			"no-device": `no CUDA device (cudaErrorNoDevice 100: the driver sees no GPU; CUDA_VISIBLE_DEVICES="")`}[sc]
-		if err == nil || !strings.HasPrefix(err.Error(), want) {
-			t.Fatalf("got %v, want prefix %s", err, want)
+	},
+	"no-driver": func(t *testing.T, root, env, site string) {
+		wantDeviceError(t, "no NVIDIA driver (cudaErrorInsufficientDriver 35")
+	},
+	"no-device": func(t *testing.T, root, env, site string) {
+		wantDeviceError(t, `no CUDA device (cudaErrorNoDevice 100: the driver sees no GPU; CUDA_VISIBLE_DEVICES="")`)
+	},
+}
+
+func wantDeviceError(t *testing.T, prefix string) {
+	c, err := LoadCUDA()
+	must(t, err)
+	if _, err = c.DeviceCount(); err == nil || !strings.HasPrefix(err.Error(), prefix) {
+		t.Fatalf("got %v, want prefix %s", err, prefix)
+	}
+}
+
+// scenarioMissing: nothing anywhere; the error names every library and place.
+func scenarioMissing(t *testing.T, root, env, site string) {
+	_, err := LoadCUDA()
+	if err == nil {
+		t.Skip("CUDA libraries found on this machine's loader path")
+	}
+	msg := err.Error()
+	t.Log(msg)
+	emptySite := filepath.Join(root, "emptyvenv/lib/python3.99/site-packages")
+	for _, w := range []string{
+		"load CUDA: libcudart.so.13, libcublasLt.so.13, libcublas.so.13, libnvrtc.so.13 not found",
+		"\nlibcudart.so.13, libcublasLt.so.13, libcublas.so.13, libnvrtc.so.13: each <lib> looked in:",
+		"already loaded in this process: no",
+		"$PPLAUNCH_CUDA_LIBS: " + filepath.Join(root, "empty/<lib>") + ": no such file",
+		"site-packages " + emptySite + ": " + filepath.Join(emptySite, wheelDirCUDA, "<lib>") + ": no such file",
+		"loader path (LD_LIBRARY_PATH, ld.so cache): <lib>: cannot open shared object file",
+		"$CUDA_PATH: " + filepath.Join(root, "cudapath/lib64/<lib>") + ": no such file",
+		"$CUDA_HOME: not set",
+		"CUDA toolkit: /usr/local/cuda/lib64/<lib>: no such file",
+		"fix: pip install nvidia-cuda-runtime",
+	} {
+		if !strings.Contains(msg, w) {
+			t.Errorf("error lacks %q:\n%s", w, msg)
 		}
-	default:
-		t.Fatalf("unknown scenario %q", sc)
+	}
+	if _, err := LoadNCCL(); err == nil || !strings.Contains(err.Error(), "load NCCL: libnccl.so.2 not found") ||
+		!strings.Contains(err.Error(), filepath.Join(emptySite, wheelDirNCCL, "libnccl.so.2")) {
+		t.Errorf("NCCL: %v", err)
 	}
 }
 

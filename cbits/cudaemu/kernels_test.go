@@ -339,3 +339,26 @@ func downloadInts(t *testing.T, c *cbits.CUDALibs, p cbits.DevPtr, n int) []int3
 	}
 	return out
 }
+
+// TestOverrunFaults: device buffers end at a guard page, so a kernel that
+// writes one element past a 256-byte buffer faults at once (a GPU reports an
+// illegal address) instead of corrupting a neighbour. The fault kills the
+// process, so the launch runs in a child.
+func TestOverrunFaults(t *testing.T) {
+	const src = `extern "C" __global__ void over(float *p, int n) { p[n] = 1.0f; }`
+	if child("overrun") {
+		c := load(t)
+		k := kernel(t, c, src, "over")
+		p := upload(t, c, make([]float32, 64))
+		must(t, c.Launch(k, [3]uint32{1, 1, 1}, [3]uint32{32, 1, 1}, 0, 0, p, int32(63))) // in bounds
+		os.Stdout.WriteString("in-bounds write done\n")
+		c.Launch(k, [3]uint32{1, 1, 1}, [3]uint32{32, 1, 1}, 0, 0, p, int32(64))
+		t.Fatal("writing past the buffer did not fault")
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestOverrunFaults$", "-test.v")
+	cmd.Env = append(os.Environ(), "CUDAEMU_TEST_CHILD=overrun")
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "in-bounds write done") || !strings.Contains(string(out), "SIGSEGV") {
+		t.Fatalf("child: %v, want a SIGSEGV\n%s", err, out)
+	}
+}
