@@ -9,6 +9,19 @@
 // cooperative fibers, so __syncthreads, warp shuffles and shared memory
 // behave as on a GPU. It reports one device of compute capability 9.0.
 //
+// Where a GPU would fail later or silently, the emulator fails at once:
+// device allocations lie between guard pages (a kernel running past a buffer
+// faults); copies, memsets and cuBLAS operands are checked against the
+// allocations; a launch checks its configuration as a GPU does (at most 1024
+// threads a block, 48 KiB of dynamic shared memory) and that it passes as many
+// arguments as the kernel has parameters; a block whose threads cannot all
+// reach a barrier is a deadlock error (sticky, as a GPU's launch failure is).
+//
+// Environment: CUDAEMU_NO_DRIVER=1 and CUDAEMU_DEVICE_COUNT=0 make it behave as
+// a machine without a driver (35) or without a GPU (100); CUDAEMU_MEMORY_BYTES
+// sets the device memory (default 8 GiB); CUDAEMU_STACK_KB each thread's stack
+// (default 256); CUDAEMU_CXX the compiler (default g++).
+//
 // A test sets PPLAUNCH_CUDA_LIBS=Dir(t) before the process's first
 // cbits.LoadCUDA, or calls cbits.LoadCUDAFrom(Dir(t)). The emulator and the
 // real libraries share sonames, so they must not be loaded in one process.

@@ -286,6 +286,11 @@ func TestLaunchErrors(t *testing.T) {
 	if err := c.Launch(k, [3]uint32{1, 1, 1}, [3]uint32{1024, 1, 1}, 0, 0, p, p, float32(1), int32(4)); err != nil {
 		t.Fatalf("a 1024-thread block: %v", err)
 	}
+	if err := c.Launch(k, [3]uint32{1, 1, 1}, [3]uint32{32, 1, 1}, 0, 0, p, p, float32(1)); err == nil ||
+		!strings.Contains(err.Error(), "kernel axpy has 4 parameters, the launch passed 3 arguments") {
+		t.Errorf("too few arguments: %v", err)
+	}
+	c.GetLastError()
 	if err := c.Launch(k, [3]uint32{1, 1, 1}, [3]uint32{32, 1, 1}, 0, 0, p, 3.0); err == nil || !strings.Contains(err.Error(), "argument 1 is float64") {
 		t.Errorf("a float64 argument: %v", err)
 	}

@@ -124,5 +124,6 @@ static inline void __emu_call_impl(void (*f)(A...), void **a, std::index_sequenc
 template <typename... A> static inline void __emu_call(void (*f)(A...), void **a) {
 	__emu_call_impl(f, a, std::index_sequence_for<A...>{});
 }
+template <typename... A> static constexpr int __emu_nparams(void (*)(A...)) { return (int)sizeof...(A); }
 
 #endif

@@ -19,6 +19,7 @@ struct EmuKernel {
 	EmuLibrary *lib;
 	std::string name;
 	__emu_tramp_fn fn;
+	int nparams;
 };
 struct EmuLibrary {
 	void *handle;
@@ -66,7 +67,7 @@ EMU_API int cudaLibraryLoadData(void **out, const void *code, void *jo, void **j
 	}
 	emu_install_hooks(hk);
 	EmuLibrary *lib = new EmuLibrary{h, cur, {}};
-	for (; ks->name; ks++) lib->kernels.push_back(new EmuKernel{lib, ks->name, ks->fn});
+	for (; ks->name; ks++) lib->kernels.push_back(new EmuKernel{lib, ks->name, ks->fn, ks->nparams});
 	std::lock_guard<std::mutex> g(lmu);
 	libraries.insert(lib);
 	for (EmuKernel *k : lib->kernels) kernels.insert(k);
@@ -130,6 +131,10 @@ EMU_API int cudaLaunchKernel(const void *f, Dim3 grid, Dim3 block, void **args, 
 	}
 	if (!emu_valid_stream(stream)) return emu_fail(cudaErrorInvalidResourceHandle, emu_fmt("stream %p", stream));
 	if (int e = check_config(grid, block, smem)) return e;
+	int n = 0;
+	while (args && n <= 4096 && args[n]) n++;
+	if (n != k->nparams)
+		return emu_fail(cudaErrorInvalidValue, emu_fmt("kernel %s has %d parameters, the launch passed %d arguments", k->name.c_str(), k->nparams, n));
 	std::lock_guard<std::mutex> g(launch_mu);
 	std::string err;
 	__emu_uint3 gd{grid.x, grid.y, grid.z}, bd{block.x, block.y, block.z};
