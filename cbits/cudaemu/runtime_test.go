@@ -161,6 +161,7 @@ func TestNoDriverNoDevice(t *testing.T) {
 		}
 		return
 	}
+	load(t) // skips where the emulator cannot load
 	for _, mode := range []string{"nodriver", "nodevice"} {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestNoDriverNoDevice$", "-test.v")
 		cmd.Env = append(os.Environ(), "CUDAEMU_TEST_CHILD="+mode, "CUDAEMU_NO_DRIVER="+map[string]string{"nodriver": "1", "nodevice": ""}[mode])
