@@ -2,8 +2,16 @@
 // cbits CUDA binding loads: shared objects with the real sonames
 // (libcudart.so.13, libcublas.so.13, libcublasLt.so.13, libnvrtc.so.13,
 // libnvrtc-builtins.so.13.0) and the same C symbols, on the CPU. Device
-// memory is host memory between guard pages; streams run work as it is
-// queued; cuBLAS SGEMM is the column-major reference definition; NVRTC
+// memory is host memory between guard pages; each stream's work (copies,
+// memsets, kernels, GEMMs) runs in order but only when something waits for
+// it (a synchronisation, an event another stream waits for, a copy into
+// pageable memory, a free; each cudaEventQuery that finds its event pending
+// runs one operation and says cudaErrorNotReady), so a missing
+// synchronisation shows as it would on a GPU: streams, including the default
+// stream, do not wait for each other except through events, and copies from
+// and into cudaMallocHost memory happen when their stream gets there
+// (CUDAEMU_SYNC=1 runs work as it is queued instead); cuBLAS SGEMM is the
+// column-major reference definition; NVRTC
 // compiles the kernel source with the host C++ compiler behind an emulation
 // header (src/cudaemu_kernel.h), and a launch runs each block's threads as
 // cooperative fibers, so __syncthreads, warp shuffles and shared memory

@@ -63,8 +63,21 @@ func TestMemoryStreamsEvents(t *testing.T) {
 	must(t, c.MemcpyDtoDAsync(q, p, 4000, s1))
 	must(t, c.EventRecord(e, s1))
 	must(t, c.StreamWaitEvent(s2, e))
-	if done, err := c.EventQuery(e); !done || err != nil {
-		t.Errorf("EventQuery = %v, %v", done, err)
+	// The work runs when waited for: the first query finds it pending, and
+	// each query moves it on, so polling ends.
+	polls := 0
+	for {
+		done, err := c.EventQuery(e)
+		must(t, err)
+		if done {
+			break
+		}
+		if polls++; polls > 10 {
+			t.Fatal("EventQuery never done")
+		}
+	}
+	if polls == 0 && os.Getenv("CUDAEMU_SYNC") == "" {
+		t.Error("queued work was done before anything waited for it")
 	}
 	must(t, c.EventSynchronize(e))
 	host, err := c.MallocHost(12000)
@@ -171,5 +184,65 @@ func TestNoDriverNoDevice(t *testing.T) {
 		if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "--- PASS") {
 			t.Errorf("%s child: %v\n%s", mode, err, out)
 		}
+	}
+}
+
+// TestStreamOrder: work runs in order per stream and across streams only
+// through events, so a missing StreamWaitEvent shows as stale data, as it
+// can on a GPU; with the wait the data is right. Copies into pinned memory
+// land when the stream gets there, not when queued.
+func TestStreamOrder(t *testing.T) {
+	if os.Getenv("CUDAEMU_SYNC") != "" {
+		t.Skip("CUDAEMU_SYNC runs work as it is queued")
+	}
+	c := load(t)
+	k := kernel(t, c, axpySrc, "axpy")
+	s1, err := c.StreamCreate()
+	must(t, err)
+	s2, err := c.StreamCreate()
+	must(t, err)
+	defer c.StreamDestroy(s1)
+	defer c.StreamDestroy(s2)
+	e, err := c.EventCreate()
+	must(t, err)
+	defer c.EventDestroy(e)
+	const n = 256
+	x, y := upload(t, c, seq(n, 1)), upload(t, c, make([]float32, n))
+	out, err := c.Malloc(4 * n)
+	must(t, err)
+	defer c.Free(out)
+	host, err := c.MallocHost(4 * n)
+	must(t, err)
+	defer c.FreeHost(host)
+	hv := unsafe.Slice((*float32)(host), n)
+	run := func(wait bool) []float32 {
+		must(t, c.MemsetAsync(y, 0, 4*n, s1))
+		must(t, c.MemsetAsync(out, 0, 4*n, s2))
+		must(t, c.StreamSynchronize(s1))
+		must(t, c.StreamSynchronize(s2))
+		for i := range hv {
+			hv[i] = -7
+		}
+		must(t, c.Launch(k, [3]uint32{1, 1, 1}, [3]uint32{n, 1, 1}, 0, s1, y, x, float32(3), int32(n))) // y = 3x
+		must(t, c.EventRecord(e, s1))
+		if wait {
+			must(t, c.StreamWaitEvent(s2, e))
+		}
+		must(t, c.MemcpyDtoDAsync(out, y, 4*n, s2))
+		must(t, c.MemcpyDtoHAsync(host, out, 4*n, s2))
+		if hv[0] != -7 {
+			t.Errorf("a copy into pinned memory landed before its stream ran (wait=%v)", wait)
+		}
+		must(t, c.StreamSynchronize(s2))
+		got := append([]float32(nil), hv...)
+		must(t, c.DeviceSynchronize())
+		return got
+	}
+	xs := seq(n, 1)
+	if got := run(true); got[5] != 3*xs[5] {
+		t.Errorf("with the wait: %v, want %v", got[5], 3*xs[5])
+	}
+	if got := run(false); got[5] != 0 {
+		t.Errorf("without the wait s2 saw s1's kernel (%v): the emulator ran s1 early", got[5])
 	}
 }

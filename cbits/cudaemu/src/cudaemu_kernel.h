@@ -125,5 +125,9 @@ template <typename... A> static inline void __emu_call(void (*f)(A...), void **a
 	__emu_call_impl(f, a, std::index_sequence_for<A...>{});
 }
 template <typename... A> static constexpr int __emu_nparams(void (*)(A...)) { return (int)sizeof...(A); }
+template <typename... A> struct __emu_sizes {
+	static constexpr int v[sizeof...(A) + 1] = {(int)sizeof(A)..., 0};
+};
+template <typename... A> static constexpr const int *__emu_psizes(void (*)(A...)) { return __emu_sizes<A...>::v; }
 
 #endif

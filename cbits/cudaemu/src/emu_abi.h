@@ -12,7 +12,7 @@
 #ifndef CUDAEMU_ABI_H
 #define CUDAEMU_ABI_H
 
-#define __EMU_ABI_VERSION 2
+#define __EMU_ABI_VERSION 3
 /* Dynamic shared memory every kernel object reserves: Hopper's opt-in maximum. */
 #define __EMU_DSMEM_BYTES (227 * 1024)
 
@@ -44,6 +44,7 @@ struct __emu_kentry {
 	const char *name;
 	__emu_tramp_fn fn;
 	int nparams;
+	const int *psizes; /* sizeof each parameter: a launch copies that many bytes of each */
 };
 
 #ifdef __cplusplus

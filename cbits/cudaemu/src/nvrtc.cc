@@ -305,8 +305,8 @@ EMU_API int nvrtcCompileProgram(void *prog, int n, const char *const *opts) {
 		body += "extern \"C\" void __emu_tramp_" + std::to_string(i) + "(void **a) { __emu_call(&" + ks[i] + ", a); }\n";
 	body += "extern \"C\" __attribute__((visibility(\"default\"))) const struct __emu_kentry __emu_kernels[] = {";
 	for (size_t i = 0; i < ks.size(); i++)
-		body += "{\"" + ks[i] + "\", __emu_tramp_" + std::to_string(i) + ", __emu_nparams(&" + ks[i] + ")}, ";
-	body += "{0, 0, 0}};\n";
+		body += "{\"" + ks[i] + "\", __emu_tramp_" + std::to_string(i) + ", __emu_nparams(&" + ks[i] + "), __emu_psizes(&" + ks[i] + ")}, ";
+	body += "{0, 0, 0, 0}};\n";
 	FILE *f = fopen(src.c_str(), "w");
 	if (!f || fwrite(body.data(), 1, body.size(), f) != body.size()) {
 		if (f) fclose(f);
