@@ -38,3 +38,27 @@ func TestBuiltinsKernel(t *testing.T) {
 		}
 	}
 }
+
+func TestBuiltinsExtras(t *testing.T) {
+	src, err := os.ReadFile("../testdata/builtins.cu")
+	must(t, err)
+	c := load(t)
+	k := kernel(t, c, string(src), "extras")
+	const n = 64
+	x := seq(n, 13)
+	dx, dout := upload(t, c, x), upload(t, c, make([]float32, n))
+	must(t, c.Launch(k, [3]uint32{2, 1, 1}, [3]uint32{32, 1, 1}, 0, 0, dout, dx))
+	got := download(t, c, dout, n)
+	for i := 0; i < n; i++ {
+		first, prev := x[i/32*32], x[i]
+		if i%32 > 0 {
+			prev = x[i-1]
+		}
+		q := x[i/4*4:]
+		want := first + prev + ((q[0] + q[1]) + (q[2] + q[3]))
+		want = want + x[i] - x[i] // the kernel's bit-cast round trips, in its order
+		if got[i] != want {
+			t.Errorf("out[%d] = %v, want %v", i, got[i], want)
+		}
+	}
+}

@@ -51,3 +51,17 @@ extern "C" __global__ void row_stats(float *__restrict__ out, const float *__res
 		}
 	}
 }
+
+// extras: builtins beyond the list that both sides provide: __shfl_sync,
+// __shfl_up_sync, __ldg, float4/float2, bit casts. One warp per block.
+// out[i] = lane 0's x + the previous lane's x (own x on lane 0) + the float4
+// sum of x[4*(i/4) ..] + bits round trip of x[i].
+extern "C" __global__ void extras(float *out, const float *x) {
+	int i = blockIdx.x * blockDim.x + threadIdx.x;
+	float v = __ldg(x + i);
+	float first = __shfl_sync(0xffffffffu, v, 0);
+	float prev = __shfl_up_sync(0xffffffffu, v, 1);
+	float4 q = reinterpret_cast<const float4 *>(x)[i / 4];
+	float2 h = make_float2(q.x + q.y, q.z + q.w);
+	out[i] = first + prev + (h.x + h.y) + __uint_as_float(__float_as_uint(v)) - __int_as_float(__float_as_int(v));
+}

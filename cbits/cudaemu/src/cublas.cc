@@ -171,6 +171,19 @@ static void run_gemm(void *ctx) {
 	for (int b = 0; b < g.batch; b++) {
 		const float *a = g.A + g.sa * b, *bb = g.B + g.sb * b;
 		float *c = g.C + g.sc * b;
+		if (g.TA && !g.TB && g.readAB && !g.t32) {
+			// Both operands run along k: dot products of contiguous
+			// columns, summed in the same order as below.
+			for (int j = 0; j < g.n; j++)
+				for (int i = 0; i < g.m; i++) {
+					const float *ai = a + (size_t)i * g.lda, *bj = bb + (size_t)j * g.ldb;
+					float s = 0.0f;
+					for (int l = 0; l < g.k; l++) s += ai[l] * bj[l];
+					float *cij = c + i + (size_t)j * g.ldc;
+					*cij = g.be == 0.0f ? g.al * s : g.al * s + g.be * *cij;
+				}
+			continue;
+		}
 		for (int j = 0; j < g.n; j++) {
 			for (int i = 0; i < g.m; i++) acc[i] = 0.0f;
 			if (g.readAB)

@@ -509,7 +509,7 @@ EMU_API int cudaEventQuery(void *e) {
 	std::lock_guard<std::recursive_mutex> x(exec_mu);
 	if (st->reached >= st->recorded) return emu_sticky();
 	if (st->q) run_one(st->q); // progress, as a GPU would make on its own
-	return emu_fail(cudaErrorNotReady, "");
+	return cudaErrorNotReady;      // not an error: the last error stays as it was
 }
 
 EMU_API int cudaEventSynchronize(void *e) {
