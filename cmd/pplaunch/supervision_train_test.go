@@ -108,6 +108,7 @@ func TestTrainLostNodeIsNamed(t *testing.T) {
 		args := append([]string{"--nnodes", "2", "--node-rank", strconv.Itoa(n), "--rdzv-endpoint", "127.0.0.1:" + port,
 			"--rdzv-id", id, "--nproc", "1", "--grace-period", "2s", "train"}, tinyModel...)
 		cmds[n] = exec.Command(exe, append(args, "--steps", "100000")...)
+		cmds[n].Env = append(os.Environ(), "PPLAUNCH_TOKEN=lost-node-secret")
 		cmds[n].Stderr = &errs[n]
 	}
 	pipe, err := cmds[0].StdoutPipe()
