@@ -89,7 +89,12 @@ type Executor struct {
 	// Stall, when set, is called before each action; the test-only stall hook
 	// uses it to hang a chosen rank at a chosen action.
 	Stall func(step int, a schedules.Action)
+	// Backend is the stages' backend: receive buffers come from it, and
+	// when it is a tensor.Stager (device memory) transfers go through
+	// pinned host buffers (xfer.go). nil: host tensors.
+	Backend tensor.Memory
 
+	xf       xfer
 	pool     *bufPool
 	lastBack map[int]int // stage -> index in the list of its last B or W
 	order    []int       // the keys of Stages, increasing
@@ -150,7 +155,8 @@ func (x *Executor) init() {
 			}
 		}
 	}
-	x.pool = newBufPool(recvs)
+	x.pool = newBufPool(recvs, x.Backend)
+	x.xf = newXfer(x.Comm, x.Backend)
 }
 
 // Step runs the rank's action list once for training step step. After an
