@@ -26,7 +26,7 @@ type StepRecord struct {
 	// PeakDevice is each rank's most device memory held by tensors in the
 	// step (the allocator's peak since the step began; absent on the CPU).
 	PeakDevice []int64 `json:"peak_device_bytes,omitempty"`
-	GradNorm         float64   `json:"grad_norm"`
+	GradNorm   float64 `json:"grad_norm"`
 	// CPUS is each rank's process CPU time (user + system) in the step: on a
 	// shared machine it shows the work done, whatever the wall time.
 	CPUS []float64 `json:"cpu_s"`

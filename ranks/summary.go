@@ -7,13 +7,13 @@ package ranks
 type Summary struct {
 	Steps     int // records added
 	FirstLoss float64
-	ValLoss   *float64   // the latest validation loss, if any
+	ValLoss   *float64 // the latest validation loss, if any
 	// PeakDevice is each rank's most device memory held by tensors over
 	// the steps (nil on the CPU).
 	PeakDevice []int64
-	Last      StepRecord // the latest record, its Timeline dropped
-	first     stepSums   // of the first step
-	steady    stepSums   // over every step but the first
+	Last       StepRecord // the latest record, its Timeline dropped
+	first      stepSums   // of the first step
+	steady     stepSums   // over every step but the first
 }
 
 type stepSums struct{ tokensPerS, stepS, bubbleMeasured, bubblePredicted float64 }
