@@ -68,7 +68,10 @@ type Batches func(globalMicro int) (tokens, targets []int32, err error)
 // step's micro-batches in global micro-batch order (models.Accumulator).
 // Transfers are issued in list order, which is the order the peer issues the
 // matching ones, as backends that pair transfers by order (NCCL) require; a
-// validated schedule therefore cannot deadlock here.
+// validated schedule therefore cannot deadlock here. On a backend whose
+// tensors live in device memory (tensor.Stager) a send goes on the wire once
+// its copy to pinned host memory is done, from a goroutine of its own
+// (xfer.go): the TCP communicator pairs transfers by tag, not by order.
 type Executor struct {
 	Sched  *schedules.Schedule
 	PRank  int           // this rank's pipeline rank (its list in Sched)

@@ -62,6 +62,9 @@ func (c *trainCmd) config() (ranks.TrainConfig, error) {
 	if err := checkDevice(c.Device); err != nil {
 		return ranks.TrainConfig{}, err
 	}
+	if c.TF32 && c.Device != deviceCUDA {
+		return ranks.TrainConfig{}, fmt.Errorf("--tf32 is for --device cuda (the CPU computes in float32)")
+	}
 	if !slices.Contains(schedules.Names, c.Schedule) {
 		return ranks.TrainConfig{}, fmt.Errorf("--schedule %q: want one of %s", c.Schedule, strings.Join(schedules.Names, ", "))
 	}
