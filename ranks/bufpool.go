@@ -10,15 +10,18 @@ import (
 // Receives take from it; finished receives and finished sends give back. A
 // shape keeps at most as many buffers as the step has receives of it: a rank
 // sends as many tensors as it receives, so without the bound every step would
-// add its sends to the pool for good.
+// add its sends to the pool for good. Buffers come from the stages' backend
+// (host tensors when mem is nil); one the pool does not keep goes back to a
+// device backend's allocator.
 type bufPool struct {
+	mem   tensor.Memory
 	free  map[string][]*tensor.Tensor
 	limit map[string]int
 	fresh int // buffers allocated because the pool had none (for tests)
 }
 
-func newBufPool(limit map[string]int) *bufPool {
-	return &bufPool{free: map[string][]*tensor.Tensor{}, limit: limit}
+func newBufPool(limit map[string]int, mem tensor.Memory) *bufPool {
+	return &bufPool{mem: mem, free: map[string][]*tensor.Tensor{}, limit: limit}
 }
 
 func shapeKey(shape []int) string { return fmt.Sprint(shape) }
@@ -32,7 +35,10 @@ func (p *bufPool) get(shape []int) *tensor.Tensor {
 		return t
 	}
 	p.fresh++
-	return tensor.New(shape...)
+	if p.mem == nil {
+		return tensor.New(shape...)
+	}
+	return p.mem.Alloc(shape...)
 }
 
 func (p *bufPool) put(t *tensor.Tensor) {
@@ -42,5 +48,15 @@ func (p *bufPool) put(t *tensor.Tensor) {
 	k := shapeKey(t.Shape)
 	if len(p.free[k]) < p.limit[k] {
 		p.free[k] = append(p.free[k], t)
+		return
+	}
+	p.drop(t)
+}
+
+// drop lets go of t: a device tensor goes back to its backend's allocator,
+// a host tensor to the garbage collector.
+func (p *bufPool) drop(t *tensor.Tensor) {
+	if t != nil && !t.OnHost() && p.mem != nil {
+		p.mem.Free(t)
 	}
 }

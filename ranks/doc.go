@@ -7,6 +7,9 @@
 // receives posted into pooled buffers of the receiving stage's shape, sends
 // that do not block compute and give their tensors back to the pool, gradients
 // accumulated in global micro-batch order, and a timestamp for every action.
+// Buffers come from the stages' backend (bufpool.go); xfer.go moves tensors
+// through the communicator: host tensors as they are, device tensors through
+// pinned host buffers copied on the backend's copy stream.
 // Train (train.go) is the training job on a pp × dp mesh: the data-parallel
 // gradient exchange as a chunked reduce-scatter and all-gather started as soon
 // as a stage's last backward is done (dpreduce.go), tied embeddings between the

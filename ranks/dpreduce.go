@@ -21,48 +21,50 @@ import (
 // then sends the sum to every other replica and receives theirs in place.
 // A rank so holds ceil(n/dp)·(dp-1) received elements, not (dp-1)·n.
 type dpExchange struct {
-	comm  collective.Comm
+	xf    xfer
 	be    tensor.Backend
 	peers []int // the rank in comm of this stage's pipeline rank in each replica
 	me    int   // this replica
-	grad  []float32
-	recv  []float32 // the others' pieces of part me, in replica order skipping me
+	grad  *tensor.Tensor
+	recv  *tensor.Tensor // the others' pieces of part me, in replica order skipping me
 	tag   collective.Tag
-	h     *collective.Handle
+	tr    *transfer
 }
 
-func newDPExchange(comm collective.Comm, be tensor.Backend, peers []int, me int, grad []float32) *dpExchange {
-	lo, hi := collective.ChunkBounds(len(grad), len(peers), me)
-	return &dpExchange{comm: comm, be: be, peers: peers, me: me, grad: grad, recv: make([]float32, (len(peers)-1)*(hi-lo))}
+func newDPExchange(xf xfer, be tensor.Backend, peers []int, me int, grad *tensor.Tensor) *dpExchange {
+	lo, hi := collective.ChunkBounds(grad.Len(), len(peers), me)
+	return &dpExchange{xf: xf, be: be, peers: peers, me: me, grad: grad, recv: be.Alloc((len(peers) - 1) * (hi - lo))}
 }
 
 // part is replica d's part of the gradient.
-func (e *dpExchange) part(d int) []float32 {
-	lo, hi := collective.ChunkBounds(len(e.grad), len(e.peers), d)
-	return e.grad[lo:hi]
+func (e *dpExchange) part(d int) *tensor.Tensor {
+	lo, hi := collective.ChunkBounds(e.grad.Len(), len(e.peers), d)
+	return e.grad.View(lo, hi-lo)
 }
 
 // slot is where replica d's piece of part me is received (d != me).
-func (e *dpExchange) slot(d int) []float32 {
-	n := len(e.part(e.me))
+func (e *dpExchange) slot(d int) *tensor.Tensor {
+	lo, hi := collective.ChunkBounds(e.grad.Len(), len(e.peers), e.me)
+	n := hi - lo
 	if d > e.me {
 		d--
 	}
-	return e.recv[d*n : (d+1)*n]
+	return e.recv.View(d*n, n)
 }
 
-// start begins the reduce-scatter of the gradient as it is now; tag names
-// the stage and step (its MicroBatch tells the two phases apart).
-func (e *dpExchange) start(tag collective.Tag) {
+// start begins the reduce-scatter of the gradient as it is now (on a device,
+// after the compute queued so far); tag names the stage and step (its
+// MicroBatch tells the two phases apart).
+func (e *dpExchange) start(ctx context.Context, tag collective.Tag) {
 	e.tag = tag
 	e.tag.MicroBatch = 0
-	var ops []collective.Op
+	var reqs []req
 	for d, peer := range e.peers {
 		if d != e.me {
-			ops = append(ops, collective.SendOp(peer, e.tag, collective.F32(e.part(d))), collective.RecvOp(peer, e.tag, collective.F32(e.slot(d))))
+			reqs = append(reqs, sendReq(peer, e.tag, e.part(d)), recvReq(peer, e.tag, e.slot(d)))
 		}
 	}
-	e.h = e.comm.Batch(ops...)
+	e.tr = e.xf.start(ctx, reqs...)
 }
 
 // finish completes the exchange: every replica then holds the same sum.
@@ -74,34 +76,34 @@ func (e *dpExchange) finish(ctx context.Context, timeout time.Duration) error {
 		return err
 	}
 	e.tag.MicroBatch = 1
-	var ops []collective.Op
+	var reqs []req
 	for d, peer := range e.peers {
 		if d != e.me {
-			ops = append(ops, collective.SendOp(peer, e.tag, collective.F32(e.part(e.me))), collective.RecvOp(peer, e.tag, collective.F32(e.part(d))))
+			reqs = append(reqs, sendReq(peer, e.tag, e.part(e.me)), recvReq(peer, e.tag, e.part(d)))
 		}
 	}
-	e.h = e.comm.Batch(ops...)
+	e.tr = e.xf.start(ctx, reqs...)
 	return e.wait(ctx, timeout, "all-gather")
 }
 
 func (e *dpExchange) wait(ctx context.Context, timeout time.Duration, phase string) error {
 	wctx, cancel := waitCtx(ctx, timeout)
 	defer cancel()
-	if err := e.h.Wait(wctx); err != nil {
+	if err := e.tr.wait(wctx); err != nil {
 		return fmt.Errorf("%s: %w", phase, err)
 	}
 	return nil
 }
 
-// sumOwn sums part me over the replicas in replica order. TreeSum adds in
-// place into parts[0]: this replica's own part on replica 0, replica 0's
-// received piece elsewhere (copied back).
+// sumOwn sums part me over the replicas in replica order. TreeSumTensors
+// adds in place into parts[0]: this replica's own part on replica 0, replica
+// 0's received piece elsewhere (copied back).
 func (e *dpExchange) sumOwn() error {
 	own := e.part(e.me)
-	if len(own) == 0 {
+	if own.Len() == 0 {
 		return nil
 	}
-	parts := make([][]float32, len(e.peers))
+	parts := make([]*tensor.Tensor, len(e.peers))
 	for d := range parts {
 		if d == e.me {
 			parts[d] = own
@@ -109,12 +111,12 @@ func (e *dpExchange) sumOwn() error {
 			parts[d] = e.slot(d)
 		}
 	}
-	sum, err := models.TreeSum(e.be, parts)
+	sum, err := models.TreeSumTensors(e.be, parts)
 	if err != nil {
 		return err
 	}
-	if &sum[0] != &own[0] {
-		copy(own, sum)
+	if sum != own {
+		e.be.Copy(own, sum)
 	}
 	return nil
 }
@@ -131,10 +133,10 @@ func (t *trainer) startReduce(s int) error {
 		for d := range peers {
 			peers[d] = t.world(t.pRank, d)
 		}
-		e = newDPExchange(t.job.Comm, t.job.Backend, peers, t.dRank, t.stages[s].GradBuffer())
+		e = newDPExchange(t.exec.xf, t.job.Backend, peers, t.dRank, t.stages[s].GradTensor())
 		t.dp[s] = e
 	}
-	e.start(collective.Tag{Kind: collective.Data, Chunk: uint16(s), Step: uint32(t.curStep)})
+	e.start(t.ctx, collective.Tag{Kind: collective.Data, Chunk: uint16(s), Step: uint32(t.curStep)})
 	return nil
 }
 
@@ -143,11 +145,11 @@ func (t *trainer) startReduce(s int) error {
 func (t *trainer) finishReduce(ctx context.Context, step int) error {
 	for _, s := range t.order {
 		e := t.dp[s]
-		if e == nil || e.h == nil {
+		if e == nil || e.tr == nil {
 			return fmt.Errorf("step %d: stage %d never finished its backward", step, s)
 		}
 		err := e.finish(ctx, t.cfg.Timeout)
-		e.h = nil
+		e.tr = nil
 		if err != nil {
 			return fmt.Errorf("step %d: data-parallel gradient exchange of stage %d: %w", step, s, err)
 		}

@@ -75,7 +75,8 @@ func TestDPExchangeBitsAndMemory(t *testing.T) {
 				for d := range dp {
 					grads[d] = make([]float32, n)
 					counts[d] = &countingComm{Comm: comms[d], grad: grads[d]}
-					exs[d] = newDPExchange(counts[d], be, peers, d, grads[d])
+					g, _ := tensor.From(grads[d], n)
+					exs[d] = newDPExchange(newXfer(counts[d], be), be, peers, d, g)
 				}
 				for step := range 2 {
 					want := make([][]float32, dp)
@@ -95,7 +96,7 @@ func TestDPExchangeBitsAndMemory(t *testing.T) {
 						wg.Add(1)
 						go func() {
 							defer wg.Done()
-							exs[d].start(collective.Tag{Kind: collective.Data, Chunk: 1, Step: uint32(step)})
+							exs[d].start(context.Background(), collective.Tag{Kind: collective.Data, Chunk: 1, Step: uint32(step)})
 							errs[d] = exs[d].finish(context.Background(), 0)
 						}()
 					}
@@ -120,8 +121,8 @@ func TestDPExchangeBitsAndMemory(t *testing.T) {
 					if c.inPlace != 2*(n-(hi-lo)) {
 						t.Errorf("replica %d gathered %d elements in place in 2 steps, want 2·%d", d, c.inPlace, n-(hi-lo))
 					}
-					if len(exs[d].recv) > own*(dp-1) {
-						t.Errorf("replica %d holds %d receive elements, want at most %d", d, len(exs[d].recv), own*(dp-1))
+					if exs[d].recv.Len() > own*(dp-1) {
+						t.Errorf("replica %d holds %d receive elements, want at most %d", d, exs[d].recv.Len(), own*(dp-1))
 					}
 				}
 			})

@@ -11,40 +11,30 @@ import (
 
 // evaluate runs the held-out batches forward through replica 0's pipeline,
 // stage after stage, and returns the mean loss on rank 0 (nil elsewhere).
-// The forward runs on fresh copies of the stages, so the training stages'
-// saved activations and gradients are untouched and the copies' are dropped
-// with them.
+// Each forward is discarded at once (Stage.Discard): between steps no
+// micro-batch is in flight, so the training stages' saved activations and
+// gradients are untouched, and a device backend reuses the step's memory.
 func (t *trainer) evaluate(ctx context.Context, step int) (*float64, error) {
 	c := t.cfg
 	if t.dRank != 0 || c.EvalBatches < 1 {
 		return nil, nil
 	}
 	S := t.sched.Stages()
-	evals := map[int]*models.Stage{}
-	for _, s := range t.order {
-		e, err := models.NewStage(c.Model, t.cut, s, t.job.Backend, models.StageOptions{Seed: c.Seed})
-		if err != nil {
-			return nil, fmt.Errorf("step %d: validation copy of stage %d: %w", step, s, err)
-		}
-		for _, p := range t.stages[s].Params() {
-			copy(e.Param(p.Name).Value.Data, p.Value.Data)
-		}
-		evals[s] = e
-	}
+	be := t.job.Backend
 	var total float64
 	for b := range c.EvalBatches {
 		tok, tgt, err := t.corpus.ValBatch(b, c.MicroSize, c.Model.Seq)
 		if err != nil {
 			return nil, fmt.Errorf("step %d: validation batch %d: %w", step, b, err)
 		}
-		var act *tensor.Tensor
+		var act *tensor.Tensor // the input of stage s, this rank's to free
 		for _, s := range t.order {
-			st := evals[s]
+			st := t.stages[s]
 			in := models.Input{}
 			if s == 0 {
 				in.Tokens = tok
 			} else if prev := t.sched.Placement[s-1]; prev != t.pRank {
-				act = tensor.New(st.ActShape(c.MicroSize)...)
+				act = be.Alloc(st.ActShape(c.MicroSize)...)
 				if err := t.evalXfer(ctx, step, false, prev, s, b, act); err != nil {
 					return nil, err
 				}
@@ -56,6 +46,11 @@ func (t *trainer) evaluate(ctx context.Context, step int) (*float64, error) {
 				in.Targets = tgt
 			}
 			out, err := st.Forward(b, in)
+			st.Discard(b)
+			if act != nil {
+				be.Free(act)
+				act = nil
+			}
 			if err != nil {
 				return nil, fmt.Errorf("step %d: validation: %w", step, err)
 			}
@@ -65,7 +60,10 @@ func (t *trainer) evaluate(ctx context.Context, step int) (*float64, error) {
 			}
 			act = out.Act
 			if next := t.sched.Placement[s+1]; next != t.pRank {
-				if err := t.evalXfer(ctx, step, true, next, s+1, b, act); err != nil {
+				err := t.evalXfer(ctx, step, true, next, s+1, b, act)
+				be.Free(act)
+				act = nil
+				if err != nil {
 					return nil, err
 				}
 			}
@@ -98,13 +96,11 @@ func (t *trainer) evalXfer(ctx context.Context, step int, send bool, peerP, s, b
 	tag := collective.Tag{Kind: collective.Control, Chunk: uint16(s), Step: uint32(step), MicroBatch: uint32(b)}
 	wctx, cancel := t.waitCtx(ctx)
 	defer cancel()
-	var err error
+	r := recvReq(peer, tag, act)
 	if send {
-		err = t.job.Comm.Send(wctx, peer, tag, collective.F32(act.Data, act.Shape...))
-	} else {
-		err = t.job.Comm.Recv(wctx, peer, tag, collective.F32(act.Data, act.Shape...))
+		r = sendReq(peer, tag, act)
 	}
-	if err != nil {
+	if err := t.exec.xf.start(wctx, r).wait(wctx); err != nil {
 		return fmt.Errorf("step %d: validation batch %d of stage %d with rank %d: %w", step, b, s, peer, err)
 	}
 	return nil

@@ -68,7 +68,10 @@ type Batches func(globalMicro int) (tokens, targets []int32, err error)
 // step's micro-batches in global micro-batch order (models.Accumulator).
 // Transfers are issued in list order, which is the order the peer issues the
 // matching ones, as backends that pair transfers by order (NCCL) require; a
-// validated schedule therefore cannot deadlock here.
+// validated schedule therefore cannot deadlock here. On a backend whose
+// tensors live in device memory (tensor.Stager) a send goes on the wire once
+// its copy to pinned host memory is done, from a goroutine of its own
+// (xfer.go): the TCP communicator pairs transfers by tag, not by order.
 type Executor struct {
 	Sched  *schedules.Schedule
 	PRank  int           // this rank's pipeline rank (its list in Sched)
@@ -89,7 +92,12 @@ type Executor struct {
 	// Stall, when set, is called before each action; the test-only stall hook
 	// uses it to hang a chosen rank at a chosen action.
 	Stall func(step int, a schedules.Action)
+	// Backend is the stages' backend: receive buffers come from it, and
+	// when it is a tensor.Stager (device memory) transfers go through
+	// pinned host buffers (xfer.go). nil: host tensors.
+	Backend tensor.Memory
 
+	xf       xfer
 	pool     *bufPool
 	lastBack map[int]int // stage -> index in the list of its last B or W
 	order    []int       // the keys of Stages, increasing
@@ -150,7 +158,8 @@ func (x *Executor) init() {
 			}
 		}
 	}
-	x.pool = newBufPool(recvs)
+	x.pool = newBufPool(recvs, x.Backend)
+	x.xf = newXfer(x.Comm, x.Backend)
 }
 
 // Step runs the rank's action list once for training step step. After an

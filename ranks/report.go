@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pplaunch/pplaunch/collective"
+	"github.com/pplaunch/pplaunch/models/tensor"
 	"github.com/pplaunch/pplaunch/schedules"
 )
 
@@ -22,7 +23,10 @@ type StepRecord struct {
 	BubblePredicted  float64   `json:"bubble_predicted"`
 	PeakActivation   []int64   `json:"peak_activation_bytes"`
 	PeakMicroBatches []float64 `json:"peak_activation_microbatches"`
-	GradNorm         float64   `json:"grad_norm"`
+	// PeakDevice is each rank's most device memory held by tensors in the
+	// step (the allocator's peak since the step began; absent on the CPU).
+	PeakDevice []int64 `json:"peak_device_bytes,omitempty"`
+	GradNorm   float64 `json:"grad_norm"`
 	// CPUS is each rank's process CPU time (user + system) in the step: on a
 	// shared machine it shows the work done, whatever the wall time.
 	CPUS []float64 `json:"cpu_s"`
@@ -33,8 +37,16 @@ type StepRecord struct {
 }
 
 // reportHead is the report message's header: start, peak bytes, bytes per
-// micro-batch, CPU seconds; the spans follow, two values each.
-const reportHead = 4
+// micro-batch, CPU seconds, peak device bytes (-1 without a device); the
+// spans follow, two values each.
+const reportHead = 5
+
+// deviceMemory is a backend that counts the device memory its tensors hold
+// (tensor.CUDA).
+type deviceMemory interface {
+	MemoryStats() tensor.MemoryStats
+	ResetPeakMemory()
+}
 
 // cpuTime is the process's CPU time so far.
 func cpuTime() time.Duration {
@@ -86,7 +98,10 @@ func (t *trainer) encodeReport(sr *StepResult, cpuS float64) []float64 {
 		perMB += n
 	}
 	v[0] = sr.Start.Add(t.offset).Sub(t.origin).Seconds()
-	v[1], v[2], v[3] = float64(sr.Peak), float64(perMB), cpuS
+	v[1], v[2], v[3], v[4] = float64(sr.Peak), float64(perMB), cpuS, -1
+	if d, ok := t.job.Backend.(deviceMemory); ok {
+		v[4] = float64(d.MemoryStats().Peak)
+	}
 	for i, sp := range sr.Spans {
 		v[reportHead+2*i], v[reportHead+1+2*i] = sp.Start, sp.End
 	}
@@ -101,6 +116,12 @@ func (t *trainer) record(step int, all [][]float64) *StepRecord {
 	for r, v := range all {
 		rec.PeakActivation[r] = int64(v[1])
 		rec.CPUS[r] = v[3]
+		if v[4] >= 0 {
+			if rec.PeakDevice == nil {
+				rec.PeakDevice = make([]int64, t.job.Size)
+			}
+			rec.PeakDevice[r] = int64(v[4])
+		}
 		if v[2] > 0 {
 			rec.PeakMicroBatches[r] = v[1] / v[2]
 		}

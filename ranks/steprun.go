@@ -15,7 +15,7 @@ type key struct{ stage, mb int }
 
 // pending is a posted receive or send.
 type pending struct {
-	h     *collective.Handle
+	tr    *transfer
 	t     *tensor.Tensor
 	span  int // index of the action's span
 	peer  int
@@ -39,6 +39,7 @@ type stepRun struct {
 	acts    map[key]*tensor.Tensor // stage outputs to send or hand on locally
 	grads   map[key]*tensor.Tensor // input gradients to send or hand on locally
 	inputs  map[key]*tensor.Tensor // received inputs held by the stage until backward
+	locals  map[key]*tensor.Tensor // inputs handed on by a stage of this rank, likewise
 	gradOut map[key]*tensor.Tensor // output gradients held until the weight pass
 	data    map[int][2][]int32     // global micro -> tokens, targets
 	live    int64                  // peak activation bytes of the rank's stages together
@@ -51,7 +52,7 @@ func newStepRun(x *Executor, ctx context.Context, step int, batches Batches) *st
 		res:   &StepResult{Losses: map[int]float64{}, Spans: make([]schedules.Span, n), PerMB: map[int]int64{}},
 		recvF: map[key]*pending{}, recvB: map[key]*pending{},
 		acts: map[key]*tensor.Tensor{}, grads: map[key]*tensor.Tensor{},
-		inputs: map[key]*tensor.Tensor{}, gradOut: map[key]*tensor.Tensor{},
+		inputs: map[key]*tensor.Tensor{}, locals: map[key]*tensor.Tensor{}, gradOut: map[key]*tensor.Tensor{},
 		data: map[int][2][]int32{},
 	}
 	r.res.Start = r.start
@@ -152,8 +153,8 @@ func (r *stepRun) tag(a schedules.Action) collective.Tag {
 func (r *stepRun) recv(i int, a schedules.Action, st Stage) error {
 	peer := r.x.Peer(r.x.Sched.Peer(a))
 	buf := r.x.pool.get(ioShape(st, r.x.MicroSize, a.Kind == schedules.RecvF))
-	h := r.x.Comm.Irecv(peer, r.tag(a), collective.F32(buf.Data, buf.Shape...))
-	p := &pending{h: h, t: buf, span: i, peer: peer, act: a}
+	tr := r.x.xf.start(r.ctx, recvReq(peer, r.tag(a), buf))
+	p := &pending{tr: tr, t: buf, span: i, peer: peer, act: a}
 	k := key{a.Stage, a.Micro}
 	if a.Kind == schedules.RecvF {
 		r.recvF[k] = p
@@ -176,26 +177,33 @@ func (r *stepRun) send(i int, a schedules.Action) error {
 		return r.fail(a, peer, fmt.Errorf("nothing to send: the schedule sends before it computes"))
 	}
 	delete(from, k)
-	h := r.x.Comm.Isend(peer, r.tag(a), collective.F32(t.Data, t.Shape...))
-	r.sends = append(r.sends, &pending{h: h, t: t, span: i, peer: peer, act: a})
+	tr := r.x.xf.start(r.ctx, sendReq(peer, r.tag(a), t))
+	r.sends = append(r.sends, &pending{tr: tr, t: t, span: i, peer: peer, act: a})
 	return nil
 }
 
 // reap ends the spans of the sends seen done since the last action and
-// returns their tensors to the pool.
+// returns their tensors to the pool; staged receives that have arrived start
+// their copy to the device.
 func (r *stepRun) reap() {
 	n := 0
 	for _, p := range r.sends {
-		select {
-		case <-p.h.Done():
+		if p.tr.ready() {
 			r.sendDone(p)
-		default:
+		} else {
 			r.sends[n] = p
 			n++
 		}
 	}
 	clear(r.sends[n:])
 	r.sends = r.sends[:n]
+	if r.x.xf.stg != nil {
+		for _, m := range []map[key]*pending{r.recvF, r.recvB} {
+			for _, p := range m {
+				p.tr.land()
+			}
+		}
+	}
 }
 
 func (r *stepRun) sendDone(p *pending) {
@@ -207,7 +215,7 @@ func (r *stepRun) sendDone(p *pending) {
 func (r *stepRun) wait(p *pending) error {
 	ctx, cancel := waitCtx(r.ctx, r.x.Timeout)
 	defer cancel()
-	err := p.h.Wait(ctx)
+	err := p.tr.wait(ctx)
 	if !p.ended {
 		r.res.Spans[p.span].End = r.since()
 		p.ended = true
@@ -273,6 +281,8 @@ func (r *stepRun) forward(a schedules.Action, st Stage) error {
 			return r.fail(a, -1, fmt.Errorf("input of stage %d not received", a.Stage))
 		case received:
 			r.inputs[k] = t
+		default:
+			r.locals[k] = t
 		}
 		in.Act = t
 	}
@@ -331,15 +341,22 @@ func (r *stepRun) weight(a schedules.Action, st Stage) error {
 	return nil
 }
 
-// release returns the received buffers a finished micro-batch held.
+// release returns the received buffers a finished micro-batch held to the
+// pool, and gives back those a stage of this rank handed on.
 func (r *stepRun) release(k key) {
 	if t := r.inputs[k]; t != nil {
 		r.x.pool.put(t)
 		delete(r.inputs, k)
 	}
+	if t := r.locals[k]; t != nil {
+		r.x.pool.drop(t)
+		delete(r.locals, k)
+	}
 	if t := r.gradOut[k]; t != nil {
 		if r.x.Stages[k.stage+1] == nil { // received, not a local stage's buffer
 			r.x.pool.put(t)
+		} else {
+			r.x.pool.drop(t)
 		}
 		delete(r.gradOut, k)
 	}

@@ -7,10 +7,13 @@ package ranks
 type Summary struct {
 	Steps     int // records added
 	FirstLoss float64
-	ValLoss   *float64   // the latest validation loss, if any
-	Last      StepRecord // the latest record, its Timeline dropped
-	first     stepSums   // of the first step
-	steady    stepSums   // over every step but the first
+	ValLoss   *float64 // the latest validation loss, if any
+	// PeakDevice is each rank's most device memory held by tensors over
+	// the steps (nil on the CPU).
+	PeakDevice []int64
+	Last       StepRecord // the latest record, its Timeline dropped
+	first      stepSums   // of the first step
+	steady     stepSums   // over every step but the first
 }
 
 type stepSums struct{ tokensPerS, stepS, bubbleMeasured, bubblePredicted float64 }
@@ -34,6 +37,14 @@ func (s *Summary) Add(r StepRecord) {
 	if r.ValLoss != nil {
 		v := *r.ValLoss
 		s.ValLoss = &v
+	}
+	for i, b := range r.PeakDevice {
+		if s.PeakDevice == nil {
+			s.PeakDevice = make([]int64, len(r.PeakDevice))
+		}
+		if i < len(s.PeakDevice) {
+			s.PeakDevice[i] = max(s.PeakDevice[i], b)
+		}
 	}
 	s.Last = r
 	s.Steps++

@@ -9,7 +9,9 @@ import (
 )
 
 // syncTied makes the tied embedding and LM head gradients embedding + head on
-// both the first and the last stage (models.AddTiedGrads's order).
+// both the first and the last stage (models.AddTiedGrads's order), with the
+// backend's elementwise Add, whose float32 sums are the same bits on every
+// backend.
 func (t *trainer) syncTied(ctx context.Context, step int) error {
 	if !t.cfg.Model.Tied {
 		return nil
@@ -27,35 +29,37 @@ func (t *trainer) syncTied(ctx context.Context, step int) error {
 			}
 		}
 	}
+	be := t.job.Backend
 	switch {
 	case first != nil && last != nil && first == last:
 		first.SumLocalTiedGrads()
 		return nil
 	case emb != nil && head != nil:
-		models.AddTiedGrads(emb.Grad.Data, emb.Grad.Data, head.Grad.Data)
-		copy(head.Grad.Data, emb.Grad.Data)
+		be.Add(emb.Grad, emb.Grad, head.Grad) // models.AddTiedGrads's order
+		be.Copy(head.Grad, emb.Grad)
 		return nil
 	case emb == nil && head == nil:
 		return nil
 	}
 	peerStage := S - 1
-	mine, recv := emb, []float32(nil)
+	mine := emb
 	if head != nil {
 		peerStage, mine = 0, head
 	}
 	peer := t.world(t.sched.Placement[peerStage], t.dRank)
-	recv = make([]float32, len(mine.Grad.Data))
+	recv := be.Alloc(mine.Grad.Shape...)
+	defer be.Free(recv)
 	tag := collective.Tag{Kind: collective.Control, Chunk: chunkTied, Step: uint32(step)}
 	wctx, cancel := t.waitCtx(ctx)
 	defer cancel()
-	h := t.job.Comm.Batch(collective.SendOp(peer, tag, collective.F32(mine.Grad.Data)), collective.RecvOp(peer, tag, collective.F32(recv)))
-	if err := h.Wait(wctx); err != nil {
+	tr := t.exec.xf.start(wctx, sendReq(peer, tag, mine.Grad), recvReq(peer, tag, recv))
+	if err := tr.wait(wctx); err != nil {
 		return fmt.Errorf("step %d: tied embedding exchange with rank %d: %w", step, peer, err)
 	}
 	if head != nil {
-		models.AddTiedGrads(head.Grad.Data, recv, head.Grad.Data)
+		be.Add(head.Grad, recv, head.Grad)
 	} else {
-		models.AddTiedGrads(emb.Grad.Data, emb.Grad.Data, recv)
+		be.Add(emb.Grad, emb.Grad, recv)
 	}
 	return nil
 }

@@ -65,6 +65,7 @@ type trainer struct {
 	// data-parallel reduction in flight, per stage
 	dp      map[int]*dpExchange
 	curStep int
+	ctx     context.Context // the running step's (for the transfers it starts)
 }
 
 // Chunk numbers of the control messages (activations and gradients use the stage).
@@ -139,6 +140,7 @@ func (t *trainer) setup(ctx context.Context) error {
 		MicroSize: c.MicroSize,
 		Timeout:   c.Timeout,
 		Stall:     t.job.Stall,
+		Backend:   t.job.Backend,
 	}
 	if c.DP > 1 {
 		t.exec.OnLastBackward = t.startReduce
@@ -164,7 +166,10 @@ func (t *trainer) loop(ctx context.Context) (*Result, error) {
 		return t.corpus.Batch(c.Seed, t.curStep, g, c.MicroSize, c.Model.Seq)
 	}
 	for step := first; step < c.Steps; step++ {
-		t.curStep = step
+		t.curStep, t.ctx = step, ctx
+		if d, ok := t.job.Backend.(deviceMemory); ok {
+			d.ResetPeakMemory()
+		}
 		start, cpu0 := time.Now(), cpuTime()
 		sr, err := t.exec.Step(ctx, step, batches)
 		if err != nil {

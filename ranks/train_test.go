@@ -36,6 +36,16 @@ func tiny(t *testing.T) TrainConfig {
 // closed once a rank fails.
 func trainInProcess(t *testing.T, cfg TrainConfig, hook func(rank int, failed <-chan struct{}, job *Job)) (*Result, []error) {
 	t.Helper()
+	be, err := tensor.NewCPU("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return trainInProcessOn(t, cfg, func(int) tensor.Backend { return be }, hook)
+}
+
+// trainInProcessOn is trainInProcess with each rank's backend from backend.
+func trainInProcessOn(t *testing.T, cfg TrainConfig, backend func(rank int) tensor.Backend, hook func(rank int, failed <-chan struct{}, job *Job)) (*Result, []error) {
+	t.Helper()
 	size := cfg.PP * cfg.DP
 	comms, err := collective.NewMemoryWorld(size, collective.Options{Timeout: cfg.Timeout})
 	if err != nil {
@@ -43,9 +53,9 @@ func trainInProcess(t *testing.T, cfg TrainConfig, hook func(rank int, failed <-
 	}
 	st := store.NewMemory()
 	defer st.Close()
-	be, err := tensor.NewCPU("")
-	if err != nil {
-		t.Fatal(err)
+	bes := make([]tensor.Backend, size)
+	for r := range bes {
+		bes[r] = backend(r)
 	}
 	errs := make([]error, size)
 	var res *Result
@@ -56,7 +66,7 @@ func trainInProcess(t *testing.T, cfg TrainConfig, hook func(rank int, failed <-
 		go func() {
 			defer wg.Done()
 			defer comms[r].Close()
-			job := Job{Rank: r, Size: size, Store: st, Comm: comms[r], Backend: be}
+			job := Job{Rank: r, Size: size, Store: st, Comm: comms[r], Backend: bes[r]}
 			if hook != nil {
 				hook(r, stop, &job)
 			}

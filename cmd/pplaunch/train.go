@@ -13,7 +13,6 @@ import (
 
 	"github.com/pplaunch/pplaunch/collective"
 	"github.com/pplaunch/pplaunch/launch"
-	"github.com/pplaunch/pplaunch/models/tensor"
 	"github.com/pplaunch/pplaunch/ranks"
 	"github.com/pplaunch/pplaunch/ranks/store"
 	"github.com/pplaunch/pplaunch/schedules"
@@ -52,12 +51,20 @@ type trainCmd struct {
 	Metrics         string        `arg:"--metrics" placeholder:"FILE" help:"per-step JSON lines (rank 0)"`
 	Trace           string        `arg:"--trace" placeholder:"FILE" help:"measured timeline of every rank as Chrome-trace JSON"`
 	TraceSVG        string        `arg:"--trace-svg" placeholder:"FILE" help:"measured timeline as an SVG Gantt picture"`
+	Device          string        `arg:"--device" default:"cpu" help:"where the model computes: cpu or cuda (a rank's GPU is its LOCAL_RANK modulo the visible GPUs)"`
+	TF32            bool          `arg:"--tf32" help:"on cuda, let matrix products use TF32 tensor cores"`
 }
 
 func (c *trainCmd) config() (ranks.TrainConfig, error) {
 	m, err := c.modelFlags.config()
 	if err != nil {
 		return ranks.TrainConfig{}, err
+	}
+	if err := checkDevice(c.Device); err != nil {
+		return ranks.TrainConfig{}, err
+	}
+	if c.TF32 && c.Device != deviceCUDA {
+		return ranks.TrainConfig{}, fmt.Errorf("--tf32 is for --device cuda (the CPU computes in float32)")
 	}
 	if !slices.Contains(schedules.Names, c.Schedule) {
 		return ranks.TrainConfig{}, fmt.Errorf("--schedule %q: want one of %s", c.Schedule, strings.Join(schedules.Names, ", "))
@@ -77,7 +84,11 @@ func (c *trainCmd) config() (ranks.TrainConfig, error) {
 // one message and exit code 2 before any rank starts; the ranks check it again
 // (under --direct, srun or mpirun start them with no agent).
 func (c *trainCmd) run(f launch.Flags, argv []string, stdout, stderr io.Writer) int {
-	if err := c.precheck(f, os.Getenv); err != nil {
+	f, err := c.prepareDevice(f, os.Getenv)
+	if err == nil {
+		err = c.precheck(f, os.Getenv)
+	}
+	if err != nil {
 		fmt.Fprintln(stderr, "pplaunch: train:", err)
 		return 2
 	}
@@ -149,10 +160,11 @@ func (c *trainCmd) job(stdout io.Writer) func(ctx context.Context, r *ranks.Rank
 			return fmt.Errorf("train: %w", err)
 		}
 		cfg.PP = l.PP
-		be, err := tensor.NewCPUFromEnv()
+		be, what, closeBackend, err := c.openBackend(r.LocalRank, r.LocalWorldSize)
 		if err != nil {
 			return fmt.Errorf("train: %w", err)
 		}
+		defer closeBackend()
 		logf := func(f string, a ...any) { fmt.Fprintf(stdout, f+"\n", a...) }
 		pre := ranks.WatchPreemption(cfg.CheckpointDir != "", r.Rank, logf)
 		defer pre.Close()
@@ -177,7 +189,7 @@ func (c *trainCmd) job(stdout io.Writer) func(ctx context.Context, r *ranks.Rank
 		job.Stall = ranks.ProgressFrom(ctx).Before(job.Stall) // what this rank does, for the agent's summary
 		var out *trainOutput
 		if job.Rank == 0 {
-			if out, err = newTrainOutput(c, cfg, be.Name(), job.Size, stdout); err != nil {
+			if out, err = newTrainOutput(c, cfg, what, job.Size, stdout); err != nil {
 				return fmt.Errorf("train: %w", err)
 			}
 			defer out.close()

@@ -85,6 +85,8 @@ func TestTrainAgentChecksFlags(t *testing.T) {
 		{[]string{"--nproc", "2", "train", "--resume"}, "--resume need --checkpoint-dir"},
 		{[]string{"--nproc", "2", "train", "--optimizer", "lion"}, `--optimizer: optimizer "lion"`},
 		{[]string{"--nproc", "2", "train", "--heads", "5"}, "head"},
+		{[]string{"--nproc", "2", "train", "--device", "tpu"}, `--device "tpu": want cpu or cuda`},
+		{[]string{"--nproc", "2", "train", "--tf32"}, "--tf32 is for --device cuda"},
 		{[]string{"--nproc", "2", "train", "--metrics", filepath.Join(missing, "m.jsonl")}, "--metrics " + filepath.Join(missing, "m.jsonl") + ": stat " + missing},
 		{[]string{"--nproc", "2", "train", "--trace-svg", filepath.Join(file, "t.svg")}, file + " is not a directory"},
 		// Two nodes: the world is known at the rendezvous only; the rest is checked.

@@ -77,6 +77,13 @@ func (o *trainOutput) step(r ranks.StepRecord) {
 	}
 	line := fmt.Sprintf("step %d/%d  loss %.4f%s  %.0f tok/s  %.3fs  bubble %.1f%% (sim %.1f%%)  peak act MiB [%s]",
 		r.Step+1, o.cfg.Steps, r.Loss, val, r.TokensPerS, r.StepS, 100*r.BubbleMeasured, 100*r.BubblePredicted, strings.Join(peaks, " "))
+	if r.PeakDevice != nil {
+		dev := make([]string, len(r.PeakDevice))
+		for i, p := range r.PeakDevice {
+			dev[i] = mib(p)
+		}
+		line += fmt.Sprintf("  device MiB [%s]", strings.Join(dev, " "))
+	}
 	if !o.tty {
 		fmt.Fprintln(o.w, line)
 		return
@@ -132,7 +139,11 @@ func (o *trainOutput) finish(res *ranks.Result, sig os.Signal) error {
 	fmt.Fprintf(o.w, "\n  %.0f tokens/s, %.3fs per step, bubble %.1f%% measured, %.1f%% predicted from measured action times\n", tps, st, 100*bm, 100*bp)
 	last := sum.Last
 	for r, p := range last.PeakActivation {
-		fmt.Fprintf(o.w, "  rank %d: peak activations %s MiB (%.2f micro-batches)\n", r, mib(p), last.PeakMicroBatches[r])
+		dev := ""
+		if r < len(sum.PeakDevice) {
+			dev = fmt.Sprintf(", peak device memory %s MiB", mib(sum.PeakDevice[r]))
+		}
+		fmt.Fprintf(o.w, "  rank %d: peak activations %s MiB (%.2f micro-batches)%s\n", r, mib(p), last.PeakMicroBatches[r], dev)
 	}
 	if res.Checkpoint != "" {
 		fmt.Fprintf(o.w, "  checkpoint: %s\n", res.Checkpoint)

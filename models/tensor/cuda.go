@@ -27,6 +27,7 @@ type CUDA struct {
 	k     *kernels
 	sms   int
 	name  string
+	stg   stager // copy stream and pinned buffers (cuda_stage.go)
 }
 
 // loadCUDA finds and loads the NVIDIA libraries (cuda_cbits.go).
@@ -114,6 +115,7 @@ func (c *CUDA) Close() error {
 	c.alloc.releaseCached()
 	c.alloc.mu.Unlock()
 	c.k.unload()
+	c.closeStaging()
 	c.dev.stop()
 	return err
 }

@@ -15,9 +15,12 @@ type devBlock struct {
 
 // allocator is a caching device allocator: freed blocks go to a free list of
 // their size class and are handed out again, so a training step that repeats
-// the shapes of the one before asks the driver for nothing. All work runs on
-// one stream in order, so a block freed after the launches that use it may be
-// reused by any later launch at once.
+// the shapes of the one before asks the driver for nothing. All compute runs
+// on one stream in order, so a block freed after the launches that use it may
+// be reused by any later launch at once. The staging copies on the other
+// stream (cuda_stage.go) keep this true: each waits for the compute queued
+// before it, and a tensor a copy reads is freed only after the copy is seen
+// done.
 type allocator struct {
 	dev *device
 

@@ -12,6 +12,7 @@ type (
 	cuLibrary  uintptr
 	cuKernel   uintptr
 	blasHandle uintptr
+	cuEvent    uintptr
 )
 
 // cudaVersions are the loaded libraries' versions, for the kernel cache key
@@ -41,6 +42,14 @@ type cudaAPI interface {
 	StreamCreate() (cuStream, error)
 	StreamDestroy(s cuStream) error
 	StreamSynchronize(s cuStream) error
+	MallocHost(bytes int) (unsafe.Pointer, error)
+	FreeHost(p unsafe.Pointer) error
+	EventCreate() (cuEvent, error)
+	EventDestroy(e cuEvent) error
+	EventRecord(e cuEvent, s cuStream) error
+	EventQuery(e cuEvent) (done bool, err error)
+	EventSynchronize(e cuEvent) error
+	StreamWaitEvent(s cuStream, e cuEvent) error
 	LibraryLoadData(image []byte) (cuLibrary, error)
 	LibraryUnload(l cuLibrary) error
 	LibraryGetKernel(l cuLibrary, name string) (cuKernel, error)

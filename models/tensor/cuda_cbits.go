@@ -60,8 +60,23 @@ func (a cbitsAPI) StreamCreate() (cuStream, error) {
 	s, err := a.l.StreamCreate()
 	return cuStream(s), err
 }
-func (a cbitsAPI) StreamDestroy(s cuStream) error     { return a.l.StreamDestroy(cbits.Stream(s)) }
-func (a cbitsAPI) StreamSynchronize(s cuStream) error { return a.l.StreamSynchronize(cbits.Stream(s)) }
+func (a cbitsAPI) StreamDestroy(s cuStream) error               { return a.l.StreamDestroy(cbits.Stream(s)) }
+func (a cbitsAPI) StreamSynchronize(s cuStream) error           { return a.l.StreamSynchronize(cbits.Stream(s)) }
+func (a cbitsAPI) MallocHost(bytes int) (unsafe.Pointer, error) { return a.l.MallocHost(bytes) }
+func (a cbitsAPI) FreeHost(p unsafe.Pointer) error              { return a.l.FreeHost(p) }
+func (a cbitsAPI) EventCreate() (cuEvent, error) {
+	e, err := a.l.EventCreate()
+	return cuEvent(e), err
+}
+func (a cbitsAPI) EventDestroy(e cuEvent) error { return a.l.EventDestroy(cbits.Event(e)) }
+func (a cbitsAPI) EventRecord(e cuEvent, s cuStream) error {
+	return a.l.EventRecord(cbits.Event(e), cbits.Stream(s))
+}
+func (a cbitsAPI) EventQuery(e cuEvent) (bool, error) { return a.l.EventQuery(cbits.Event(e)) }
+func (a cbitsAPI) EventSynchronize(e cuEvent) error   { return a.l.EventSynchronize(cbits.Event(e)) }
+func (a cbitsAPI) StreamWaitEvent(s cuStream, e cuEvent) error {
+	return a.l.StreamWaitEvent(cbits.Stream(s), cbits.Event(e))
+}
 func (a cbitsAPI) LibraryLoadData(image []byte) (cuLibrary, error) {
 	l, err := a.l.LibraryLoadData(image)
 	return cuLibrary(l), err
@@ -107,4 +122,25 @@ func (a cbitsAPI) SgemmStridedBatched(h blasHandle, transA, transB bool, m, n, k
 }
 func (a cbitsAPI) Compile(src, name, arch string, opts ...string) ([]byte, string, error) {
 	return a.l.Compile(src, name, arch, opts...)
+}
+
+// CUDADevices loads the NVIDIA libraries as NewCUDA does and returns how many
+// GPUs are visible. Without one, the error says what is missing (a library,
+// naming every place looked at; the driver; a GPU) and, once the runtime is
+// loaded, the directory it came from.
+func CUDADevices() (int, error) {
+	l, err := cbits.LoadCUDA()
+	if err != nil {
+		return 0, err
+	}
+	n, err := l.DeviceCount()
+	if err != nil {
+		v := l.Versions()
+		dir := v.Dirs["libcudart.so.13"]
+		if dir == "" {
+			dir = "the loader's search path"
+		}
+		return 0, fmt.Errorf("%w (CUDA runtime %d.%d from %s)", err, v.Runtime/1000, v.Runtime%1000/10, dir)
+	}
+	return n, nil
 }

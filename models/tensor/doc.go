@@ -19,8 +19,10 @@
 // swap; TF32 only when asked) and everything else in the kernels of
 // kernels/*.cu, which NVRTC compiles at first use for the device's own
 // architecture and which are cached on disk. All CUDA calls of a device come
-// from one locked OS thread on one stream, and every reduction has a fixed
-// order without atomics, so results do not depend on the run.
+// from one locked OS thread, compute on one stream, and every reduction has a
+// fixed order without atomics, so results do not depend on the run. For host
+// transports the backend is a Stager: copies between tensors and pinned host
+// buffers run on a second stream, ordered against the compute by events.
 //
 // This package imports only cbits (the NVIDIA and BLAS libraries loaded at run
 // time) and never anything of the models or ranks above it.

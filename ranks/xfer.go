@@ -1,0 +1,195 @@
+package ranks
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/pplaunch/pplaunch/collective"
+	"github.com/pplaunch/pplaunch/models/tensor"
+)
+
+// xfer moves tensors of the rank's backend through the communicator. Host
+// tensors (the CPU backend) go as they are: the communicator reads and
+// writes their Data, with no copy. Device tensors (a tensor.Stager) go
+// through pinned host buffers: a send is copied out on the backend's copy
+// stream after the compute that made it and goes on the wire from a
+// goroutine of its own once the copy is done, so compute goes on meanwhile;
+// a receive lands in a pinned buffer, is copied in on the copy stream as soon
+// as it has arrived (land), and the compute that needs it waits for that
+// copy on the device (Wait).
+type xfer struct {
+	comm collective.Comm
+	stg  tensor.Stager // nil: host tensors
+}
+
+func newXfer(comm collective.Comm, be tensor.Memory) xfer {
+	stg, _ := be.(tensor.Stager)
+	return xfer{comm: comm, stg: stg}
+}
+
+// req is one send of t, or receive into t.
+type req struct {
+	recv bool
+	peer int
+	tag  collective.Tag
+	t    *tensor.Tensor
+}
+
+func sendReq(peer int, tag collective.Tag, t *tensor.Tensor) req {
+	return req{peer: peer, tag: tag, t: t}
+}
+
+func recvReq(peer int, tag collective.Tag, t *tensor.Tensor) req {
+	return req{recv: true, peer: peer, tag: tag, t: t}
+}
+
+func (r req) op(data []float32) collective.Op {
+	b := collective.F32(data, r.t.Shape...)
+	if r.recv {
+		return collective.RecvOp(r.peer, r.tag, b)
+	}
+	return collective.SendOp(r.peer, r.tag, b)
+}
+
+// transfer is a set of requests in flight. Its methods are for the one
+// goroutine that queues the compute.
+type transfer struct {
+	stg     tensor.Stager
+	h       *collective.Handle // the receives; for host tensors, everything
+	sent    chan struct{}      // staged sends: closed when they are done or failed
+	sendErr error
+	recvs   []landing // staged receives
+	landed  bool
+}
+
+// landing is a staged receive: where it arrives and where it goes.
+type landing struct {
+	t *tensor.Tensor
+	s *tensor.Staging
+}
+
+// start posts reqs. ctx bounds the staged sends' goroutine (the
+// communicator's own timeout bounds each wait in it as well).
+func (x xfer) start(ctx context.Context, reqs ...req) *transfer {
+	tr := &transfer{stg: x.stg}
+	if x.stg == nil {
+		if len(reqs) == 1 { // as a Batch of one, but without the batch's bookkeeping
+			r := reqs[0]
+			if r.recv {
+				tr.h = x.comm.Irecv(r.peer, r.tag, collective.F32(r.t.Data, r.t.Shape...))
+			} else {
+				tr.h = x.comm.Isend(r.peer, r.tag, collective.F32(r.t.Data, r.t.Shape...))
+			}
+			return tr
+		}
+		ops := make([]collective.Op, len(reqs))
+		for i, r := range reqs {
+			ops[i] = r.op(r.t.Data)
+		}
+		tr.h = x.comm.Batch(ops...)
+		return tr
+	}
+	var recvs, sends []collective.Op
+	var outs []*tensor.Staging
+	for _, r := range reqs {
+		if r.recv {
+			s := x.stg.Pinned(r.t.Len())
+			tr.recvs = append(tr.recvs, landing{r.t, s})
+			recvs = append(recvs, r.op(s.Host))
+		} else {
+			s := x.stg.StageOut(r.t)
+			outs = append(outs, s)
+			sends = append(sends, r.op(s.Host))
+		}
+	}
+	if len(recvs) > 0 {
+		tr.h = x.comm.Batch(recvs...)
+	}
+	if len(sends) > 0 {
+		tr.sent = make(chan struct{})
+		go tr.send(ctx, x.comm, outs, sends)
+	}
+	return tr
+}
+
+// send puts staged sends on the wire once their copies are done. On a
+// failure the pinned buffers are not reused: the transport may still read
+// them until the communicator is aborted.
+func (tr *transfer) send(ctx context.Context, comm collective.Comm, outs []*tensor.Staging, ops []collective.Op) {
+	defer close(tr.sent)
+	for _, s := range outs {
+		if err := s.Wait(ctx); err != nil {
+			tr.sendErr = err
+			return
+		}
+	}
+	if err := comm.Batch(ops...).Wait(ctx); err != nil {
+		tr.sendErr = err
+		return
+	}
+	for _, s := range outs {
+		s.Release()
+	}
+}
+
+// ready reports, without waiting, whether everything has finished.
+func (tr *transfer) ready() bool {
+	if tr.h != nil {
+		select {
+		case <-tr.h.Done():
+		default:
+			return false
+		}
+	}
+	if tr.sent != nil {
+		select {
+		case <-tr.sent:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// land starts copying staged receives that have arrived to the device.
+func (tr *transfer) land() {
+	if !tr.landed && len(tr.recvs) > 0 && tr.ready() && tr.h.Err() == nil {
+		tr.stageIn()
+	}
+}
+
+func (tr *transfer) stageIn() {
+	for _, l := range tr.recvs {
+		tr.stg.StageIn(l.t, l.s)
+	}
+	tr.landed = true
+}
+
+// wait waits for every request; the compute queued afterwards sees the
+// received values. It is called once.
+func (tr *transfer) wait(ctx context.Context) error {
+	if tr.h != nil {
+		if err := tr.h.Wait(ctx); err != nil {
+			return err
+		}
+	}
+	if tr.sent != nil {
+		select {
+		case <-tr.sent:
+			if tr.sendErr != nil {
+				return fmt.Errorf("staged send: %w", tr.sendErr)
+			}
+		case <-ctx.Done():
+			return fmt.Errorf("staged send: %w", ctx.Err())
+		}
+	}
+	if !tr.landed {
+		tr.stageIn()
+	}
+	for _, l := range tr.recvs {
+		l.s.Await()
+		l.s.Release()
+	}
+	tr.recvs, tr.h = nil, nil
+	return nil
+}
