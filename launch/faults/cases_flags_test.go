@@ -29,7 +29,7 @@ func dataFile(b []byte) func(*testing.T, *env) {
 func mismatch(name string, fast bool, more []string, want string) fcase {
 	return fcase{name: "mismatch/" + name, fast: fast, nodes: 2, nproc: 1, args: steps(3), node1: more,
 		env:  []string{"PPLAUNCH_TOKEN=fault-suite-secret"},
-		code: 1, want: []string{rootCause(1, "exited with code 1"), want + `: start every node with the same training flags`}}
+		code: 1, want: []string{rootCause(1, "failed: "), want + `: start every node with the same training flags`}}
 }
 
 var flagCases = []fcase{
@@ -58,7 +58,7 @@ var flagCases = []fcase{
 				t.Fatal(err)
 			}
 		},
-		code: 1, want: []string{rootCause(anyRank, "exited with code 1"), `--init-from w\.safetensors: .*safetensors: header length \d+ exceeds the limit`}},
+		code: 1, want: []string{rootCause(anyRank, "failed: "), `--init-from w\.safetensors: .*safetensors: header length \d+ exceeds the limit`}},
 	mismatch("lr", true, []string{"--lr", "0.01"}, `--lr 0\.01 on rank 1 \(node 1\), 0\.003 on rank 0`),
 	mismatch("seed", false, []string{"--seed", "2"}, `--seed 2 on rank 1 \(node 1\), 1 on rank 0`),
 	mismatch("steps", false, []string{"--steps", "5"}, `--steps 5 on rank 1 \(node 1\), 3 on rank 0`),
