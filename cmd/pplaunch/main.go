@@ -24,6 +24,7 @@ type cli struct {
 	Train      *trainCmd      `arg:"subcommand:train" help:"pipeline-parallel training of a GPT (a rank job: runs under the launcher flags)"`
 	Bench      *benchCmd      `arg:"subcommand:bench" help:"benchmarks"`
 	Checkpoint *checkpointCmd `arg:"subcommand:checkpoint" help:"tools over saved checkpoints (compare)"`
+	Devices    *devicesCmd    `arg:"subcommand:devices" help:"the NVIDIA libraries found (versions, where from) and the GPUs they see"`
 }
 
 // benchCmd groups the benchmarks.
@@ -106,6 +107,8 @@ func run(argv []string, stdout, stderr io.Writer) int {
 		return runInProcess(stderr, func(ctx context.Context) error { return c.Bench.Step.run(ctx, stdout, stderr) })
 	case c.Checkpoint != nil:
 		return runInProcess(stderr, func(ctx context.Context) error { return c.Checkpoint.run(ctx, stdout, stderr) })
+	case c.Devices != nil:
+		return runInProcess(stderr, func(ctx context.Context) error { return c.Devices.run(ctx, stdout, stderr) })
 	default:
 		fmt.Fprintln(stderr, "pplaunch: nothing to run: give a subcommand or -- PROGRAM ARGS... (pplaunch --help lists them)")
 		p.WriteUsage(stderr)
