@@ -96,6 +96,23 @@ type Rank struct {
 	server *store.Server // when HostsStore
 }
 
+// storeBindHost is the address the store listens on: only loopback when the
+// ranks reach it there (a job on one node, whose token may derive from its run
+// id under --direct: no other machine can then reach the store at all), else
+// every interface, since ranks on other nodes dial MASTER_ADDR.
+func storeBindHost(host string) string {
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() || host == "localhost" {
+		return host
+	}
+	return ""
+}
+
+// listen serves the job's store on host:port.
+func (r *Rank) listen(host, port string) (err error) {
+	r.server, err = store.Listen(net.JoinHostPort(host, port), r.Token, nil)
+	return err
+}
+
 // Connect joins the job's store: it serves it first when the identity says
 // so, then dials it, retrying until timeout while the store is not up yet.
 func Connect(ctx context.Context, id Identity, timeout time.Duration) (*Rank, error) {
@@ -107,12 +124,11 @@ func Connect(ctx context.Context, id Identity, timeout time.Duration) (*Rank, er
 	}
 	r := &Rank{Identity: id}
 	if id.HostsStore {
-		_, port, err := net.SplitHostPort(id.StoreAddr)
+		host, port, err := net.SplitHostPort(id.StoreAddr)
 		if err != nil {
 			return nil, fmt.Errorf("%v: store address %q: %w", id, id.StoreAddr, err)
 		}
-		// Every interface: ranks on other nodes dial MASTER_ADDR.
-		if r.server, err = store.Listen(net.JoinHostPort("", port), id.Token, nil); err != nil {
+		if err := r.listen(storeBindHost(host), port); err != nil {
 			return nil, fmt.Errorf("%v hosts the store: %w", id, err)
 		}
 	}

@@ -155,3 +155,17 @@ func TestCloseAfterFail(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestStoreBindHost: a store that its ranks reach on loopback (one node)
+// listens only there, so no other machine can reach it; otherwise it listens
+// on every interface for the ranks of other nodes.
+func TestStoreBindHost(t *testing.T) {
+	for _, c := range []struct{ host, want string }{
+		{"127.0.0.1", "127.0.0.1"}, {"127.0.0.5", "127.0.0.5"}, {"::1", "::1"}, {"localhost", "localhost"},
+		{"10.1.2.3", ""}, {"node0", ""}, {"", ""},
+	} {
+		if got := storeBindHost(c.host); got != c.want {
+			t.Errorf("storeBindHost(%q) = %q, want %q", c.host, got, c.want)
+		}
+	}
+}
