@@ -95,22 +95,27 @@ func (c *TrainConfig) Plan(size int) (Layout, error) {
 	return l, nil
 }
 
-// LoadData reads the corpus c.Data names (the embedded one when empty) and
-// checks that its splits hold a sequence of c.Model.Seq tokens.
+// LoadData opens the corpus c.Data names (the embedded one when empty) for
+// the model's vocabulary and checks that its splits hold a sequence of
+// c.Model.Seq tokens.
 func LoadData(c TrainConfig) (*data.Corpus, error) {
 	name := c.Data
 	if name == "" {
 		name = data.DefaultName
 	}
-	corpus, err := data.Load(c.Data)
+	corpus, err := data.Open(c.Data, c.Model.Vocab)
 	if err != nil {
 		return nil, fmt.Errorf("--data %s: %w", name, err)
 	}
+	unit, val := corpus.Unit(), "the validation split"
+	if !corpus.Presplit() {
+		val += " (the last tenth)"
+	}
 	if n := corpus.TrainLen(); n < c.Model.Seq+1 {
-		return nil, fmt.Errorf("--data %s: the training split has %d bytes, too few for --seq %d (needs %d)", name, n, c.Model.Seq, c.Model.Seq+1)
+		return nil, fmt.Errorf("--data %s: the training split has %d %s, too few for --seq %d (needs %d)", name, n, unit, c.Model.Seq, c.Model.Seq+1)
 	}
 	if n := corpus.ValLen(); c.EvalBatches > 0 && n < c.Model.Seq+1 {
-		return nil, fmt.Errorf("--data %s: the validation split (the last tenth) has %d bytes, too few for --seq %d (needs %d; or --eval-batches 0)", name, n, c.Model.Seq, c.Model.Seq+1)
+		return nil, fmt.Errorf("--data %s: %s has %d %s, too few for --seq %d (needs %d; or --eval-batches 0)", name, val, n, unit, c.Model.Seq, c.Model.Seq+1)
 	}
 	return corpus, nil
 }
