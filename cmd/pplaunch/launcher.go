@@ -72,13 +72,13 @@ func runRank(f launch.Flags, getenv func(string) string, stderr io.Writer, job f
 		fmt.Fprintln(stderr, "pplaunch:", err)
 		return 2
 	}
-	r, err := ranks.Connect(ctx, id, f.RdzvTimeout)
+	r, err := ranks.Connect(ctx, id, f.RdzvTimeout.D())
 	if err != nil {
 		fmt.Fprintln(stderr, "pplaunch:", err)
 		return 1
 	}
 	err = job(ctx, r)
-	cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), f.RdzvTimeout)
+	cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), f.RdzvTimeout.D())
 	if err != nil {
 		r.Fail(cctx, err)
 		r.Close(cctx)

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/pplaunch/pplaunch/collective"
 	"github.com/pplaunch/pplaunch/launch"
@@ -44,7 +43,7 @@ type trainCmd struct {
 	EvalBatches     int           `arg:"--eval-batches" default:"4" help:"held-out micro-batches per evaluation"`
 	Seed            uint64        `arg:"--seed" default:"1" help:"initialisation and data order"`
 	Data            string        `arg:"--data" placeholder:"PATH" help:"corpus file or directory [default: the embedded text]"`
-	Timeout         time.Duration `arg:"--timeout" default:"5m" help:"deadline of every wait (receive, send, reduction, checkpoint gathering)"`
+	Timeout         durationValue `arg:"--timeout" default:"5m" help:"deadline of every wait (receive, send, reduction, checkpoint gathering); seconds, or 30s, 5m"`
 	CheckpointDir   string        `arg:"--checkpoint-dir" placeholder:"DIR" help:"write checkpoints here (always the final one)"`
 	CheckpointEvery int           `arg:"--checkpoint-every" placeholder:"K" help:"also checkpoint every K steps"`
 	Resume          bool          `arg:"--resume" help:"continue from the newest complete checkpoint in --checkpoint-dir (a restart always does)"`
@@ -68,7 +67,7 @@ func (c *trainCmd) config() (ranks.TrainConfig, error) {
 		Cut:       func(stages int) ([]int, error) { return c.cutFlags.cut(m, stages) },
 		Optimizer: c.Optimizer, LR: c.LR, MinLR: c.MinLR, Warmup: c.Warmup, WeightDecay: c.WeightDecay, Clip: c.Clip,
 		Steps: c.Steps, EvalEvery: c.EvalEvery, EvalBatches: c.EvalBatches, Seed: c.Seed, Data: c.Data,
-		InitFrom: c.InitFrom, Timeout: c.Timeout, CheckpointDir: c.CheckpointDir, CheckpointEvery: c.CheckpointEvery, Resume: c.Resume, Overwrite: c.Overwrite,
+		InitFrom: c.InitFrom, Timeout: c.Timeout.D(), CheckpointDir: c.CheckpointDir, CheckpointEvery: c.CheckpointEvery, Resume: c.Resume, Overwrite: c.Overwrite,
 	}, nil
 }
 
