@@ -3,6 +3,7 @@ package ranks
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/pplaunch/pplaunch/models"
@@ -84,6 +85,9 @@ func (c *TrainConfig) Plan(size int) (Layout, error) {
 		return l, fmt.Errorf("--schedule %s with --pp %d, --microbatches %d, --virtual %d: %w", c.Schedule, l.PP, c.Micro, c.Virtual, err)
 	}
 	l.Sched = sched
+	if st := sched.Stages(); st > c.Model.Layers {
+		return l, c.tooFewBlocks(l.PP, st)
+	}
 	if c.Cut != nil {
 		l.Cut, err = c.Cut(sched.Stages())
 	} else {
@@ -93,6 +97,31 @@ func (c *TrainConfig) Plan(size int) (Layout, error) {
 		return l, fmt.Errorf("cut the model into the %d stages of --schedule %s on --pp %d: %w", sched.Stages(), c.Schedule, l.PP, err)
 	}
 	return l, nil
+}
+
+// tooFewBlocks says why a model of fewer blocks than the schedule's stages
+// cannot be cut, and what to change.
+func (c *TrainConfig) tooFewBlocks(pp, stages int) error {
+	L := c.Model.Layers
+	fixes := []string{fmt.Sprintf("--layers %d or more", stages)}
+	ranks := func(n int) string {
+		if n <= 1 {
+			return "--pp 1"
+		}
+		return fmt.Sprintf("--pp %d or fewer", n)
+	}
+	if stages > pp {
+		fixes = append(fixes, ranks(L/(stages/pp)))
+		if c.Schedule == "interleaved" {
+			fixes = append(fixes, "a schedule with one stage per rank (--schedule 1f1b or zb-h1)")
+		} else {
+			fixes = append(fixes, "--schedule zb-h1 (one stage per rank)")
+		}
+	} else {
+		fixes = append(fixes, ranks(L))
+	}
+	return fmt.Errorf("--schedule %s on --pp %d runs %d stages (%d per rank), but the model has %d blocks: each stage needs one; give %s",
+		c.Schedule, pp, stages, stages/pp, L, strings.Join(fixes, ", or "))
 }
 
 // LoadData opens the corpus c.Data names (the embedded one when empty) for

@@ -36,7 +36,7 @@ type trainCmd struct {
 	LR              float64       `arg:"--lr" default:"0.003" help:"peak learning rate"`
 	MinLR           float64       `arg:"--min-lr" default:"0.0003" help:"learning rate at the end of the cosine decay"`
 	Warmup          int           `arg:"--warmup" default:"5" help:"linear warmup steps"`
-	WeightDecay     float64       `arg:"--weight-decay" default:"0.1" help:"AdamW decoupled weight decay"`
+	WeightDecay     float64       `arg:"--weight-decay" default:"0.1" help:"weight decay: AdamW's decoupled decay; with --optimizer sgd, L2 added to the gradient (torch.optim.SGD's weight_decay)"`
 	Clip            float64       `arg:"--clip" default:"1" help:"clip gradients to this global norm (0: off)"`
 	Steps           int           `arg:"--steps" default:"200" help:"optimizer steps"`
 	EvalEvery       int           `arg:"--eval-every" default:"50" help:"validation loss every K steps (and at the end)"`
@@ -153,6 +153,9 @@ func (c *trainCmd) job(stdout io.Writer) func(ctx context.Context, r *ranks.Rank
 			return fmt.Errorf("train: %w", err)
 		}
 		logf := func(f string, a ...any) { fmt.Fprintf(stdout, f+"\n", a...) }
+		if h := be.OpenBLASHint(); h != "" && r.Rank == 0 {
+			logf("train: %s", h)
+		}
 		pre := ranks.WatchPreemption(cfg.CheckpointDir != "", r.Rank, logf)
 		defer pre.Close()
 		comm, err := openComm(ctx, r, collective.TCPOptions{Options: collective.Options{Timeout: cfg.Timeout}})
