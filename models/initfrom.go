@@ -14,11 +14,13 @@ import (
 //   - nanoGPT's state_dict: the names and [out, in] layouts of Config.Params
 //     (transformer.h.0.attn.c_attn.weight, lm_head.weight, ...);
 //   - Hugging Face's GPT-2 model.safetensors: the same names without the
-//     "transformer." prefix (h.0.attn.c_attn.weight), the Conv1D weights
-//     (attn.c_attn, attn.c_proj, mlp.c_fc, mlp.c_proj) stored [in, out] and
-//     transposed here, the attention mask buffers (attn.bias,
+//     "transformer." prefix (h.0.attn.c_attn.weight; with it, as
+//     save_pretrained writes a GPT2LMHeadModel, is read too), the Conv1D
+//     weights (attn.c_attn, attn.c_proj, mlp.c_fc, mlp.c_proj) stored
+//     [in, out] and transposed here, the attention mask buffers (attn.bias,
 //     attn.masked_bias) ignored, and no LM head: it takes the token
-//     embedding's values.
+//     embedding's values. The layout is told by c_attn's shape, [D, 3D]
+//     rather than nanoGPT's [3D, D].
 //
 // F32, F64, F16 and BF16 are accepted. The token embedding and LM head may
 // hold Vocab rows rather than PaddedVocab (Hugging Face's 50257 for 50304):
@@ -33,7 +35,8 @@ func (s *Stage) InitFrom(path string) error {
 	if err != nil {
 		return fmt.Errorf("init from %s: %w", path, err)
 	}
-	w := weightFile{f: f, cfg: s.cfg, hf: isHFGPT2(f, s.cfg)}
+	w := weightFile{f: f, cfg: s.cfg}
+	w.strip, w.hf = hfLayout(f, s.cfg)
 	vals := make([][]float32, len(s.params))
 	for i, p := range s.params {
 		if vals[i], err = w.param(p.ParamSpec); err != nil {
@@ -49,23 +52,35 @@ func (s *Stage) InitFrom(path string) error {
 // hfConv1D are the GPT-2 weights Hugging Face stores as Conv1D, [in, out].
 var hfConv1D = []string{"attn.c_attn.weight", "attn.c_proj.weight", "mlp.c_fc.weight", "mlp.c_proj.weight"}
 
-// isHFGPT2 says whether f is in Hugging Face's GPT-2 layout: a GPT whose file
-// has the token embedding as wte.weight and not under transformer.
-func isHFGPT2(f *safetensors.File, cfg Config) bool {
-	_, hf := f.Get("wte.weight")
+// hfLayout says how a GPT's file differs from nanoGPT's names and layout:
+// strip, its names lack "transformer." (it has wte.weight, not
+// transformer.wte.weight); conv1d, its c_attn weights are Hugging Face's
+// Conv1D [D, 3D].
+func hfLayout(f *safetensors.File, cfg Config) (strip, conv1d bool) {
+	if cfg.Kind != "gpt" {
+		return false, false
+	}
+	_, bare := f.Get("wte.weight")
 	_, nano := f.Get(cfg.layout().wte)
-	return cfg.Kind == "gpt" && hf && !nano
+	for _, t := range f.Tensors {
+		if strings.HasSuffix(t.Name, ".attn.c_attn.weight") && len(t.Shape) == 2 {
+			conv1d = t.Shape[1] == 3*t.Shape[0]
+			break
+		}
+	}
+	return bare && !nano, conv1d
 }
 
 // weightFile reads a model's parameters from a file in either layout.
 type weightFile struct {
-	f   *safetensors.File
-	cfg Config
-	hf  bool
+	f     *safetensors.File
+	cfg   Config
+	strip bool // names without "transformer."
+	hf    bool // Conv1D weights, and the LM head is the embedding
 }
 
 func (w weightFile) layoutName() string {
-	if w.hf {
+	if w.hf || w.strip {
 		return "Hugging Face GPT-2"
 	}
 	return "nanoGPT"
@@ -74,11 +89,11 @@ func (w weightFile) layoutName() string {
 // fileName is the name a parameter has in the file and whether the file
 // stores it transposed.
 func (w weightFile) fileName(name string) (string, bool) {
-	if !w.hf {
-		return name, false
+	n := name
+	if w.strip {
+		n = strings.TrimPrefix(name, "transformer.")
 	}
-	n := strings.TrimPrefix(name, "transformer.")
-	return n, slices.ContainsFunc(hfConv1D, func(s string) bool { return strings.HasSuffix(n, "."+s) })
+	return n, w.hf && slices.ContainsFunc(hfConv1D, func(s string) bool { return strings.HasSuffix(n, "."+s) })
 }
 
 // param returns the values of one parameter, taking a tied (or, in the

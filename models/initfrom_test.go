@@ -95,9 +95,18 @@ func TestInitFromHuggingFaceGPT2(t *testing.T) {
 			if err := safetensors.WriteFile(hf, hfTensors(src), nil); err != nil {
 				t.Fatal(err)
 			}
+			// save_pretrained of a GPT2LMHeadModel: the same under "transformer.".
+			prefixed := filepath.Join(dir, "lmhead.safetensors")
+			ts := hfTensors(src)
+			for i := range ts {
+				ts[i].Name = "transformer." + ts[i].Name
+			}
+			if err := safetensors.WriteFile(prefixed, ts, nil); err != nil {
+				t.Fatal(err)
+			}
 			tokens, targets := batch(rand.New(rand.NewPCG(1, 2)), cfg, 3)
 			losses := map[string]float64{}
-			for _, path := range []string{nano, hf} {
+			for _, path := range []string{nano, hf, prefixed} {
 				dst, err := NewStage(cfg, []int{2}, 0, be, StageOptions{Seed: 1})
 				if err != nil {
 					t.Fatal(err)
@@ -120,8 +129,9 @@ func TestInitFromHuggingFaceGPT2(t *testing.T) {
 					}
 				}
 			}
-			if want := oneLoss(t, src, tokens, targets); losses[hf] != want || losses[nano] != want {
-				t.Fatalf("loss after loading: Hugging Face layout %v, nanoGPT layout %v, the model %v", losses[hf], losses[nano], want)
+			if want := oneLoss(t, src, tokens, targets); losses[hf] != want || losses[nano] != want || losses[prefixed] != want {
+				t.Fatalf("loss after loading: Hugging Face layout %v (under transformer. %v), nanoGPT layout %v, the model %v",
+					losses[hf], losses[prefixed], losses[nano], want)
 			}
 		})
 	}
