@@ -1,6 +1,7 @@
 package launch
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"strconv"
@@ -38,6 +39,20 @@ func ParseDuration(s string) (time.Duration, error) {
 		return 0, fmt.Errorf("duration %q: want seconds (30, 0.5) or a Go duration (30s, 5m, 1h30m)", s)
 	}
 	return v, nil
+}
+
+// UnmarshalJSON reads a JSON string as UnmarshalText does, and a JSON number
+// as seconds, so that a config file may say "timeout": 30 or "timeout": "5m".
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		return d.UnmarshalText([]byte(s))
+	}
+	var n json.Number
+	if err := json.Unmarshal(b, &n); err != nil {
+		return fmt.Errorf("duration %s: want seconds (30) or a string (\"30s\", \"5m\")", b)
+	}
+	return d.UnmarshalText([]byte(n.String()))
 }
 
 // MarshalText writes Go's form (5m0s), which UnmarshalText reads back.

@@ -56,6 +56,18 @@ func TestDurationRoundTrip(t *testing.T) {
 			t.Fatalf("%v: %s read back as %v, %v", d, b, back.D, err)
 		}
 	}
+	for in, want := range map[string]time.Duration{`{"D": 30}`: 30 * time.Second, `{"D": 0.25}`: 250 * time.Millisecond, `{"D": "5m"}`: 5 * time.Minute} {
+		var v struct{ D Duration }
+		if err := json.Unmarshal([]byte(in), &v); err != nil || v.D.D() != want {
+			t.Errorf("%s: %v, %v; want %v", in, v.D, err, want)
+		}
+	}
+	for _, in := range []string{`{"D": true}`, `{"D": "5q"}`, `{"D": [1]}`} {
+		var v struct{ D Duration }
+		if err := json.Unmarshal([]byte(in), &v); err == nil || !strings.Contains(err.Error(), "duration") {
+			t.Errorf("%s: %v, want an error naming the duration", in, err)
+		}
+	}
 	if s := Duration(90 * time.Second).String(); s != "1m30s" {
 		t.Fatalf("String() = %q", s)
 	}

@@ -122,7 +122,13 @@ func open(path string) (*Corpus, error) {
 		unmapWhenUnreachable(c, []mapping{m})
 		return c, nil
 	}
-	if !st.IsDir() {
+	return openText(path, st.IsDir())
+}
+
+// openText reads a text file, or the text of every regular file under a
+// directory, as bytes.
+func openText(path string, dir bool) (*Corpus, error) {
+	if !dir {
 		b, err := os.ReadFile(path)
 		if err != nil {
 			return nil, fmt.Errorf("corpus: %w", err)
@@ -131,7 +137,7 @@ func open(path string) (*Corpus, error) {
 	}
 	var buf bytes.Buffer
 	files := 0
-	err = filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
