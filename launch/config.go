@@ -22,23 +22,23 @@ const DefaultPort = 29500
 // environment variable named in its tag, and Slurm's variables fill what is still
 // unset (flags win over the environment).
 type Flags struct {
-	NProc            string        `arg:"--nproc,env:PPLAUNCH_NPROC" default:"1" placeholder:"N|auto" help:"ranks on this node (alias --nproc-per-node); auto: one per GPU, else one per CPU"`
-	NNodes           *int          `arg:"--nnodes,env:PPLAUNCH_NNODES" placeholder:"N" help:"nodes in the job; more than 1 needs PPLAUNCH_TOKEN, a secret exported alike on every node [default: Slurm's SLURM_STEP_NUM_NODES, else 1]"`
-	NodeRank         *int          `arg:"--node-rank,env:PPLAUNCH_NODE_RANK" placeholder:"R" help:"this node's rank, 0..nnodes-1; node 0 hosts the store [default: SLURM_NODEID, else 0]"`
-	RdzvEndpoint     string        `arg:"--rdzv-endpoint,env:PPLAUNCH_RDZV_ENDPOINT" placeholder:"HOST[:PORT]" help:"rendezvous store on node 0 [default: first host of SLURM_STEP_NODELIST]"`
-	MasterAddr       string        `arg:"--master-addr,env:MASTER_ADDR" placeholder:"HOST" help:"node 0's host, when --rdzv-endpoint is not given"`
-	MasterPort       *int          `arg:"--master-port,env:MASTER_PORT" placeholder:"PORT" help:"rendezvous port [default: a free port on one node, else 29500; under Slurm 20000 + job id mod 10000]"`
-	RdzvID           string        `arg:"--rdzv-id,env:PPLAUNCH_RDZV_ID" placeholder:"ID" help:"run id, the same on every node (it names the log folder; it is not a secret) [default: slurm-JOB.STEP]"`
-	Standalone       bool          `arg:"--standalone,env:PPLAUNCH_STANDALONE" help:"one node, store on a free loopback port"`
-	MaxRestarts      int           `arg:"--max-restarts,env:PPLAUNCH_MAX_RESTARTS" placeholder:"N" help:"restart the whole group up to N times after a failure"`
-	RdzvTimeout      time.Duration `arg:"--rdzv-timeout,env:PPLAUNCH_RDZV_TIMEOUT" default:"15m" placeholder:"DUR" help:"how long agents wait for each other (at the rendezvous, and for the other nodes to finish) and ranks for the store"`
-	GracePeriod      time.Duration `arg:"--grace-period,env:PPLAUNCH_GRACE_PERIOD" default:"10s" placeholder:"DUR" help:"SIGTERM to SIGKILL when the group stops"`
-	LogDir           string        `arg:"--log-dir,env:PPLAUNCH_LOG_DIR" placeholder:"DIR" help:"write each rank's output to DIR/RUN-ID/rank.N/{stdout,stderr} instead of the console"`
-	Tee              bool          `arg:"--tee,env:PPLAUNCH_TEE" help:"with --log-dir, also print to the console"`
-	LocalRanksFilter string        `arg:"--local-ranks-filter,env:PPLAUNCH_LOCAL_RANKS_FILTER" placeholder:"0,1,..." help:"print only these local ranks' output on the console"`
-	Tag              bool          `arg:"--tag,env:PPLAUNCH_TAG" help:"prefix each output line with [rank N] (the default)"`
-	NoTag            bool          `arg:"--no-tag,env:PPLAUNCH_NO_TAG" help:"print ranks' output lines as they are"`
-	Direct           bool          `arg:"--direct,env:PPLAUNCH_DIRECT" help:"no agent: this process is one rank of an srun or mpirun job (RANK from SLURM_PROCID, OMPI_COMM_WORLD_RANK, PMI_RANK)"`
+	NProc            string   `arg:"--nproc,env:PPLAUNCH_NPROC" default:"1" placeholder:"N|auto" help:"ranks on this node (alias --nproc-per-node); auto: one per GPU, else one per CPU"`
+	NNodes           *int     `arg:"--nnodes,env:PPLAUNCH_NNODES" placeholder:"N" help:"nodes in the job; more than 1 needs PPLAUNCH_TOKEN, a secret exported alike on every node [default: Slurm's SLURM_STEP_NUM_NODES, else 1]"`
+	NodeRank         *int     `arg:"--node-rank,env:PPLAUNCH_NODE_RANK" placeholder:"R" help:"this node's rank, 0..nnodes-1; node 0 hosts the store [default: SLURM_NODEID, else 0]"`
+	RdzvEndpoint     string   `arg:"--rdzv-endpoint,env:PPLAUNCH_RDZV_ENDPOINT" placeholder:"HOST[:PORT]" help:"rendezvous store on node 0 [default: first host of SLURM_STEP_NODELIST]"`
+	MasterAddr       string   `arg:"--master-addr,env:MASTER_ADDR" placeholder:"HOST" help:"node 0's host, when --rdzv-endpoint is not given"`
+	MasterPort       *int     `arg:"--master-port,env:MASTER_PORT" placeholder:"PORT" help:"rendezvous port [default: a free port on one node, else 29500; under Slurm 20000 + job id mod 10000]"`
+	RdzvID           string   `arg:"--rdzv-id,env:PPLAUNCH_RDZV_ID" placeholder:"ID" help:"run id, the same on every node (it names the log folder; it is not a secret) [default: slurm-JOB.STEP]"`
+	Standalone       bool     `arg:"--standalone,env:PPLAUNCH_STANDALONE" help:"one node, store on a free loopback port"`
+	MaxRestarts      int      `arg:"--max-restarts,env:PPLAUNCH_MAX_RESTARTS" placeholder:"N" help:"restart the whole group up to N times after a failure"`
+	RdzvTimeout      Duration `arg:"--rdzv-timeout,env:PPLAUNCH_RDZV_TIMEOUT" default:"15m" placeholder:"DUR" help:"how long agents wait for each other (at the rendezvous, and for the other nodes to finish) and ranks for the store; seconds, or 30s, 5m"`
+	GracePeriod      Duration `arg:"--grace-period,env:PPLAUNCH_GRACE_PERIOD" default:"10s" placeholder:"DUR" help:"SIGTERM to SIGKILL when the group stops; seconds, or 500ms, 1m"`
+	LogDir           string   `arg:"--log-dir,env:PPLAUNCH_LOG_DIR" placeholder:"DIR" help:"write each rank's output to DIR/RUN-ID/rank.N/{stdout,stderr} instead of the console"`
+	Tee              bool     `arg:"--tee,env:PPLAUNCH_TEE" help:"with --log-dir, also print to the console"`
+	LocalRanksFilter string   `arg:"--local-ranks-filter,env:PPLAUNCH_LOCAL_RANKS_FILTER" placeholder:"0,1,..." help:"print only these local ranks' output on the console"`
+	Tag              bool     `arg:"--tag,env:PPLAUNCH_TAG" help:"prefix each output line with [rank N] (the default)"`
+	NoTag            bool     `arg:"--no-tag,env:PPLAUNCH_NO_TAG" help:"print ranks' output lines as they are"`
+	Direct           bool     `arg:"--direct,env:PPLAUNCH_DIRECT" help:"no agent: this process is one rank of an srun or mpirun job (RANK from SLURM_PROCID, OMPI_COMM_WORLD_RANK, PMI_RANK)"`
 }
 
 // Config is the agent's resolved configuration.
@@ -68,8 +68,8 @@ type Config struct {
 func Resolve(f Flags, getenv func(string) string) (Config, error) {
 	c := Config{
 		MaxRestarts: f.MaxRestarts,
-		RdzvTimeout: f.RdzvTimeout,
-		GracePeriod: f.GracePeriod,
+		RdzvTimeout: f.RdzvTimeout.D(),
+		GracePeriod: f.GracePeriod.D(),
 		LogDir:      f.LogDir,
 		Tee:         f.Tee,
 		Tag:         !f.NoTag,

@@ -40,7 +40,7 @@ func withToken(env map[string]string) map[string]string {
 }
 
 func baseFlags() Flags {
-	return Flags{NProc: "1", RdzvTimeout: time.Minute, GracePeriod: time.Second}
+	return Flags{NProc: "1", RdzvTimeout: Duration(time.Minute), GracePeriod: Duration(time.Second)}
 }
 
 func TestResolve(t *testing.T) {
@@ -117,7 +117,7 @@ func TestResolveErrors(t *testing.T) {
 		{"empty port", func(f *Flags) { f.RdzvEndpoint = "h:" }, nil, `--rdzv-endpoint "h:": empty port`},
 		{"no host", func(f *Flags) { f.RdzvEndpoint = ":29500" }, nil, `--rdzv-endpoint ":29500": no host`},
 		{"zero rdzv timeout", func(f *Flags) { f.RdzvTimeout = 0 }, nil, "--rdzv-timeout 0s: must be positive"},
-		{"negative grace period", func(f *Flags) { f.GracePeriod = -time.Second }, nil, "--grace-period -1s"},
+		{"negative grace period", func(f *Flags) { f.GracePeriod = -Duration(time.Second) }, nil, "--grace-period -1s"},
 		{"standalone with an endpoint", func(f *Flags) { f.Standalone, f.RdzvEndpoint = true, "h:1" }, nil, "--standalone picks"},
 		{"tee without log dir", func(f *Flags) { f.Tee = true }, nil, "--tee needs --log-dir"},
 		{"tag and no-tag", func(f *Flags) { f.Tag, f.NoTag = true, true }, nil, "--no-tag"},

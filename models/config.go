@@ -6,17 +6,41 @@ import (
 	"strings"
 )
 
-// Config describes a model. Kind "gpt" is GPT-2's architecture over bytes;
-// kind "mlp" is a stack of residual per-token MLP blocks (no attention).
+// Config describes a model. Kind "gpt" is GPT-2's architecture (over bytes
+// unless Vocab says otherwise); kind "mlp" is a stack of residual per-token MLP
+// blocks (no attention).
 type Config struct {
-	Kind   string `json:"kind"`
-	Vocab  int    `json:"vocab"`
-	Layers int    `json:"layers"`
-	Width  int    `json:"width"`
-	Heads  int    `json:"heads"`
-	Seq    int    `json:"seq"`
-	Tied   bool   `json:"tied"` // LM head shares the token embedding (GPT-2 style)
+	Kind string `json:"kind"`
+	// Vocab is the number of tokens. The embedding and LM head hold
+	// PaddedVocab rows; the padding rows are never a token nor a target, and
+	// the loss gives them no probability.
+	Vocab  int  `json:"vocab"`
+	Layers int  `json:"layers"`
+	Width  int  `json:"width"`
+	Heads  int  `json:"heads"`
+	Seq    int  `json:"seq"`
+	Tied   bool `json:"tied"` // LM head shares the token embedding (GPT-2 style)
+	// Gelu is the MLP's GELU: GeluTanh (the tanh approximation, GPT-2's;
+	// also when empty) or GeluExact (the erf form, PyTorch's nn.GELU()).
+	Gelu string `json:"gelu,omitempty"`
 }
+
+// The GELU forms a Config names.
+const (
+	GeluTanh  = "tanh"
+	GeluExact = "exact"
+)
+
+// VocabAlign is the multiple the embedding's rows are padded to, as llm.c pads
+// GPT-2's 50257 tokens to 50304 so that the head's matrix products tile well.
+const VocabAlign = 64
+
+// PaddedVocab is Vocab rounded up to a multiple of VocabAlign: the rows of the
+// token embedding and the LM head.
+func (c Config) PaddedVocab() int { return (c.Vocab + VocabAlign - 1) / VocabAlign * VocabAlign }
+
+// ExactGelu reports whether the MLP uses the erf GELU.
+func (c Config) ExactGelu() bool { return c.Gelu == GeluExact }
 
 // LayerNormEps is GPT-2's LayerNorm epsilon.
 const LayerNormEps = 1e-5
@@ -67,14 +91,22 @@ func (c Config) Validate() error {
 		return fmt.Errorf("model seq %d: want at least 1", c.Seq)
 	case c.Kind == "gpt" && (c.Heads < 1 || c.Width%c.Heads != 0):
 		return fmt.Errorf("model width %d is not divisible by %d heads", c.Width, c.Heads)
+	case c.Gelu != "" && c.Gelu != GeluTanh && c.Gelu != GeluExact:
+		return fmt.Errorf("model gelu %q: want %s or %s", c.Gelu, GeluTanh, GeluExact)
 	}
 	return nil
 }
 
 func (c Config) String() string {
 	s := fmt.Sprintf("%s layers=%d width=%d heads=%d seq=%d vocab=%d", c.Kind, c.Layers, c.Width, c.Heads, c.Seq, c.Vocab)
+	if p := c.PaddedVocab(); p != c.Vocab {
+		s = fmt.Sprintf("%s layers=%d width=%d heads=%d seq=%d vocab %d padded to %d", c.Kind, c.Layers, c.Width, c.Heads, c.Seq, c.Vocab, p)
+	}
 	if c.Tied {
 		s += " tied"
+	}
+	if c.ExactGelu() {
+		s += " gelu=exact"
 	}
 	return s
 }
@@ -139,7 +171,7 @@ func (c Config) Params() []ParamSpec {
 	add := func(unit int, name string, decay bool, shape ...int) {
 		ps = append(ps, ParamSpec{Name: name, Shape: shape, Unit: unit, Decay: decay})
 	}
-	D, V := c.Width, c.Vocab
+	D, V := c.Width, c.PaddedVocab()
 	lin := func(unit int, prefix string, out, in int) {
 		add(unit, prefix+".weight", true, out, in)
 		add(unit, prefix+".bias", false, out)
@@ -196,7 +228,7 @@ func (c Config) UnitParams(unit int) int64 {
 // plain implementation computes it (the CPU backend skips the blocks above the
 // causal diagonal, so it does a little less). Backward costs twice the forward.
 func (c Config) UnitFLOPs(unit int) float64 {
-	T, D, V := float64(c.Seq), float64(c.Width), float64(c.Vocab)
+	T, D, V := float64(c.Seq), float64(c.Width), float64(c.PaddedVocab())
 	switch {
 	case unit == embedUnit:
 		return 0

@@ -139,7 +139,10 @@ func TestGradientEveryLayer(t *testing.T) {
 			func() *flow { return &flow{tokens: tokens} }},
 		{"attention block", &residual{ln: ln("ln_1"), in: lin("c_attn", 3*D, D), out: lin("c_proj", D, D), mid: attention{heads: H}}, act},
 		{"mlp block", &residual{ln: ln("ln_2"), in: lin("c_fc", 4*D, D), out: lin("c_proj", D, 4*D), mid: gelu{}}, act},
+		{"mlp block, exact gelu", &residual{ln: ln("ln_2"), in: lin("c_fc", 4*D, D), out: lin("c_proj", D, 4*D), mid: gelu{exact: true}}, act},
 		{"head and loss", &head{ln: ln("ln_f"), w: newParam(r, "lm_head", 0.5, V, D)}, act},
+		// Five padding rows after the vocabulary: masked out of the loss.
+		{"head and loss, padded", &head{ln: ln("ln_f"), w: newParam(r, "lm_head", 0.5, V+5, D), vocab: V}, act},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { checkSublayer(t, be, c.sl, c.in, r) })

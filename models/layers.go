@@ -109,17 +109,27 @@ type midOp interface {
 	backward(be tensor.Backend, al *alloc, h, saved, dy *tensor.Tensor) *tensor.Tensor
 }
 
-// gelu is GELU with the tanh approximation; it saves the tanh.
-type gelu struct{}
+// gelu is GELU with the tanh approximation, saving the tanh, or the exact
+// (erf) GELU, saving Φ(x).
+type gelu struct{ exact bool }
 
-func (gelu) forward(be tensor.Backend, al *alloc, f *tensor.Tensor) (y, saved *tensor.Tensor) {
-	th, g := al.like(f), al.like(f)
-	be.Gelu(g, th, f)
-	return g, th
+func (g gelu) forward(be tensor.Backend, al *alloc, f *tensor.Tensor) (y, saved *tensor.Tensor) {
+	s, out := al.like(f), al.like(f)
+	if g.exact {
+		be.GeluExact(out, s, f)
+	} else {
+		be.Gelu(out, s, f)
+	}
+	return out, s
 }
 
-func (gelu) backward(be tensor.Backend, _ *alloc, f, th, dg *tensor.Tensor) *tensor.Tensor {
-	be.GeluBackward(dg, dg, f, th) // in place: dg is not needed after
+func (g gelu) backward(be tensor.Backend, _ *alloc, f, s, dg *tensor.Tensor) *tensor.Tensor {
+	// In place: dg is not needed after.
+	if g.exact {
+		be.GeluExactBackward(dg, dg, f, s)
+	} else {
+		be.GeluBackward(dg, dg, f, s)
+	}
 	return dg
 }
 
@@ -236,10 +246,12 @@ func (t *embedTape) backwardWeight(be tensor.Backend, g grads) {
 
 func (t *embedTape) bytes() int64 { return int64(len(t.tokens))*4 + sizeOf(t.dy) }
 
-// head is the final LayerNorm, the LM head (no bias) and the cross-entropy loss.
+// head is the final LayerNorm, the LM head (no bias) and the cross-entropy
+// loss over the first vocab of its rows (the others are padding: masked).
 type head struct {
-	ln layerNorm
-	w  *Param // [V, D]; a copy of the token embedding when tied
+	ln    layerNorm
+	w     *Param // [padded V, D]; a copy of the token embedding when tied
+	vocab int
 }
 
 type headTape struct {
@@ -256,7 +268,7 @@ func (h *head) forward(be tensor.Backend, fl *flow) tape {
 	n, _ := z.Rows()
 	logits := fl.al.new(n, h.w.Shape[0])
 	be.Linear(logits, z, h.w.Value, nil, nil)
-	fl.loss = be.CrossEntropy(logits, logits, fl.targets)
+	fl.loss = be.CrossEntropy(logits, logits, fl.targets, h.vocab)
 	fl.x = nil
 	return &headTape{h: h, ln: lt, z: z, probs: logits, targets: fl.targets}
 }

@@ -6,7 +6,6 @@ import (
 	"slices"
 
 	"github.com/pplaunch/pplaunch/models/checkpoint"
-	"github.com/pplaunch/pplaunch/models/safetensors"
 )
 
 // JSON is the config as the checkpoint manifest records it.
@@ -94,61 +93,6 @@ func (s *Stage) LoadShard(sh checkpoint.Shard, opt Optimizer, steps int) error {
 	}
 	for _, p := range s.params {
 		s.be.Upload(p.Value, byName[p.Name].Data)
-	}
-	return nil
-}
-
-// InitFrom replaces the stage's parameters with the tensors of the same names in
-// a safetensors file made elsewhere (for example nanoGPT's state_dict, whose
-// names and [out, in] layouts these are). F32, F64, F16 and BF16 are accepted. A
-// tied LM head takes the token embedding (the file may hold the head too, with
-// the same values, or not at all), so every stage starts from the same tied
-// values. Every parameter must be present with the right shape; tensors the
-// stage does not hold are ignored (they belong to other stages).
-func (s *Stage) InitFrom(path string) error {
-	f, err := safetensors.ReadFile(path)
-	if err != nil {
-		return fmt.Errorf("init from %s: %w", path, err)
-	}
-	// read converts the tensor name, if the file has it, checking its shape.
-	read := func(name string, shape []int) ([]float32, bool, error) {
-		t, ok := f.Get(name)
-		if !ok {
-			return nil, false, nil
-		}
-		if !slices.Equal(t.Shape, shape) {
-			return nil, true, fmt.Errorf("init from %s: %s has shape %v, the model wants %v", path, name, t.Shape, shape)
-		}
-		v, err := t.Float32s()
-		if err != nil {
-			return nil, true, fmt.Errorf("init from %s: %s: %w", path, name, err)
-		}
-		return v, true, nil
-	}
-	vals := make([][]float32, len(s.params))
-	for i, p := range s.params {
-		v, ok, err := read(p.Name, p.Shape)
-		if err != nil {
-			return err
-		}
-		if p.TiedTo != "" {
-			e, eok, err := read(p.TiedTo, p.Shape) // a tied copy has its original's shape
-			switch {
-			case err != nil:
-				return err
-			case eok && ok && !slices.Equal(e, v):
-				return fmt.Errorf("init from %s: %s and %s hold different values, but the model ties them", path, p.TiedTo, p.Name)
-			case eok:
-				v, ok = e, true
-			}
-		}
-		if !ok {
-			return fmt.Errorf("init from %s: no tensor %s (stage %d)", path, p.Name, s.index)
-		}
-		vals[i] = v
-	}
-	for i, p := range s.params {
-		s.be.Upload(p.Value, vals[i])
 	}
 	return nil
 }

@@ -127,7 +127,7 @@ func (s *Stage) build() {
 	for i := s.firstLayer; i < s.firstLayer+s.numLayers; i++ {
 		p := fmt.Sprintf(l.block, i)
 		for _, h := range l.halves {
-			var mid midOp = gelu{}
+			var mid midOp = gelu{exact: c.ExactGelu()}
 			if h.attention {
 				mid = attention{heads: c.Heads}
 			}
@@ -135,7 +135,7 @@ func (s *Stage) build() {
 		}
 	}
 	if s.IsLast() {
-		s.subs = append(s.subs, &head{ln: ln(l.lnF), w: P[l.lmHead]})
+		s.subs = append(s.subs, &head{ln: ln(l.lnF), w: P[l.lmHead], vocab: c.Vocab})
 	}
 }
 

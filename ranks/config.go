@@ -3,6 +3,7 @@ package ranks
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/pplaunch/pplaunch/models"
@@ -80,6 +81,9 @@ func (c *TrainConfig) Plan(size int) (Layout, error) {
 		return l, fmt.Errorf("--schedule %s with --pp %d, --microbatches %d, --virtual %d: %w", c.Schedule, l.PP, c.Micro, c.Virtual, err)
 	}
 	l.Sched = sched
+	if st := sched.Stages(); st > c.Model.Layers {
+		return l, c.tooFewBlocks(l.PP, st)
+	}
 	if c.Cut != nil {
 		l.Cut, err = c.Cut(sched.Stages())
 	} else {
@@ -91,22 +95,52 @@ func (c *TrainConfig) Plan(size int) (Layout, error) {
 	return l, nil
 }
 
-// LoadData reads the corpus c.Data names (the embedded one when empty) and
-// checks that its splits hold a sequence of c.Model.Seq tokens.
+// tooFewBlocks says why a model of fewer blocks than the schedule's stages
+// cannot be cut, and what to change.
+func (c *TrainConfig) tooFewBlocks(pp, stages int) error {
+	L := c.Model.Layers
+	fixes := []string{fmt.Sprintf("--layers %d or more", stages)}
+	ranks := func(n int) string {
+		if n <= 1 {
+			return "--pp 1"
+		}
+		return fmt.Sprintf("--pp %d or fewer", n)
+	}
+	if stages > pp {
+		fixes = append(fixes, ranks(L/(stages/pp)))
+		if c.Schedule == "interleaved" {
+			fixes = append(fixes, "a schedule with one stage per rank (--schedule 1f1b or zb-h1)")
+		} else {
+			fixes = append(fixes, "--schedule zb-h1 (one stage per rank)")
+		}
+	} else {
+		fixes = append(fixes, ranks(L))
+	}
+	return fmt.Errorf("--schedule %s on --pp %d runs %d stages (%d per rank), but the model has %d blocks: each stage needs one; give %s",
+		c.Schedule, pp, stages, stages/pp, L, strings.Join(fixes, ", or "))
+}
+
+// LoadData opens the corpus c.Data names (the embedded one when empty) for
+// the model's vocabulary and checks that its splits hold a sequence of
+// c.Model.Seq tokens.
 func LoadData(c TrainConfig) (*data.Corpus, error) {
 	name := c.Data
 	if name == "" {
 		name = data.DefaultName
 	}
-	corpus, err := data.Load(c.Data)
+	corpus, err := data.Open(c.Data, c.Model.Vocab)
 	if err != nil {
 		return nil, fmt.Errorf("--data %s: %w", name, err)
 	}
+	unit, val := corpus.Unit(), "the validation split"
+	if !corpus.Presplit() {
+		val += " (the last tenth)"
+	}
 	if n := corpus.TrainLen(); n < c.Model.Seq+1 {
-		return nil, fmt.Errorf("--data %s: the training split has %d bytes, too few for --seq %d (needs %d)", name, n, c.Model.Seq, c.Model.Seq+1)
+		return nil, fmt.Errorf("--data %s: the training split has %d %s, too few for --seq %d (needs %d)", name, n, unit, c.Model.Seq, c.Model.Seq+1)
 	}
 	if n := corpus.ValLen(); c.EvalBatches > 0 && n < c.Model.Seq+1 {
-		return nil, fmt.Errorf("--data %s: the validation split (the last tenth) has %d bytes, too few for --seq %d (needs %d; or --eval-batches 0)", name, n, c.Model.Seq, c.Model.Seq+1)
+		return nil, fmt.Errorf("--data %s: %s has %d %s, too few for --seq %d (needs %d; or --eval-batches 0)", name, val, n, unit, c.Model.Seq, c.Model.Seq+1)
 	}
 	return corpus, nil
 }

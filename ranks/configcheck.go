@@ -1,6 +1,7 @@
 package ranks
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -38,6 +39,7 @@ func (c *TrainConfig) Flags(cut []int) []FlagValue {
 	return []FlagValue{
 		{"--model", fmt.Sprintf("%s (vocab %d)", m.Kind, m.Vocab)},
 		{"--layers", i(m.Layers)}, {"--width", i(m.Width)}, {"--heads", i(m.Heads)}, {"--seq", i(m.Seq)}, {"--tied", b(m.Tied)},
+		{"--gelu", cmp.Or(m.Gelu, "tanh")},
 		{"--layers-per-stage", strings.Join(parts, ",")},
 		{"--schedule", c.Schedule}, {"--virtual", i(c.Virtual)},
 		{"--microbatches", i(c.Micro)}, {"--microbatch-size", i(c.MicroSize)},

@@ -243,10 +243,13 @@ func TestTrainConfigPlan(t *testing.T) {
 		{"schedule", func(c *TrainConfig) { c.Schedule = "nope" }, 1, "--schedule nope"},
 		{"virtual on 1f1b", func(c *TrainConfig) { c.PP, c.Virtual = 2, 3 }, 2, "--schedule 1f1b with --pp 2, --microbatches 4, --virtual 3"},
 		{"virtual 1 on interleaved", func(c *TrainConfig) { c.PP, c.Schedule, c.Virtual = 2, "interleaved", 1 }, 2, "would be 1f1b: use --virtual 2 or more"},
-		{"more stages than layers", func(c *TrainConfig) { c.PP = 8 }, 8, "cut the model into the 8 stages of --schedule 1f1b on --pp 8: cut 4 layers into 8 stages: more stages than layers: use --layers 8 or more, or at most 4 stages"},
+		{"more stages than layers", func(c *TrainConfig) { c.PP = 8 }, 8, "--schedule 1f1b on --pp 8 runs 8 stages (1 per rank), but the model has 4 blocks: each stage needs one; give --layers 8 or more, or --pp 4 or fewer"},
 		{"cut, world unknown, pp given", func(c *TrainConfig) {
 			c.PP, c.Schedule = 4, "interleaved"
-		}, 0, "cut the model into the 8 stages of --schedule interleaved on --pp 4"},
+		}, 0, "--schedule interleaved on --pp 4 runs 8 stages (2 per rank), but the model has 4 blocks: each stage needs one; give --layers 8 or more, or --pp 2 or fewer, or a schedule with one stage per rank (--schedule 1f1b or zb-h1)"},
+		{"zb-v, fewer blocks than stages", func(c *TrainConfig) {
+			c.PP, c.Schedule, c.Model.Layers = 2, "zb-v", 3
+		}, 2, "--schedule zb-v on --pp 2 runs 4 stages (2 per rank), but the model has 3 blocks: each stage needs one; give --layers 4 or more, or --pp 1, or --schedule zb-h1 (one stage per rank)"},
 		{"cut callback", func(c *TrainConfig) {
 			c.PP = 2
 			c.Cut = func(int) ([]int, error) { return nil, errors.New("--layers-per-stage 3,3: adds up to 6") }

@@ -16,7 +16,7 @@ import (
 type benchP2PCmd struct {
 	bench.P2POptions
 	linkFlags
-	Timeout time.Duration `arg:"--timeout" default:"5m" help:"deadline of every transfer"`
+	Timeout durationValue `arg:"--timeout" default:"5m" help:"deadline of every transfer; seconds, or 30s, 5m"`
 }
 
 // benchAllReduceCmd is `pplaunch --nproc N bench allreduce`.
@@ -24,7 +24,7 @@ type benchAllReduceCmd struct {
 	bench.AllReduceOptions
 	linkFlags
 	Segment bench.Size    `arg:"--segment" help:"piece size of the pipelined ring (default: 1 MiB when links poll, else 4 MiB)"`
-	Timeout time.Duration `arg:"--timeout" default:"5m" help:"deadline of every all-reduce"`
+	Timeout durationValue `arg:"--timeout" default:"5m" help:"deadline of every all-reduce; seconds, or 30s, 5m"`
 }
 
 // linkFlags override how the TCP links are tuned, to measure the defaults
@@ -50,14 +50,14 @@ func (l linkFlags) options(timeout time.Duration) (collective.TCPOptions, error)
 }
 
 func (c *benchP2PCmd) job(stdout io.Writer) func(ctx context.Context, r *ranks.Rank) error {
-	opts, err := c.options(c.Timeout)
+	opts, err := c.options(c.Timeout.D())
 	return commJob(opts, err, func(ctx context.Context, comm collective.Comm) error {
 		return bench.RunP2P(ctx, comm, c.P2POptions, stdout)
 	})
 }
 
 func (c *benchAllReduceCmd) job(stdout io.Writer) func(ctx context.Context, r *ranks.Rank) error {
-	opts, err := c.options(c.Timeout)
+	opts, err := c.options(c.Timeout.D())
 	opts.SegmentBytes = int(c.Segment)
 	return commJob(opts, err, func(ctx context.Context, comm collective.Comm) error {
 		return bench.RunAllReduce(ctx, comm, c.AllReduceOptions, stdout)

@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/pplaunch/pplaunch/bench"
+	"github.com/pplaunch/pplaunch/models/tensor"
 )
 
 // benchStepCmd is `pplaunch bench step`.
@@ -26,6 +27,9 @@ func (c *benchStepCmd) run(ctx context.Context, stdout, stderr io.Writer) error 
 	cfg, err := c.config()
 	if err != nil {
 		return err
+	}
+	if cpu, err := tensor.NewCPU(c.BLAS); err == nil && cpu.OpenBLASHint() != "" && c.Device == "cpu" {
+		fmt.Fprintln(stderr, "pplaunch: bench step:", cpu.OpenBLASHint())
 	}
 	rep, err := bench.Step(bench.StepOptions{Model: cfg, Batch: c.Batch, Threads: c.Threads,
 		Steps: c.Steps, Warmup: c.Warmup, BLAS: c.BLAS, Seed: 1, Device: c.Device, TF32: c.TF32})

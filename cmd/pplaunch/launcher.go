@@ -83,7 +83,7 @@ func runRank(f launch.Flags, getenv func(string) string, stderr io.Writer, job f
 		return 2
 	}
 	prog.Phase("connecting to the store")
-	r, err := ranks.Connect(ctx, id, f.RdzvTimeout)
+	r, err := ranks.Connect(ctx, id, f.RdzvTimeout.D())
 	if err != nil {
 		fmt.Fprintln(stderr, "pplaunch:", err)
 		class := ranks.FailError
@@ -94,7 +94,7 @@ func runRank(f launch.Flags, getenv func(string) string, stderr io.Writer, job f
 		return 1
 	}
 	err = job(ranks.WithProgress(ctx, prog), r)
-	cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), f.RdzvTimeout)
+	cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), f.RdzvTimeout.D())
 	if err != nil {
 		// Before telling the others (Fail): the agent must find this rank's
 		// own account no later than theirs.

@@ -15,6 +15,8 @@ type modelFlags struct {
 	Heads  int    `arg:"--heads" help:"attention heads (overrides the preset)"`
 	Seq    int    `arg:"--seq" help:"sequence length in bytes (overrides the preset)"`
 	Tied   bool   `arg:"--tied" help:"tie the LM head to the token embedding (the gpt2 preset is always tied)"`
+	Vocab  int    `arg:"--vocab" placeholder:"N" help:"tokens in the vocabulary, e.g. 50257 for GPT-2's tokenizer; the embedding is padded to a multiple of 64 rows, never sampled nor counted in the loss [default: 256, a token per byte]"`
+	Gelu   string `arg:"--gelu" default:"tanh" help:"MLP activation: tanh (GPT-2's approximation) or exact (erf, nanoGPT's nn.GELU())"`
 }
 
 // config resolves the preset and overrides into a checked model config.
@@ -27,7 +29,7 @@ func (f modelFlags) config() (models.Config, error) {
 		flag string
 		v    int
 		dst  *int
-	}{{"--layers", f.Layers, &c.Layers}, {"--width", f.Width, &c.Width}, {"--heads", f.Heads, &c.Heads}, {"--seq", f.Seq, &c.Seq}} {
+	}{{"--layers", f.Layers, &c.Layers}, {"--width", f.Width, &c.Width}, {"--heads", f.Heads, &c.Heads}, {"--seq", f.Seq, &c.Seq}, {"--vocab", f.Vocab, &c.Vocab}} {
 		if o.v < 0 {
 			return c, fmt.Errorf("%s %d: want a positive number", o.flag, o.v)
 		}
@@ -36,6 +38,13 @@ func (f modelFlags) config() (models.Config, error) {
 		}
 	}
 	c.Tied = c.Tied || f.Tied
+	switch f.Gelu {
+	case "", models.GeluTanh: // the default, which a config leaves unnamed
+	case models.GeluExact:
+		c.Gelu = models.GeluExact
+	default:
+		return c, fmt.Errorf("--gelu %q: want %s or %s", f.Gelu, models.GeluTanh, models.GeluExact)
+	}
 	return c, c.Validate()
 }
 

@@ -22,6 +22,11 @@ func TestModelFlags(t *testing.T) {
 		{modelFlags{Model: "gpt-xl"}, models.Config{}, `--model: unknown model "gpt-xl"`},
 		{modelFlags{Model: "gpt-tiny", Heads: 3}, models.Config{}, "width 128 is not divisible by 3 heads"},
 		{modelFlags{Model: "gpt-tiny", Seq: -1}, models.Config{}, "--seq -1"},
+		{modelFlags{Model: "gpt2", Vocab: 50257, Gelu: "exact"}, models.Config{Kind: "gpt", Vocab: 50257, Layers: 12, Width: 768, Heads: 12, Seq: 1024, Tied: true, Gelu: "exact"}, ""},
+		{modelFlags{Model: "gpt-tiny", Gelu: "tanh"}, models.Config{Kind: "gpt", Vocab: 256, Layers: 4, Width: 128, Heads: 4, Seq: 64}, ""},
+		{modelFlags{Model: "gpt-tiny", Gelu: "erf"}, models.Config{}, `--gelu "erf": want tanh or exact`},
+		{modelFlags{Model: "gpt-tiny", Vocab: -2}, models.Config{}, "--vocab -2: want a positive number"},
+		{modelFlags{Model: "gpt-tiny", Vocab: 1}, models.Config{}, "model vocab 1: want at least 2"},
 	} {
 		got, err := c.f.config()
 		if c.err != "" {

@@ -9,10 +9,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/pplaunch/pplaunch/collective"
 	"github.com/pplaunch/pplaunch/launch"
+	"github.com/pplaunch/pplaunch/models/tensor"
 	"github.com/pplaunch/pplaunch/ranks"
 	"github.com/pplaunch/pplaunch/ranks/store"
 	"github.com/pplaunch/pplaunch/schedules"
@@ -36,14 +36,14 @@ type trainCmd struct {
 	LR              float64       `arg:"--lr" default:"0.003" help:"peak learning rate"`
 	MinLR           float64       `arg:"--min-lr" default:"0.0003" help:"learning rate at the end of the cosine decay"`
 	Warmup          int           `arg:"--warmup" default:"5" help:"linear warmup steps"`
-	WeightDecay     float64       `arg:"--weight-decay" default:"0.1" help:"AdamW decoupled weight decay"`
+	WeightDecay     float64       `arg:"--weight-decay" default:"0.1" help:"weight decay: AdamW's decoupled decay; with --optimizer sgd, L2 added to the gradient (torch.optim.SGD's weight_decay)"`
 	Clip            float64       `arg:"--clip" default:"1" help:"clip gradients to this global norm (0: off)"`
 	Steps           int           `arg:"--steps" default:"200" help:"optimizer steps"`
 	EvalEvery       int           `arg:"--eval-every" default:"50" help:"validation loss every K steps (and at the end)"`
 	EvalBatches     int           `arg:"--eval-batches" default:"4" help:"held-out micro-batches per evaluation"`
 	Seed            uint64        `arg:"--seed" default:"1" help:"initialisation and data order"`
 	Data            string        `arg:"--data" placeholder:"PATH" help:"corpus file or directory [default: the embedded text]"`
-	Timeout         time.Duration `arg:"--timeout" default:"5m" help:"deadline of every wait (receive, send, reduction, checkpoint gathering)"`
+	Timeout         durationValue `arg:"--timeout" default:"5m" help:"deadline of every wait (receive, send, reduction, checkpoint gathering); seconds, or 30s, 5m"`
 	CheckpointDir   string        `arg:"--checkpoint-dir" placeholder:"DIR" help:"write checkpoints here (always the final one)"`
 	CheckpointEvery int           `arg:"--checkpoint-every" placeholder:"K" help:"also checkpoint every K steps"`
 	Resume          bool          `arg:"--resume" help:"continue from the newest complete checkpoint in --checkpoint-dir (a restart always does)"`
@@ -75,7 +75,7 @@ func (c *trainCmd) config() (ranks.TrainConfig, error) {
 		Cut:       func(stages int) ([]int, error) { return c.cutFlags.cut(m, stages) },
 		Optimizer: c.Optimizer, LR: c.LR, MinLR: c.MinLR, Warmup: c.Warmup, WeightDecay: c.WeightDecay, Clip: c.Clip,
 		Steps: c.Steps, EvalEvery: c.EvalEvery, EvalBatches: c.EvalBatches, Seed: c.Seed, Data: c.Data,
-		InitFrom: c.InitFrom, Timeout: c.Timeout, CheckpointDir: c.CheckpointDir, CheckpointEvery: c.CheckpointEvery, Resume: c.Resume, Overwrite: c.Overwrite,
+		InitFrom: c.InitFrom, Timeout: c.Timeout.D(), CheckpointDir: c.CheckpointDir, CheckpointEvery: c.CheckpointEvery, Resume: c.Resume, Overwrite: c.Overwrite,
 	}, nil
 }
 
@@ -166,6 +166,9 @@ func (c *trainCmd) job(stdout io.Writer) func(ctx context.Context, r *ranks.Rank
 		}
 		defer closeBackend()
 		logf := func(f string, a ...any) { fmt.Fprintf(stdout, f+"\n", a...) }
+		if cpu, ok := be.(*tensor.CPU); ok && cpu.OpenBLASHint() != "" && r.Rank == 0 {
+			logf("train: %s", cpu.OpenBLASHint())
+		}
 		pre := ranks.WatchPreemption(cfg.CheckpointDir != "", r.Rank, logf)
 		defer pre.Close()
 		comm, err := openComm(ctx, r, collective.TCPOptions{Options: collective.Options{Timeout: cfg.Timeout}})

@@ -79,7 +79,7 @@ func TestTrainAgentChecksFlags(t *testing.T) {
 		{[]string{"--nproc", "4", "train", "--dp", "2", "--microbatches", "6"}, "--dp 2 needs --microbatches a power of two (got 6)"},
 		{[]string{"--nproc", "4", "train", "--layers-per-stage", "1,1,1"}, `--layers-per-stage: layers per stage "1,1,1" adds up to 3, but the model has 4 layers`},
 		{[]string{"--nproc", "2", "train", "--layers-per-stage", "1,1,2"}, "--layers-per-stage 1,1,2 names 3 stages, but the pipeline has 2"},
-		{[]string{"--nproc", "2", "train", "--schedule", "interleaved", "--layers", "3"}, "cut the model into the 4 stages of --schedule interleaved on --pp 2"},
+		{[]string{"--nproc", "2", "train", "--schedule", "interleaved", "--layers", "3"}, "--schedule interleaved on --pp 2 runs 4 stages (2 per rank), but the model has 3 blocks: each stage needs one; give --layers 4 or more"},
 		{[]string{"--nproc", "2", "train", "--data", missing}, "--data " + missing},
 		{[]string{"--nproc", "2", "train", "--init-from", missing}, "--init-from: open " + missing},
 		{[]string{"--nproc", "2", "train", "--resume"}, "--resume need --checkpoint-dir"},
@@ -87,6 +87,8 @@ func TestTrainAgentChecksFlags(t *testing.T) {
 		{[]string{"--nproc", "2", "train", "--heads", "5"}, "head"},
 		{[]string{"--nproc", "2", "train", "--device", "tpu"}, `--device "tpu": want cpu or cuda`},
 		{[]string{"--nproc", "2", "train", "--tf32"}, "--tf32 is for --device cuda"},
+		{[]string{"--nproc", "2", "train", "--gelu", "erf"}, `--gelu "erf": want tanh or exact`},
+		{[]string{"--nproc", "2", "train", "--vocab", "-3"}, "--vocab -3: want a positive number"},
 		{[]string{"--nproc", "2", "train", "--metrics", filepath.Join(missing, "m.jsonl")}, "--metrics " + filepath.Join(missing, "m.jsonl") + ": stat " + missing},
 		{[]string{"--nproc", "2", "train", "--trace-svg", filepath.Join(file, "t.svg")}, file + " is not a directory"},
 		// Two nodes: the world is known at the rendezvous only; the rest is checked.

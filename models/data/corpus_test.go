@@ -20,7 +20,7 @@ func TestDefaultIsGoroot(t *testing.T) {
 	if err != nil {
 		t.Skipf("cannot compare with the Go installation's copy: %v", err)
 	}
-	got := append(slices.Clone(c.train), c.val...)
+	got := append(slices.Clone(c.train.b), c.val.b...)
 	if !bytes.Equal(got, want) {
 		t.Fatalf("embedded corpus (%d bytes) differs from %s (%d bytes); rerun go generate", len(got), src, len(want))
 	}
@@ -56,7 +56,7 @@ func TestBatchDeterministicAndShifted(t *testing.T) {
 			w[i] = byte(row[i])
 		}
 		w[64] = byte(trow[63])
-		if !bytes.Contains(c.train, w) {
+		if !bytes.Contains(c.train.b, w) {
 			t.Fatalf("row %d is not a window of the training split", r)
 		}
 	}
@@ -204,7 +204,7 @@ func TestLoadDirectory(t *testing.T) {
 	}
 	// Lexical path order: a/b/c.txt, a/z.txt, b.txt, c.txt, d-link.txt (-> b.txt).
 	want := "CCCCZZZZBBBB0123456789BBBB"
-	got := string(c.train) + string(c.val)
+	got := string(c.train.b) + string(c.val.b)
 	if got != want {
 		t.Fatalf("directory corpus = %q, want %q", got, want)
 	}
@@ -212,7 +212,7 @@ func TestLoadDirectory(t *testing.T) {
 		t.Fatalf("name %q", c.Name())
 	}
 	f, err := Load(filepath.Join(dir, "c.txt"))
-	if err != nil || string(f.train)+string(f.val) != "0123456789" {
+	if err != nil || string(f.train.b)+string(f.val.b) != "0123456789" {
 		t.Fatalf("single file: %v", err)
 	}
 	if _, err := Load(filepath.Join(dir, "missing")); err == nil || !strings.Contains(err.Error(), "missing") {

@@ -32,6 +32,12 @@ type Backend interface {
 	Gelu(y, th, x *Tensor)
 	// GeluBackward computes dx from dy, x and the saved th.
 	GeluBackward(dx, dy, x, th *Tensor)
+	// GeluExact is the exact GELU, y = x·Φ(x) with Φ(x) = (1+erf(x/√2))/2
+	// (PyTorch's nn.GELU()); cdf keeps Φ(x).
+	GeluExact(y, cdf, x *Tensor)
+	// GeluExactBackward computes dx = dy·(Φ(x) + x·φ(x)) from the saved cdf
+	// (dx may alias dy).
+	GeluExactBackward(dx, dy, x, cdf *Tensor)
 	// Attention is causal multi-head self-attention scaled by 1/√(D/H): qkv [B,T,3D]
 	// holds q, k, v side by side (head h at columns h·D/H within each), out is [B,T,D]
 	// and probs [B,H,T,T] keeps the softmax for the backward pass.
@@ -44,8 +50,11 @@ type Backend interface {
 	// which may be nil); both are overwritten.
 	EmbedBackward(dwte, dwpe, dy *Tensor, tokens []int32)
 	// CrossEntropy turns logits [N,V] into probabilities (probs may alias logits)
-	// and returns the mean over rows of -log p[target].
-	CrossEntropy(probs, logits *Tensor, targets []int32) float64
+	// and returns the mean over rows of -log p[target]. Only the first valid
+	// columns are the vocabulary (0: all V); the others are padding, masked to
+	// -inf: their probability is 0, so CrossEntropyBackward gives them no
+	// gradient. Targets must be below valid.
+	CrossEntropy(probs, logits *Tensor, targets []int32, valid int) float64
 	// CrossEntropyBackward computes dlogits = scale·(p - onehot(target))/N.
 	CrossEntropyBackward(dlogits, probs *Tensor, targets []int32, scale float32)
 	// Add computes y = a + b elementwise (y may alias a or b).

@@ -235,77 +235,6 @@ func (c *CPU) LayerNormBackwardWeight(dgamma, dbeta, dy, x, mean, rstd *Tensor) 
 	c.release(prod)
 }
 
-const (
-	geluC = 0.7978845608028654 // √(2/π)
-	geluA = 0.044715
-)
-
-// Gelu is GELU with the tanh approximation.
-func (c *CPU) Gelu(y, th, x *Tensor) {
-	mustLen("gelu", "y", y, x.Len())
-	mustLen("gelu", "th", th, x.Len())
-	parallelRange(x.Len(), rowGrain*256, func(lo, hi int) {
-		xs, ts, ys := x.Data[lo:hi], th.Data[lo:hi], y.Data[lo:hi]
-		n := geluVector(xs, ts, ys)
-		geluScalar(xs[n:], ts[n:], ys[n:])
-	})
-}
-
-// geluScalar is GELU on each element; geluVector (assembly where the CPU has
-// it) computes the same operations in the same order, so the bits agree.
-func geluScalar(xs, ts, ys []float32) {
-	ts, ys = ts[:len(xs)], ys[:len(xs)]
-	for i, v := range xs {
-		// tanh(u) as a ratio of odd and even polynomials on [-7.9, 7.9] (the
-		// approximation Eigen uses, within a few ulp); beyond, tanh is ±1 in
-		// float32.
-		u := geluC * (v + geluA*v*v*v)
-		if u > tanhClamp {
-			u = tanhClamp
-		} else if u < -tanhClamp {
-			u = -tanhClamp
-		}
-		u2 := u * u
-		p := float32(tanhA13)
-		p = p*u2 + tanhA11
-		p = p*u2 + tanhA9
-		p = p*u2 + tanhA7
-		p = p*u2 + tanhA5
-		p = p*u2 + tanhA3
-		p = p*u2 + tanhA1
-		q := float32(tanhB6)
-		q = q*u2 + tanhB4
-		q = q*u2 + tanhB2
-		q = q*u2 + tanhB0
-		t := u * p / q
-		ts[i] = t
-		ys[i] = 0.5 * v * (1 + t)
-	}
-}
-
-// GeluBackward computes dx = dy·gelu'(x).
-func (c *CPU) GeluBackward(dx, dy, x, th *Tensor) {
-	mustLen("gelu backward", "dx", dx, x.Len())
-	mustLen("gelu backward", "dy", dy, x.Len())
-	mustLen("gelu backward", "th", th, x.Len())
-	parallelRange(x.Len(), rowGrain*256, func(lo, hi int) {
-		xs, ts, dys, dxs := x.Data[lo:hi], th.Data[lo:hi], dy.Data[lo:hi], dx.Data[lo:hi]
-		n := geluBackVector(xs, ts, dys, dxs)
-		geluBackScalar(xs[n:], ts[n:], dys[n:], dxs[n:])
-	})
-}
-
-// geluBackScalar is GELU's derivative times dy; geluBackVector does the same
-// operations in the same order.
-func geluBackScalar(xs, ts, dys, dxs []float32) {
-	ts, dys, dxs = ts[:len(xs)], dys[:len(xs)], dxs[:len(xs)]
-	for i, v := range xs {
-		t := ts[i]
-		g := 0.5*(1+t) + 0.5*v*(1-t*t)*geluC*(1+3*geluA*v*v)
-		dxs[i] = dys[i] * g
-	}
-}
-
 // attnBlock is the block of query (or key) positions attention computes at a
 // time, skipping the blocks above the causal diagonal: a quarter of the work
 // at sequence 128.
@@ -494,18 +423,21 @@ func (c *CPU) EmbedBackward(dwte, dwpe, dy *Tensor, tokens []int32) {
 	})
 }
 
-// CrossEntropy computes the softmax of each row and the mean negative log-likelihood.
-func (c *CPU) CrossEntropy(probs, logits *Tensor, targets []int32) float64 {
+// CrossEntropy computes the softmax of each row over its first valid columns
+// (0: all) and the mean negative log-likelihood; the padding columns get
+// probability 0, as if their logits were -inf.
+func (c *CPU) CrossEntropy(probs, logits *Tensor, targets []int32, valid int) float64 {
 	n, V := logits.Rows()
 	if len(targets) != n {
 		panic(fmt.Sprintf("cross entropy: %d targets for %d rows", len(targets), n))
 	}
 	mustLen("cross entropy", "probs", probs, n*V)
-	checkIDs("cross entropy", "target", targets, V)
+	valid = validCols("cross entropy", valid, V)
+	checkIDs("cross entropy", "target", targets, valid)
 	losses := make([]float64, n)
 	parallelRange(n, rowGrain, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
-			lr, pr := logits.Data[r*V:(r+1)*V], probs.Data[r*V:(r+1)*V]
+			lr, pr := logits.Data[r*V:r*V+valid], probs.Data[r*V:(r+1)*V]
 			tg := int(targets[r])
 			mx := lr[0]
 			for _, v := range lr {
@@ -521,9 +453,10 @@ func (c *CPU) CrossEntropy(probs, logits *Tensor, targets []int32) float64 {
 				sum += e
 			}
 			inv := 1 / sum
-			for j := range pr {
+			for j := range pr[:valid] {
 				pr[j] *= inv
 			}
+			clear(pr[valid:])
 			losses[r] = math.Log(float64(sum)) - float64(zt)
 		}
 	})
@@ -532,6 +465,17 @@ func (c *CPU) CrossEntropy(probs, logits *Tensor, targets []int32) float64 {
 		total += l
 	}
 	return total / float64(n)
+}
+
+// validCols checks the vocabulary columns of a V-column row: 0 means all.
+func validCols(op string, valid, V int) int {
+	if valid == 0 {
+		return V
+	}
+	if valid < 0 || valid > V {
+		panic(fmt.Sprintf("%s: %d vocabulary columns of %d", op, valid, V))
+	}
+	return valid
 }
 
 // CrossEntropyBackward computes dlogits = scale·(p - onehot)/N.

@@ -243,7 +243,7 @@ func TestCrossEntropyAndEmbed(t *testing.T) {
 	want /= 4
 	probs := New(4, 6)
 	// A float32 softmax of 6 values against float64: about 1e-7 per row.
-	if got := be.CrossEntropy(probs, logits, targets); math.Abs(got-want) > 1e-5 {
+	if got := be.CrossEntropy(probs, logits, targets, 0); math.Abs(got-want) > 1e-5 {
 		t.Fatalf("cross entropy %v, want %v", got, want)
 	}
 
@@ -305,7 +305,7 @@ func TestThreadCountInvariance(t *testing.T) {
 			be.Gelu(g, th, y)
 			be.GeluBackward(dgelu, ln, y, th)
 			probs, dlogits := New(N, out), New(N, out)
-			loss := be.CrossEntropy(probs, y, targets)
+			loss := be.CrossEntropy(probs, y, targets, 0)
 			be.CrossEntropyBackward(dlogits, probs, targets, 0.5)
 			att, ap := New(3, 40, 32), New(3, 4, 40, 40)
 			be.Attention(att, ap, qkv, 4)
@@ -389,7 +389,7 @@ func TestOperationsRefuseBadShapes(t *testing.T) {
 		}},
 		{"embed positions", "embed: position table [1 3], want at least [2 3]", func() { be.Embed(New(1, 2, 3), New(5, 3), New(1, 3), []int32{1, 2}) }},
 		{"cross entropy target", "cross entropy: target 7 at 1 outside vocabulary of 3", func() {
-			be.CrossEntropy(New(2, 3), New(2, 3), []int32{0, 7})
+			be.CrossEntropy(New(2, 3), New(2, 3), []int32{0, 7}, 0)
 		}},
 		{"cross entropy backward targets", "cross entropy backward: 1 targets for 2 rows", func() {
 			be.CrossEntropyBackward(New(2, 3), New(2, 3), []int32{0}, 1)

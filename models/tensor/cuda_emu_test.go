@@ -291,7 +291,7 @@ func TestCUDAEmbedAndCrossEntropy(t *testing.T) {
 		cpu.EmbedBackward(dwte, dwpe, dy, tokens)
 		logits := randTensor(r, B*T, V)
 		probs, dl := New(B*T, V), New(B*T, V)
-		loss := cpu.CrossEntropy(probs, logits, tokens)
+		loss := cpu.CrossEntropy(probs, logits, tokens, 0)
 		cpu.CrossEntropyBackward(dl, probs, tokens, 0.25)
 		sevens := slices.Repeat([]float32{7}, V*D)
 		cw, cp, cdy, cl, cprobs := up(c, wte), up(c, wpe), up(c, dy), up(c, logits), up(c, probs)
@@ -303,7 +303,7 @@ func TestCUDAEmbedAndCrossEntropy(t *testing.T) {
 			c.Upload(gw, sevens) // every row is overwritten, used or not
 			c.EmbedBackward(gw, gp, cdy, tokens)
 			gprobs, gdl := c.Alloc(B*T, V), c.Alloc(B*T, V)
-			gloss[runs] = c.CrossEntropy(gprobs, cl, tokens)
+			gloss[runs] = c.CrossEntropy(gprobs, cl, tokens, 0)
 			runs++
 			c.CrossEntropyBackward(gdl, cprobs, tokens, 0.25)
 			return [][]float32{down(c, gy), down(c, gw), down(c, gp), down(c, gprobs), down(c, gdl)}

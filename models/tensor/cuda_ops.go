@@ -82,6 +82,27 @@ func (c *CUDA) GeluBackward(dx, dy, x, th *Tensor) {
 	}
 }
 
+// GeluExact is the exact GELU x·Φ(x) (erff), keeping Φ(x) in cdf.
+func (c *CUDA) GeluExact(y, cdf, x *Tensor) {
+	const op = "gelu exact"
+	mustLen(op, "y", y, x.Len())
+	mustLen(op, "cdf", cdf, x.Len())
+	if n := x.Len(); n > 0 {
+		c.launch("gelu_exact_forward", c.elementGrid(n), blk(elemBlock), 0, c.ptr(op, y), c.ptr(op, cdf), c.ptr(op, x), int64(n))
+	}
+}
+
+// GeluExactBackward computes dx = dy·(Φ(x) + x·φ(x)) (dx may alias dy).
+func (c *CUDA) GeluExactBackward(dx, dy, x, cdf *Tensor) {
+	const op = "gelu exact backward"
+	mustLen(op, "dx", dx, x.Len())
+	mustLen(op, "dy", dy, x.Len())
+	mustLen(op, "cdf", cdf, x.Len())
+	if n := x.Len(); n > 0 {
+		c.launch("gelu_exact_backward", c.elementGrid(n), blk(elemBlock), 0, c.ptr(op, dx), c.ptr(op, dy), c.ptr(op, x), c.ptr(op, cdf), int64(n))
+	}
+}
+
 // Add computes y = a + b.
 func (c *CUDA) Add(y, a, b *Tensor) {
 	mustLen("add", "a", a, y.Len())
@@ -151,23 +172,25 @@ func (c *CUDA) EmbedBackward(dwte, dwpe, dy *Tensor, tokens []int32) {
 	c.alloc.put(lists)
 }
 
-// CrossEntropy writes the softmax of each row (probs may alias logits) and
-// returns the mean over rows of -log p[target]; the per-row losses come to the
-// host and are added in row order in float64.
-func (c *CUDA) CrossEntropy(probs, logits *Tensor, targets []int32) float64 {
+// CrossEntropy writes the softmax of each row over its first valid columns
+// (0: all; the padding columns get probability 0) and returns the mean over
+// rows of -log p[target]; the per-row losses come to the host and are added in
+// row order in float64.
+func (c *CUDA) CrossEntropy(probs, logits *Tensor, targets []int32, valid int) float64 {
 	n, V := logits.Rows()
 	if len(targets) != n {
 		panic(fmt.Sprintf("cross entropy: %d targets for %d rows", len(targets), n))
 	}
 	mustLen("cross entropy", "probs", probs, n*V)
-	checkIDs("cross entropy", "target", targets, V)
+	valid = validCols("cross entropy", valid, V)
+	checkIDs("cross entropy", "target", targets, valid)
 	if n == 0 {
 		return 0
 	}
 	ids := c.uploadInts("cross entropy", targets)
 	loss := c.tmp(n)
 	c.launch("crossentropy_forward", blk(n), blk(rowBlock), 0, c.ptr("cross entropy", probs), loss.ptr,
-		c.ptr("cross entropy", logits), ids.ptr, int32(V))
+		c.ptr("cross entropy", logits), ids.ptr, int32(V), int32(valid))
 	rows := make([]float32, n)
 	c.download(unsafe.Pointer(&rows[0]), loss.ptr, n*4)
 	c.alloc.put(ids)

@@ -49,7 +49,7 @@ func TestKernelNames(t *testing.T) {
 	names := KernelNames()
 	for _, k := range []string{"add_f32", "scale_f32", "bias_residual", "embed_forward", "embed_backward_wte",
 		"embed_backward_wpe", "layernorm_forward", "layernorm_backward_input", "layernorm_weight_partial",
-		"colsum_partial", "colsum_final", "sumsq_partial", "sumsq_final", "gelu_forward", "gelu_backward",
+		"colsum_partial", "colsum_final", "sumsq_partial", "sumsq_final", "gelu_forward", "gelu_backward", "gelu_exact_forward", "gelu_exact_backward",
 		"causal_softmax_forward", "causal_softmax_backward", "crossentropy_forward", "crossentropy_backward",
 		"adamw_step", "sgd_step"} {
 		if !slices.Contains(names, k) {

@@ -1,4 +1,4 @@
-// GELU with the tanh approximation. tanh is the rational function the CPU
+// GELU with the tanh approximation, and the exact GELU x·Φ(x) (erff). tanh is the rational function the CPU
 // backend uses (Eigen's float32 tanh), with the same operations in the same
 // order; compiled without fused multiply-add, the bits equal the CPU's.
 
@@ -39,5 +39,24 @@ extern "C" __global__ void gelu_backward(float* dx, const float* dy, const float
 		float v = x[i], t = th[i];
 		float g = 0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * GELU_C * (1.0f + GELU_3A * v * v);
 		dx[i] = dy[i] * g;
+	}
+}
+
+// Exact GELU: y = x·Φ(x), Φ(x) = (1 + erf(x/√2))/2, saving Φ; the backward is
+// dy·(Φ(x) + x·φ(x)) with φ the standard normal density.
+extern "C" __global__ void gelu_exact_forward(float* y, float* cdf, const float* x, long long n) {
+	for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+		float v = x[i];
+		float p = 0.5f * (1.0f + erff(v * 0.70710678118654752f));
+		cdf[i] = p;
+		y[i] = v * p;
+	}
+}
+
+extern "C" __global__ void gelu_exact_backward(float* dx, const float* dy, const float* x, const float* cdf, long long n) {
+	for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+		float v = x[i];
+		float pdf = 0.3989422804014327f * expf(-0.5f * v * v);
+		dx[i] = dy[i] * (cdf[i] + v * pdf);
 	}
 }
