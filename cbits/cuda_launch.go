@@ -6,7 +6,7 @@ package cbits
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
-static int pp_h2(void *f, size_t h) { return ((int (*)(void *))f)((void *)h); }
+static int pp_unload(void *f, size_t h) { return ((int (*)(void *))f)((void *)h); }
 
 // pp_dim3 has dim3's layout: three unsigned ints, passed by value.
 typedef struct { unsigned x, y, z; } pp_dim3;
@@ -22,10 +22,13 @@ static int pp_get_kernel(void *f, size_t *k, size_t lib, const char *name) {
 }
 // pp_launch builds the void** array cudaLaunchKernel wants: args[i] points at
 // slot i, which holds the i-th argument's bytes (little-endian, 8-byte slots).
+// A null pointer ends the array: CUDA reads only as many entries as the
+// kernel has parameters, and the emulator checks the count with it.
 static int pp_launch(void *f, size_t k, unsigned gx, unsigned gy, unsigned gz,
 		unsigned bx, unsigned by, unsigned bz, size_t smem, size_t stream, int n, uint64_t *slots) {
-	void *args[PP_MAX_ARGS];
+	void *args[PP_MAX_ARGS + 1];
 	for (int i = 0; i < n; i++) args[i] = &slots[i];
+	args[n] = 0;
 	pp_dim3 g = {gx, gy, gz}, b = {bx, by, bz};
 	return ((int (*)(const void *, pp_dim3, pp_dim3, void **, size_t, void *))f)(
 		(const void *)k, g, b, args, smem, (void *)stream);
@@ -56,7 +59,7 @@ func (c *CUDALibs) LibraryLoadData(image []byte) (Library, error) {
 
 // LibraryUnload unloads l; its kernels are invalid afterwards.
 func (c *CUDALibs) LibraryUnload(l Library) error {
-	return c.rtErr(C.pp_h2(c.rt[rtLibraryUnload], C.size_t(l)), fmt.Sprintf("cudaLibraryUnload(%#x)", uintptr(l)))
+	return c.rtErr(C.pp_unload(c.rt[rtLibraryUnload], C.size_t(l)), fmt.Sprintf("cudaLibraryUnload(%#x)", uintptr(l)))
 }
 
 // LibraryGetKernel finds the extern "C" kernel name in l.

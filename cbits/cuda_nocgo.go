@@ -71,3 +71,16 @@ func (c *CUDALibs) SgemmStridedBatched(h BlasHandle, transA, transB bool, m, n, 
 func (c *CUDALibs) Compile(src, name, arch string, opts ...string) ([]byte, string, error) {
 	return nil, "", errNoCgo
 }
+
+// NCCLLib is never loaded without cgo.
+type NCCLLib struct{}
+
+// LoadNCCL always fails without cgo.
+func LoadNCCL() (*NCCLLib, error) { return nil, errNoCgo }
+
+// LoadNCCLFrom always fails without cgo.
+func LoadNCCLFrom(dirs ...string) (*NCCLLib, error) { return nil, errNoCgo }
+
+func (n *NCCLLib) Version() int          { return 0 }
+func (n *NCCLLib) VersionString() string { return "" }
+func (n *NCCLLib) Dir() string           { return "" }

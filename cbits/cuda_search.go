@@ -104,7 +104,9 @@ type libSearch struct {
 }
 
 // notFoundError names every library missing and every place looked at for
-// each, then says how to fix it.
+// each, then says how to fix it. Libraries whose searches went the same way
+// (the usual case: none of them is anywhere) share one list, with <lib>
+// standing for each of them.
 func notFoundError(what string, missing []libSearch, fix string) error {
 	var b strings.Builder
 	names := make([]string, len(missing))
@@ -112,27 +114,66 @@ func notFoundError(what string, missing []libSearch, fix string) error {
 		names[i] = m.Soname
 	}
 	fmt.Fprintf(&b, "load %s: %s not found", what, strings.Join(names, ", "))
+	type group struct {
+		sonames []string
+		lines   []string
+	}
+	var groups []*group
+	byKey := map[string]*group{}
 	for _, m := range missing {
-		fmt.Fprintf(&b, "\n%s, looked in:", m.Soname)
-		for _, a := range m.Attempts {
-			switch a.Place.Kind {
-			case placeUnset:
-				if a.Place.Path == "none found" {
-					fmt.Fprintf(&b, "\n  %s: none found", a.Place.Where)
-				} else {
-					fmt.Fprintf(&b, "\n  %s: not set", a.Place.Where)
-				}
-			case placeLoaded:
-				fmt.Fprintf(&b, "\n  %s: no", a.Place.Where)
-			default:
-				fmt.Fprintf(&b, "\n  %s: %s: %s", a.Place.Where, a.Place.Path, a.Result)
+		lines := searchLines(m.Attempts)
+		generic := make([]string, len(lines))
+		for i, l := range lines {
+			generic[i] = strings.ReplaceAll(l, m.Soname, "<lib>")
+		}
+		key := strings.Join(generic, "\n")
+		g := byKey[key]
+		if g == nil {
+			g = &group{lines: generic}
+			byKey[key] = g
+			groups = append(groups, g)
+		}
+		g.sonames = append(g.sonames, m.Soname)
+	}
+	for _, g := range groups {
+		if len(g.sonames) == 1 {
+			fmt.Fprintf(&b, "\n%s, looked in:", g.sonames[0])
+		} else {
+			fmt.Fprintf(&b, "\n%s: each <lib> looked in:", strings.Join(g.sonames, ", "))
+		}
+		for _, l := range g.lines {
+			if len(g.sonames) == 1 {
+				l = strings.ReplaceAll(l, "<lib>", g.sonames[0])
 			}
+			b.WriteString("\n  " + l)
 		}
 	}
 	if fix != "" {
 		b.WriteString("\n" + fix)
 	}
 	return fmt.Errorf("%s", b.String())
+}
+
+// searchLines writes one line per place tried.
+func searchLines(atts []attempt) []string {
+	var out []string
+	for _, a := range atts {
+		switch a.Place.Kind {
+		case placeUnset:
+			if a.Place.Path == "none found" {
+				out = append(out, a.Place.Where+": none found")
+			} else {
+				out = append(out, a.Place.Where+": not set")
+			}
+		case placeLoaded:
+			out = append(out, a.Place.Where+": no")
+		case placeSoname: // dlerror names the soname itself
+			out = append(out, a.Place.Where+": "+a.Result)
+		default:
+			out = append(out, a.Place.Where+": "+a.Place.Path+": "+a.Result)
+		}
+	}
+	return out
 }
 
 // Advice printed under a missing-library error.

@@ -38,6 +38,8 @@ func upload(t *testing.T, c *cbits.CUDALibs, v []float32) cbits.DevPtr {
 	must(t, err)
 	if len(v) > 0 {
 		must(t, c.MemcpyHtoDAsync(p, unsafe.Pointer(&v[0]), 4*len(v), 0))
+		// Work on other streams does not wait for the default stream: wait here.
+		must(t, c.StreamSynchronize(0))
 	}
 	t.Cleanup(func() { c.Free(p) })
 	return p

@@ -18,6 +18,7 @@
 extern "C" int cudaemu_check_range(const void *p, size_t n, char *why, size_t whylen);
 extern "C" int cudaemu_valid_stream(void *s);
 extern "C" int cudaGetDeviceCount(int *n);
+extern "C" void cudaemu_enqueue(void *s, void (*fn)(void *), void *ctx);
 
 enum {
 	OK = 0,
@@ -146,6 +147,61 @@ static int check_operand(const char *name, const void *p, size_t elems, long lon
 	return OK;
 }
 
+struct Gemm {
+	bool TA, TB, t32, readAB;
+	int m, n, k;
+	float al, be;
+	const float *A;
+	int lda;
+	long long sa;
+	const float *B;
+	int ldb;
+	long long sb;
+	float *C;
+	int ldc;
+	long long sc;
+	int batch;
+};
+
+// run_gemm computes a queued SGEMM; each element sums over k in order.
+static void run_gemm(void *ctx) {
+	Gemm g = *(Gemm *)ctx;
+	delete (Gemm *)ctx;
+	std::vector<float> acc(g.m);
+	for (int b = 0; b < g.batch; b++) {
+		const float *a = g.A + g.sa * b, *bb = g.B + g.sb * b;
+		float *c = g.C + g.sc * b;
+		if (g.TA && !g.TB && g.readAB && !g.t32) {
+			// Both operands run along k: dot products of contiguous
+			// columns, summed in the same order as below.
+			for (int j = 0; j < g.n; j++)
+				for (int i = 0; i < g.m; i++) {
+					const float *ai = a + (size_t)i * g.lda, *bj = bb + (size_t)j * g.ldb;
+					float s = 0.0f;
+					for (int l = 0; l < g.k; l++) s += ai[l] * bj[l];
+					float *cij = c + i + (size_t)j * g.ldc;
+					*cij = g.be == 0.0f ? g.al * s : g.al * s + g.be * *cij;
+				}
+			continue;
+		}
+		for (int j = 0; j < g.n; j++) {
+			for (int i = 0; i < g.m; i++) acc[i] = 0.0f;
+			if (g.readAB)
+				for (int l = 0; l < g.k; l++) {
+					float bv = g.TB ? bb[j + (size_t)l * g.ldb] : bb[l + (size_t)j * g.ldb];
+					if (g.t32) bv = tf32(bv);
+					for (int i = 0; i < g.m; i++) {
+						float av = g.TA ? a[l + (size_t)i * g.lda] : a[i + (size_t)l * g.lda];
+						if (g.t32) av = tf32(av);
+						acc[i] += av * bv;
+					}
+				}
+			float *cj = c + (size_t)j * g.ldc;
+			for (int i = 0; i < g.m; i++) cj[i] = g.be == 0.0f ? g.al * acc[i] : g.al * acc[i] + g.be * cj[i];
+		}
+	}
+}
+
 static int gemm(void *h, int ta, int tb, int m, int n, int k, const float *alpha, const float *A, int lda, long long sa,
 		const float *B, int ldb, long long sb, const float *beta, float *C, int ldc, long long sc, int batch) {
 	if (!valid(h)) return fail(NOT_INITIALIZED, "not a live handle");
@@ -165,27 +221,9 @@ static int gemm(void *h, int ta, int tb, int m, int n, int k, const float *alpha
 		if (int e = check_operand("B", B, extent(brows, TB ? k : n, ldb), sb, batch)) return e;
 	}
 	if (int e = check_operand("C", C, extent(m, n, ldc), sc, batch)) return e;
-	bool t32 = (((Handle *)h)->math & 0xf) == 3;
-	std::vector<float> acc(m);
-	for (int b = 0; b < batch; b++) {
-		const float *a = A + sa * b, *bb = B + sb * b;
-		float *c = C + sc * b;
-		for (int j = 0; j < n; j++) {
-			for (int i = 0; i < m; i++) acc[i] = 0.0f;
-			if (readAB)
-				for (int l = 0; l < k; l++) {
-					float bv = TB ? bb[j + (size_t)l * ldb] : bb[l + (size_t)j * ldb];
-					if (t32) bv = tf32(bv);
-					for (int i = 0; i < m; i++) {
-						float av = TA ? a[l + (size_t)i * lda] : a[i + (size_t)l * lda];
-						if (t32) av = tf32(av);
-						acc[i] += av * bv;
-					}
-				}
-			float *cj = c + (size_t)j * ldc;
-			for (int i = 0; i < m; i++) cj[i] = be == 0.0f ? al * acc[i] : al * acc[i] + be * cj[i];
-		}
-	}
+	// Queued on the handle's stream, like the GPU's kernel; the scalars are read now.
+	Gemm *g = new Gemm{TA, TB, (((Handle *)h)->math & 0xf) == 3, readAB, m, n, k, al, be, A, lda, sa, B, ldb, sb, C, ldc, sc, batch};
+	cudaemu_enqueue(((Handle *)h)->stream, run_gemm, g);
 	return OK;
 }
 

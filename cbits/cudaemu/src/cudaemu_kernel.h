@@ -13,6 +13,20 @@
 #include <stddef.h>
 #include <utility>
 
+/* Header-free NVRTC has none of the C library's macros: a kernel that uses
+ * them must fail here as it fails there (+inf is __int_as_float(0x7f800000)). */
+#undef INFINITY
+#undef NAN
+#undef HUGE_VAL
+#undef HUGE_VALF
+#undef HUGE_VALL
+#undef M_PI
+#undef M_E
+#undef M_SQRT2
+#undef M_LN2
+#undef M_2_SQRTPI
+#undef M_SQRT1_2
+
 #define __global__
 #define __device__
 #define __host__
@@ -21,6 +35,7 @@
 /* Blocks run one after another, so one static copy per kernel object is one
  * block's shared memory. */
 #define __shared__ static
+#define __emu_extern_shared__
 #define __constant__ static
 #define __restrict__ __restrict
 #define __launch_bounds__(...)
@@ -109,5 +124,10 @@ static inline void __emu_call_impl(void (*f)(A...), void **a, std::index_sequenc
 template <typename... A> static inline void __emu_call(void (*f)(A...), void **a) {
 	__emu_call_impl(f, a, std::index_sequence_for<A...>{});
 }
+template <typename... A> static constexpr int __emu_nparams(void (*)(A...)) { return (int)sizeof...(A); }
+template <typename... A> struct __emu_sizes {
+	static constexpr int v[sizeof...(A) + 1] = {(int)sizeof(A)..., 0};
+};
+template <typename... A> static constexpr const int *__emu_psizes(void (*)(A...)) { return __emu_sizes<A...>::v; }
 
 #endif

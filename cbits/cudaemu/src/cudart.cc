@@ -6,7 +6,11 @@
 // their device side lies inside one allocation.
 #include "emu_internal.h"
 
+#include <deque>
+#include <functional>
 #include <map>
+#include <memory>
+#include <vector>
 #include <mutex>
 #include <set>
 #include <stdarg.h>
@@ -169,11 +173,6 @@ EMU_API int cudaDeviceGetAttribute(int *v, int attr, int dev) {
 	return emu_fail(cudaErrorInvalidValue, emu_fmt("attribute %d is not emulated", attr));
 }
 
-EMU_API int cudaDeviceSynchronize(void) {
-	CHECK_DEVICE();
-	return 0;
-}
-
 // ---- memory ----
 
 static size_t page_size(void) { return (size_t)sysconf(_SC_PAGESIZE); }
@@ -185,7 +184,7 @@ struct Alloc {
 };
 static std::map<uintptr_t, Alloc> allocs; // device pointer -> allocation
 static size_t allocated;
-static std::set<void *> host_allocs;
+static std::map<uintptr_t, size_t> host_allocs; // pinned host memory
 
 static size_t total_memory(void) {
 	const char *v = getenv("CUDAEMU_MEMORY_BYTES");
@@ -232,6 +231,7 @@ EMU_API int cudaMalloc(void **p, size_t n) {
 EMU_API int cudaFree(void *p) {
 	CHECK_DEVICE();
 	if (!p) return 0;
+	emu_drain_all(); // as CUDA, freeing waits for the device
 	std::lock_guard<std::mutex> g(mu);
 	auto it = allocs.find((uintptr_t)p);
 	if (it == allocs.end()) return emu_fail(cudaErrorInvalidValue, emu_fmt("%p is not a device allocation (freed twice?)", p));
@@ -268,7 +268,7 @@ EMU_API int cudaMallocHost(void **p, size_t n) {
 	void *m = nullptr;
 	if (posix_memalign(&m, 4096, n ? n : 1) != 0) return emu_fail(cudaErrorMemoryAllocation, emu_fmt("%zu host bytes", n));
 	std::lock_guard<std::mutex> g(mu);
-	host_allocs.insert(m);
+	host_allocs[(uintptr_t)m] = n;
 	*p = m;
 	return 0;
 }
@@ -276,21 +276,51 @@ EMU_API int cudaMallocHost(void **p, size_t n) {
 EMU_API int cudaFreeHost(void *p) {
 	CHECK_DEVICE();
 	if (!p) return 0;
+	emu_drain_all(); // as CUDA, freeing waits for the device
 	std::lock_guard<std::mutex> g(mu);
-	if (!host_allocs.erase(p)) return emu_fail(cudaErrorInvalidValue, emu_fmt("%p is not from cudaMallocHost", p));
+	if (!host_allocs.erase((uintptr_t)p)) return emu_fail(cudaErrorInvalidValue, emu_fmt("%p is not from cudaMallocHost", p));
 	free(p);
 	return 0;
 }
 
 // ---- streams and events ----
+//
+// Work queued on a stream runs in order, but only when the host waits for it
+// (stream, event or device synchronisation, a copy into pageable memory, a
+// free), when another stream waits for an event recorded after it, or one
+// operation per cudaEventQuery that finds its event not yet reached (so a
+// polling loop makes progress and sees cudaErrorNotReady at least once). A
+// missing synchronisation therefore shows on the emulator as it would on a
+// GPU. CUDAEMU_SYNC=1 runs everything as it is queued instead. Copies from
+// pageable host memory are staged when queued, copies into it complete before
+// the call returns, as CUDA does; pinned memory (cudaMallocHost) is read and
+// written when the copy runs.
 
+struct Queue {
+	std::deque<std::function<void()>> ops;
+};
 struct Stream {
 	unsigned flags;
+	Queue q;
+};
+struct EventState {
+	Queue *q = nullptr;
+	unsigned long long recorded = 0, reached = 0;
 };
 struct EventObj {
-	bool recorded;
+	std::shared_ptr<EventState> st;
 };
 static std::set<void *> streams, events;
+static Queue default_q;
+static std::recursive_mutex exec_mu; // held while queues change or work runs
+
+static bool sync_mode(void) {
+	static int v = [] {
+		const char *e = getenv("CUDAEMU_SYNC");
+		return e && *e && strcmp(e, "0") != 0 ? 1 : 0;
+	}();
+	return v;
+}
 
 bool emu_valid_stream(void *s) {
 	if (s == nullptr || s == (void *)1 || s == (void *)2) return true; // default, legacy, per-thread
@@ -298,10 +328,72 @@ bool emu_valid_stream(void *s) {
 	return streams.count(s) != 0;
 }
 
+static Queue *queue_of(void *s) {
+	if (s == nullptr || s == (void *)1 || s == (void *)2) return &default_q;
+	return &((Stream *)s)->q;
+}
+
+void emu_enqueue(void *s, std::function<void()> f) {
+	if (sync_mode()) {
+		std::lock_guard<std::recursive_mutex> g(exec_mu);
+		f();
+		return;
+	}
+	std::lock_guard<std::recursive_mutex> g(exec_mu);
+	queue_of(s)->ops.push_back(std::move(f));
+}
+
+// run_one runs the oldest operation of q; false when q is empty.
+static bool run_one(Queue *q) {
+	std::lock_guard<std::recursive_mutex> g(exec_mu);
+	if (q->ops.empty()) return false;
+	std::function<void()> f = std::move(q->ops.front());
+	q->ops.pop_front();
+	f();
+	return true;
+}
+
+static void drain(Queue *q) {
+	while (run_one(q)) {
+	}
+}
+
+void emu_drain_all(void) {
+	std::lock_guard<std::recursive_mutex> g(exec_mu);
+	drain(&default_q);
+	std::vector<void *> ss;
+	{
+		std::lock_guard<std::mutex> l(mu);
+		ss.assign(streams.begin(), streams.end());
+	}
+	for (void *s : ss) drain(&((Stream *)s)->q);
+}
+
+// wait_event runs e's stream until the record numbered target has been reached.
+static void wait_event(const std::shared_ptr<EventState> &e, unsigned long long target) {
+	std::lock_guard<std::recursive_mutex> g(exec_mu);
+	while (e->reached < target && e->q && run_one(e->q)) {
+	}
+}
+
+EMU_API int cudaDeviceSynchronize(void) {
+	CHECK_DEVICE();
+	emu_drain_all();
+	return emu_sticky();
+}
+
 #define CHECK_STREAM(s)                                                                        \
 	do {                                                                                   \
 		if (!emu_valid_stream(s)) return emu_fail(cudaErrorInvalidResourceHandle, emu_fmt("stream %p", s)); \
 	} while (0)
+
+static bool pinned(const void *p, size_t n) {
+	std::lock_guard<std::mutex> g(mu);
+	auto it = host_allocs.upper_bound((uintptr_t)p);
+	if (it == host_allocs.begin()) return false;
+	--it;
+	return (uintptr_t)p + n <= it->first + it->second;
+}
 
 EMU_API int cudaMemsetAsync(void *p, int v, size_t n, void *s) {
 	CHECK_DEVICE();
@@ -309,7 +401,7 @@ EMU_API int cudaMemsetAsync(void *p, int v, size_t n, void *s) {
 	if (n == 0) return 0;
 	std::string why;
 	if (!emu_check_range(p, n, &why)) return emu_fail(cudaErrorInvalidValue, "cudaMemsetAsync: " + why);
-	memset(p, v, n);
+	emu_enqueue(s, [=] { memset(p, v, n); });
 	return 0;
 }
 
@@ -319,26 +411,48 @@ EMU_API int cudaMemcpyAsync(void *dst, const void *src, size_t n, int kind, void
 	if (kind < 0 || kind > 4) return emu_fail(cudaErrorInvalidMemcpyDirection, emu_fmt("kind %d", kind));
 	if (n == 0) return 0;
 	std::string why;
+	if (kind == 4) { // cudaMemcpyDefault: the pointers say
+		bool dd = emu_check_range(dst, n, &why), sd = emu_check_range(src, n, &why);
+		kind = dd ? (sd ? 3 : 1) : (sd ? 2 : 0);
+	}
 	if ((kind == 1 || kind == 3) && !emu_check_range(dst, n, &why)) return emu_fail(cudaErrorInvalidValue, "destination " + why);
 	if ((kind == 2 || kind == 3) && !emu_check_range(src, n, &why)) return emu_fail(cudaErrorInvalidValue, "source " + why);
-	memmove(dst, src, n);
+	if (kind == 1 && !pinned(src, n)) { // pageable source: staged now
+		auto buf = std::make_shared<std::vector<char>>((const char *)src, (const char *)src + n);
+		emu_enqueue(s, [=] { memcpy(dst, buf->data(), n); });
+		return 0;
+	}
+	if ((kind == 2 || kind == 0) && !pinned(dst, n)) { // pageable destination: done on return
+		drain(queue_of(s));
+		if (int e = emu_sticky()) return e;
+		memmove(dst, src, n);
+		return 0;
+	}
+	emu_enqueue(s, [=] { memmove(dst, src, n); });
 	return 0;
 }
 
 EMU_API int cudaStreamCreateWithFlags(void **s, unsigned flags) {
 	CHECK_DEVICE();
 	if (!s) return emu_fail(cudaErrorInvalidValue, "null pointer");
-	Stream *st = new Stream{flags};
+	Stream *st = new Stream{flags, {}};
 	std::lock_guard<std::mutex> g(mu);
 	streams.insert(st);
 	*s = st;
 	return 0;
 }
 
+// cudaStreamDestroy lets queued work finish first, as CUDA does.
 EMU_API int cudaStreamDestroy(void *s) {
 	CHECK_DEVICE();
+	{
+		std::lock_guard<std::mutex> g(mu);
+		if (!streams.count(s)) return emu_fail(cudaErrorInvalidResourceHandle, emu_fmt("stream %p (destroyed twice?)", s));
+	}
+	std::lock_guard<std::recursive_mutex> x(exec_mu);
+	drain(queue_of(s));
 	std::lock_guard<std::mutex> g(mu);
-	if (!streams.erase(s)) return emu_fail(cudaErrorInvalidResourceHandle, emu_fmt("stream %p (destroyed twice?)", s));
+	streams.erase(s);
 	delete (Stream *)s;
 	return 0;
 }
@@ -346,24 +460,24 @@ EMU_API int cudaStreamDestroy(void *s) {
 EMU_API int cudaStreamSynchronize(void *s) {
 	CHECK_DEVICE();
 	CHECK_STREAM(s);
-	return 0;
+	drain(queue_of(s));
+	return emu_sticky();
 }
 
-static bool valid_event(void *e) {
+static std::shared_ptr<EventState> event_state(void *e) {
 	std::lock_guard<std::mutex> g(mu);
-	return events.count(e) != 0;
+	return events.count(e) ? ((EventObj *)e)->st : nullptr;
 }
 
-#define CHECK_EVENT(e)                                                                         \
-	do {                                                                                   \
-		if (!valid_event(e)) return emu_fail(cudaErrorInvalidResourceHandle, emu_fmt("event %p", e)); \
-	} while (0)
+#define GET_EVENT(st, e)                                                                       \
+	std::shared_ptr<EventState> st = event_state(e);                                      \
+	if (!st) return emu_fail(cudaErrorInvalidResourceHandle, emu_fmt("event %p", e))
 
 EMU_API int cudaEventCreateWithFlags(void **e, unsigned flags) {
 	CHECK_DEVICE();
 	(void)flags;
 	if (!e) return emu_fail(cudaErrorInvalidValue, "null pointer");
-	EventObj *ev = new EventObj{false};
+	EventObj *ev = new EventObj{std::make_shared<EventState>()};
 	std::lock_guard<std::mutex> g(mu);
 	events.insert(ev);
 	*e = ev;
@@ -374,35 +488,44 @@ EMU_API int cudaEventDestroy(void *e) {
 	CHECK_DEVICE();
 	std::lock_guard<std::mutex> g(mu);
 	if (!events.erase(e)) return emu_fail(cudaErrorInvalidResourceHandle, emu_fmt("event %p (destroyed twice?)", e));
-	delete (EventObj *)e;
+	delete (EventObj *)e; // queued records and waits hold the state
 	return 0;
 }
 
 EMU_API int cudaEventRecord(void *e, void *s) {
 	CHECK_DEVICE();
-	CHECK_EVENT(e);
+	GET_EVENT(st, e);
 	CHECK_STREAM(s);
-	((EventObj *)e)->recorded = true;
+	std::lock_guard<std::recursive_mutex> x(exec_mu);
+	st->q = queue_of(s);
+	unsigned long long seq = ++st->recorded;
+	emu_enqueue(s, [st, seq] { st->reached = seq; });
 	return 0;
 }
 
 EMU_API int cudaEventQuery(void *e) {
 	CHECK_DEVICE();
-	CHECK_EVENT(e);
-	return 0; // work runs when queued: a recorded (or never recorded) event is done
+	GET_EVENT(st, e);
+	std::lock_guard<std::recursive_mutex> x(exec_mu);
+	if (st->reached >= st->recorded) return emu_sticky();
+	if (st->q) run_one(st->q); // progress, as a GPU would make on its own
+	return cudaErrorNotReady;      // not an error: the last error stays as it was
 }
 
 EMU_API int cudaEventSynchronize(void *e) {
 	CHECK_DEVICE();
-	CHECK_EVENT(e);
-	return 0;
+	GET_EVENT(st, e);
+	wait_event(st, st->recorded);
+	return emu_sticky();
 }
 
 EMU_API int cudaStreamWaitEvent(void *s, void *e, unsigned flags) {
 	CHECK_DEVICE();
 	(void)flags;
 	CHECK_STREAM(s);
-	CHECK_EVENT(e);
+	GET_EVENT(st, e);
+	unsigned long long target = st->recorded;
+	emu_enqueue(s, [st, target] { wait_event(st, target); });
 	return 0;
 }
 
@@ -415,3 +538,8 @@ EMU_API int cudaemu_check_range(const void *p, size_t n, char *why, size_t whyle
 }
 
 EMU_API int cudaemu_valid_stream(void *s) { return emu_valid_stream(s); }
+
+// cudaemu_enqueue queues fn(ctx) on stream s for the emulated cuBLAS.
+EMU_API void cudaemu_enqueue(void *s, void (*fn)(void *), void *ctx) {
+	emu_enqueue(s, [fn, ctx] { fn(ctx); });
+}

@@ -6,11 +6,13 @@
  *   __emu_hk       struct __emu_hooks: the runtime fills it when it loads the object
  *   __emu_kernels  struct __emu_kentry[], name -> trampoline, ended by {0, 0}
  * A trampoline takes cudaLaunchKernel's void **args and calls the kernel with
- * them converted to its parameter types. */
+ * them converted to its parameter types. cbits ends the args array with a
+ * null pointer (which CUDA ignores), so the runtime can check that a launch
+ * passes as many arguments as the kernel has parameters. */
 #ifndef CUDAEMU_ABI_H
 #define CUDAEMU_ABI_H
 
-#define __EMU_ABI_VERSION 1
+#define __EMU_ABI_VERSION 3
 /* Dynamic shared memory every kernel object reserves: Hopper's opt-in maximum. */
 #define __EMU_DSMEM_BYTES (227 * 1024)
 
@@ -41,6 +43,8 @@ typedef void (*__emu_tramp_fn)(void **args);
 struct __emu_kentry {
 	const char *name;
 	__emu_tramp_fn fn;
+	int nparams;
+	const int *psizes; /* sizeof each parameter: a launch copies that many bytes of each */
 };
 
 #ifdef __cplusplus

@@ -3,6 +3,7 @@
 #define CUDAEMU_INTERNAL_H
 
 #include <stddef.h>
+#include <functional>
 #include <string>
 
 #define EMU_API extern "C" __attribute__((visibility("default")))
@@ -40,6 +41,10 @@ int emu_device_error(void);
  * otherwise why not, in why. */
 bool emu_check_range(const void *p, size_t n, std::string *why);
 bool emu_valid_stream(void *s);
+/* emu_enqueue queues f on stream s (runs it at once under CUDAEMU_SYNC=1);
+ * emu_drain_all runs everything queued. */
+void emu_enqueue(void *s, std::function<void()> f);
+void emu_drain_all(void);
 std::string emu_fmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #endif

@@ -11,6 +11,7 @@
 #include <set>
 #include <stdlib.h>
 #include <string.h>
+#include <memory>
 #include <unistd.h>
 #include <vector>
 
@@ -19,6 +20,8 @@ struct EmuKernel {
 	EmuLibrary *lib;
 	std::string name;
 	__emu_tramp_fn fn;
+	int nparams;
+	const int *psizes;
 };
 struct EmuLibrary {
 	void *handle;
@@ -66,7 +69,7 @@ EMU_API int cudaLibraryLoadData(void **out, const void *code, void *jo, void **j
 	}
 	emu_install_hooks(hk);
 	EmuLibrary *lib = new EmuLibrary{h, cur, {}};
-	for (; ks->name; ks++) lib->kernels.push_back(new EmuKernel{lib, ks->name, ks->fn});
+	for (; ks->name; ks++) lib->kernels.push_back(new EmuKernel{lib, ks->name, ks->fn, ks->nparams, ks->psizes});
 	std::lock_guard<std::mutex> g(lmu);
 	libraries.insert(lib);
 	for (EmuKernel *k : lib->kernels) kernels.insert(k);
@@ -75,6 +78,7 @@ EMU_API int cudaLibraryLoadData(void **out, const void *code, void *jo, void **j
 }
 
 EMU_API int cudaLibraryUnload(void *l) {
+	emu_drain_all(); // its kernels may still be queued
 	std::lock_guard<std::mutex> g(lmu);
 	EmuLibrary *lib = (EmuLibrary *)l;
 	if (!libraries.erase(lib)) return emu_fail(cudaErrorInvalidResourceHandle, emu_fmt("library %p", l));
@@ -130,12 +134,30 @@ EMU_API int cudaLaunchKernel(const void *f, Dim3 grid, Dim3 block, void **args, 
 	}
 	if (!emu_valid_stream(stream)) return emu_fail(cudaErrorInvalidResourceHandle, emu_fmt("stream %p", stream));
 	if (int e = check_config(grid, block, smem)) return e;
-	std::lock_guard<std::mutex> g(launch_mu);
-	std::string err;
-	__emu_uint3 gd{grid.x, grid.y, grid.z}, bd{block.x, block.y, block.z};
-	if (!emu_run_grid(k->fn, k->lib->cur, args, gd, bd, &err)) {
-		emu_set_sticky(cudaErrorLaunchFailure, "kernel " + k->name + ": " + err);
-		return cudaErrorLaunchFailure;
+	int n = 0;
+	while (args && n <= 4096 && args[n]) n++;
+	if (n != k->nparams)
+		return emu_fail(cudaErrorInvalidValue, emu_fmt("kernel %s has %d parameters, the launch passed %d arguments", k->name.c_str(), k->nparams, n));
+	// The arguments are copied now, as CUDA copies them at launch.
+	std::vector<size_t> offs;
+	size_t total = 0;
+	for (int i = 0; i < n; i++) {
+		offs.push_back(total);
+		total += (k->psizes[i] + 7) & ~7;
 	}
+	auto params = std::make_shared<std::vector<char>>(total + 8);
+	for (int i = 0; i < n; i++) memcpy(params->data() + offs[i], args[i], k->psizes[i]);
+	__emu_uint3 gd{grid.x, grid.y, grid.z}, bd{block.x, block.y, block.z};
+	__emu_tramp_fn fn = k->fn;
+	__emu_thread **cur = k->lib->cur;
+	std::string name = k->name;
+	emu_enqueue(stream, [=] {
+		if (emu_sticky()) return; // a failed kernel ends the context's work
+		std::vector<void *> av(n + 1, nullptr);
+		for (int i = 0; i < n; i++) av[i] = params->data() + offs[i];
+		std::lock_guard<std::mutex> g(launch_mu);
+		std::string err;
+		if (!emu_run_grid(fn, cur, av.data(), gd, bd, &err)) emu_set_sticky(cudaErrorLaunchFailure, "kernel " + name + ": " + err);
+	});
 	return 0;
 }

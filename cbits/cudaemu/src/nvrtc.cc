@@ -13,6 +13,7 @@
 #include <dlfcn.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <mutex>
 #include <regex>
 #include <set>
 #include <spawn.h>
@@ -43,6 +44,7 @@ struct Program {
 	std::string src, name, log;
 	std::vector<char> cubin;
 };
+static std::mutex mu; // guards programs; a program is used by one thread at a time, as NVRTC requires
 static std::set<Program *> programs;
 
 EMU_API const char *nvrtcGetErrorString(int r) {
@@ -65,19 +67,24 @@ EMU_API int nvrtcCreateProgram(void **prog, const char *src, const char *name, i
 	if (!prog || !src) return NVRTC_ERROR_INVALID_INPUT;
 	if (nh != 0) return NVRTC_ERROR_INVALID_INPUT; // kernels are header-free
 	Program *p = new Program{src, name && *name ? name : "default_program", "", {}};
+	std::lock_guard<std::mutex> g(mu);
 	programs.insert(p);
 	*prog = p;
 	return NVRTC_SUCCESS;
 }
 
 EMU_API int nvrtcDestroyProgram(void **prog) {
+	std::lock_guard<std::mutex> g(mu);
 	if (!prog || !programs.erase((Program *)*prog)) return NVRTC_ERROR_INVALID_PROGRAM;
 	delete (Program *)*prog;
 	*prog = nullptr;
 	return NVRTC_SUCCESS;
 }
 
-static Program *get(void *p) { return programs.count((Program *)p) ? (Program *)p : nullptr; }
+static Program *get(void *p) {
+	std::lock_guard<std::mutex> g(mu);
+	return programs.count((Program *)p) ? (Program *)p : nullptr;
+}
 
 EMU_API int nvrtcGetProgramLogSize(void *prog, size_t *n) {
 	Program *p = get(prog);
@@ -290,13 +297,16 @@ EMU_API int nvrtcCompileProgram(void *prog, int n, const char *const *opts) {
 		return NVRTC_ERROR_BUILTIN_OPERATION_FAILURE;
 	}
 	std::string dir = dbuf.data(), src = dir + "/" + safe_name(p->name), so = dir + "/kernel.so";
-	std::string body = p->src + "\n#line 1 \"<cudaemu launch trampolines>\"\n";
+	// `extern __shared__` loses __shared__ (static) so the declaration stays extern.
+	std::string body = std::regex_replace(p->src, std::regex("extern(\\s+)__shared__"), "extern$1__emu_extern_shared__");
+	body += "\n#line 1 \"<cudaemu launch trampolines>\"\n";
 	std::vector<std::string> ks = kernel_names(code);
 	for (size_t i = 0; i < ks.size(); i++)
 		body += "extern \"C\" void __emu_tramp_" + std::to_string(i) + "(void **a) { __emu_call(&" + ks[i] + ", a); }\n";
 	body += "extern \"C\" __attribute__((visibility(\"default\"))) const struct __emu_kentry __emu_kernels[] = {";
-	for (size_t i = 0; i < ks.size(); i++) body += "{\"" + ks[i] + "\", __emu_tramp_" + std::to_string(i) + "}, ";
-	body += "{0, 0}};\n";
+	for (size_t i = 0; i < ks.size(); i++)
+		body += "{\"" + ks[i] + "\", __emu_tramp_" + std::to_string(i) + ", __emu_nparams(&" + ks[i] + "), __emu_psizes(&" + ks[i] + ")}, ";
+	body += "{0, 0, 0, 0}};\n";
 	FILE *f = fopen(src.c_str(), "w");
 	if (!f || fwrite(body.data(), 1, body.size(), f) != body.size()) {
 		if (f) fclose(f);

@@ -1,0 +1,185 @@
+package cudaemu_test
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+)
+
+// refGemm is the column-major definition, in float64:
+// C[i + j*ldc] = alpha * sum_l op(A)[i,l] * op(B)[l,j] + beta * C[i + j*ldc].
+func refGemm(ta, tb bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int,
+	beta float32, c []float32, ldc int) {
+	for j := 0; j < n; j++ {
+		for i := 0; i < m; i++ {
+			var s float64
+			for l := 0; l < k; l++ {
+				var av, bv float32
+				if ta {
+					av = a[l+i*lda]
+				} else {
+					av = a[i+l*lda]
+				}
+				if tb {
+					bv = b[j+l*ldb]
+				} else {
+					bv = b[l+j*ldb]
+				}
+				s += float64(av) * float64(bv)
+			}
+			v := float64(alpha) * s
+			if beta != 0 {
+				v += float64(beta) * float64(c[i+j*ldc])
+			}
+			c[i+j*ldc] = float32(v)
+		}
+	}
+}
+
+type gemmCase struct {
+	ta, tb        bool
+	m, n, k       int
+	lda, ldb, ldc int
+	alpha, beta   float32
+	sa, sb, sc    int
+	batch         int
+}
+
+// cases: every transpose pair on odd shapes with leading dimensions larger
+// than the rows, beta 0 (C holds NaN, which must not be read) and not.
+func gemmCases(batched bool) []gemmCase {
+	var cs []gemmCase
+	for _, ta := range []bool{false, true} {
+		for _, tb := range []bool{false, true} {
+			for _, sh := range [][3]int{{7, 5, 3}, {33, 17, 65}, {1, 9, 4}, {64, 1, 31}} {
+				m, n, k := sh[0], sh[1], sh[2]
+				ar, br := m, k
+				if ta {
+					ar = k
+				}
+				if tb {
+					br = n
+				}
+				for _, beta := range []float32{0, 0.5} {
+					g := gemmCase{ta: ta, tb: tb, m: m, n: n, k: k, lda: ar + 3, ldb: br + 1, ldc: m + 2,
+						alpha: 1.25, beta: beta, batch: 1}
+					if batched {
+						acols, bcols := k, n
+						if ta {
+							acols = m
+						}
+						if tb {
+							bcols = k
+						}
+						g.batch = 3
+						g.sa, g.sb, g.sc = g.lda*acols+5, g.ldb*bcols+2, g.ldc*n+7
+					}
+					cs = append(cs, g)
+				}
+			}
+		}
+	}
+	return cs
+}
+
+func TestSgemmAgainstReference(t *testing.T) {
+	for _, batched := range []bool{false, true} {
+		c := load(t)
+		h, err := c.BlasCreate()
+		must(t, err)
+		s, err := c.StreamCreate()
+		must(t, err)
+		must(t, c.BlasSetStream(h, s))
+		for i, g := range gemmCases(batched) {
+			name := fmt.Sprintf("batched=%v %+v", batched, g)
+			acols, bcols := g.k, g.n
+			if g.ta {
+				acols = g.m
+			}
+			if g.tb {
+				bcols = g.k
+			}
+			na := g.sa*(g.batch-1) + g.lda*acols
+			nb := g.sb*(g.batch-1) + g.ldb*bcols
+			nc := g.sc*(g.batch-1) + g.ldc*g.n
+			a, b, cc := seq(na, uint32(3*i+1)), seq(nb, uint32(3*i+2)), seq(nc, uint32(3*i+3))
+			if g.beta == 0 {
+				for j := range cc {
+					cc[j] = float32(math.NaN())
+				}
+			}
+			da, db, dc := upload(t, c, a), upload(t, c, b), upload(t, c, cc)
+			if batched {
+				err = c.SgemmStridedBatched(h, g.ta, g.tb, g.m, g.n, g.k, g.alpha, da, g.lda, int64(g.sa), db, g.ldb, int64(g.sb),
+					g.beta, dc, g.ldc, int64(g.sc), g.batch)
+			} else {
+				err = c.Sgemm(h, g.ta, g.tb, g.m, g.n, g.k, g.alpha, da, g.lda, db, g.ldb, g.beta, dc, g.ldc)
+			}
+			must(t, err)
+			must(t, c.StreamSynchronize(s))
+			got := download(t, c, dc, nc)
+			want := append([]float32(nil), cc...)
+			for bi := 0; bi < g.batch; bi++ {
+				refGemm(g.ta, g.tb, g.m, g.n, g.k, g.alpha, a[bi*g.sa:], g.lda, b[bi*g.sb:], g.ldb, g.beta, want[bi*g.sc:], g.ldc)
+			}
+			for j := range want {
+				w, gv := want[j], got[j]
+				if math.IsNaN(float64(w)) != math.IsNaN(float64(gv)) || (!math.IsNaN(float64(w)) && !near(gv, w, 1e-5)) {
+					t.Fatalf("%s: C[%d] = %v, want %v", name, j, gv, w)
+				}
+			}
+		}
+		must(t, c.BlasDestroy(h))
+		must(t, c.StreamDestroy(s))
+	}
+}
+
+// TestSgemmChecks: cuBLAS's argument errors, and operands that run past
+// their allocation, are errors naming the call.
+func TestSgemmChecks(t *testing.T) {
+	c := load(t)
+	h, err := c.BlasCreate()
+	must(t, err)
+	defer c.BlasDestroy(h)
+	a := upload(t, c, make([]float32, 12))
+	for _, tc := range []struct {
+		name         string
+		m, n, k, lda int
+		want         string
+	}{
+		{"lda < m", 4, 3, 3, 3, "CUBLAS_STATUS_INVALID_VALUE (7)"},
+		{"negative n", 4, -1, 3, 4, "CUBLAS_STATUS_INVALID_VALUE (7)"},
+		{"past the end", 4, 4, 4, 4, "CUBLAS_STATUS_EXECUTION_FAILED (13)"},
+	} {
+		err := c.Sgemm(h, false, false, tc.m, tc.n, tc.k, 1, a, tc.lda, a, 4, 0, a, 4)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "cublasSgemm_v2(NN") {
+			t.Errorf("%s: %v, want %s", tc.name, err, tc.want)
+		}
+	}
+	must(t, c.Sgemm(h, false, false, 4, 3, 3, 1, a, 4, a, 4, 0, a, 4))
+}
+
+// TestTF32 rounds inputs to 10 mantissa bits when TF32 is on: 1+2^-12 times 1
+// is exactly 1+2^-12 in fp32 and 1 in TF32.
+func TestTF32(t *testing.T) {
+	c := load(t)
+	h, err := c.BlasCreate()
+	must(t, err)
+	defer c.BlasDestroy(h)
+	x := float32(1 + 1.0/4096)
+	a, b := upload(t, c, []float32{x}), upload(t, c, []float32{1})
+	out := upload(t, c, []float32{0})
+	for _, tf := range []bool{false, true} {
+		must(t, c.BlasSetTF32(h, tf))
+		must(t, c.Sgemm(h, false, false, 1, 1, 1, 1, a, 1, b, 1, 0, out, 1))
+		got := download(t, c, out, 1)[0]
+		want := x
+		if tf {
+			want = 1
+		}
+		if got != want {
+			t.Errorf("tf32=%v: %v, want %v", tf, got, want)
+		}
+	}
+}
