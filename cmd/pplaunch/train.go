@@ -52,6 +52,7 @@ type trainCmd struct {
 	Metrics         string        `arg:"--metrics" placeholder:"FILE" help:"per-step JSON lines (rank 0)"`
 	Trace           string        `arg:"--trace" placeholder:"FILE" help:"measured timeline of every rank as Chrome-trace JSON"`
 	TraceSVG        string        `arg:"--trace-svg" placeholder:"FILE" help:"measured timeline as an SVG Gantt picture"`
+	Backend         string        `arg:"--backend" default:"tcp" help:"communicator: tcp, nccl or auto (nccl when every rank has a GPU and NCCL loads; says which it chose)"`
 }
 
 func (c *trainCmd) config() (ranks.TrainConfig, error) {
@@ -78,6 +79,12 @@ func (c *trainCmd) config() (ranks.TrainConfig, error) {
 // (under --direct, srun or mpirun start them with no agent).
 func (c *trainCmd) run(f launch.Flags, argv []string, stdout, stderr io.Writer) int {
 	if err := c.precheck(f, os.Getenv); err != nil {
+		fmt.Fprintln(stderr, "pplaunch: train:", err)
+		return 2
+	}
+	// The tensors are host tensors, and the stage loop hands the
+	// communicator host buffers: chooseBackend says what nccl needs.
+	if _, err := resolveBackend(c.Backend, "cpu", false, f, os.Getenv, os.Setenv, stderr); err != nil {
 		fmt.Fprintln(stderr, "pplaunch: train:", err)
 		return 2
 	}
