@@ -338,3 +338,12 @@ func (c *ncclComm) Abort(err error) {
 	}
 	c.w.abort(fmt.Errorf("%w by rank %d: %w", ErrAborted, c.w.rank, err))
 }
+
+// MovesDevice reports whether c moves device memory itself (an NCCL
+// communicator or one of its groups): a stage loop then hands it device
+// tensors as they are (OnDevice), where a host communicator needs them
+// staged through host memory.
+func MovesDevice(c Comm) bool {
+	_, ok := c.(*ncclComm)
+	return ok
+}

@@ -252,6 +252,19 @@ func TestNCCLBufferKinds(t *testing.T) {
 	})
 }
 
+// TestMovesDevice: only NCCL communicators (and their groups) take device
+// buffers as they are.
+func TestMovesDevice(t *testing.T) {
+	w := newFakeWorld(t, 1, time.Second)
+	g, err := w.comms[0].Group([]int{0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !MovesDevice(w.comms[0]) || !MovesDevice(g) || MovesDevice(memoryWorld(t, 1, Options{})[0]) {
+		t.Error("MovesDevice is wrong")
+	}
+}
+
 // TestNCCLNeedsDevice: NewNCCL without a device thread says so.
 func TestNCCLNeedsDevice(t *testing.T) {
 	_, err := NewNCCL(testCtx(t), store.NewMemory(), 0, 1, NCCLOptions{})
