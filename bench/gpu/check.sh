@@ -99,17 +99,18 @@ run nccl-1rank intest collective "$T/collective.test" -test.v -test.count=1 -tes
 NCCL_MULTI_RANK_GPU_ENABLE=1 run nccl-shared intest collective "$T/collective.test" -test.v -test.count=1 -test.run 'RealNCCLShared'
 grep -hE -- '--- (SKIP|FAIL)|refuses|NCCL 2' "$out"/nccl-*.log | sed 's/^/  /' || true
 export NCCL_MULTI_RANK_GPU_ENABLE=1
+nmax=${NCCL_MAX:-64M} # largest message of the NCCL rows
 for n in 2 4; do
 	for what in p2p allreduce; do
 		[ $what = p2p ] && [ $n = 4 ] && continue
-		run "nccl-bench-$what-$n" "$B" --nproc $n --no-tag bench $what --backend nccl --min 8 --max 256M --reps 3
+		run "nccl-bench-$what-$n" "$B" --nproc $n --no-tag bench $what --backend nccl --min 8 --max "$nmax" --reps 3
 		grep -vE '^\[|^pplaunch' "$out/nccl-bench-$what-$n.log" | sed 's/^/  /'
 	done
 done
 for r in $(seq "$rounds"); do # PyTorch NCCL on the same GPU, same sizes, alternating with ours
-	NCCL_MULTI_RANK_GPU_ENABLE=1 python3 bench/gpu/p2p_torch_gpu.py --max 256M >>"$out/nccl-torch.log" 2>&1 || fail "torch nccl round $r (log $out/nccl-torch.log)"
-	"$B" --nproc 2 --no-tag bench p2p --backend nccl --min 8 --max 256M --reps 1 --json >>"$out/nccl-ours-p2p.jsonl" 2>>"$out/nccl-ours.log" || fail "ours p2p round $r"
-	"$B" --nproc 2 --no-tag bench allreduce --backend nccl --min 8 --max 256M --reps 1 --json >>"$out/nccl-ours-allreduce.jsonl" 2>>"$out/nccl-ours.log" || fail "ours allreduce round $r"
+	NCCL_MULTI_RANK_GPU_ENABLE=1 python3 bench/gpu/p2p_torch_gpu.py --max "$nmax" >>"$out/nccl-torch.log" 2>&1 || fail "torch nccl round $r (log $out/nccl-torch.log)"
+	"$B" --nproc 2 --no-tag bench p2p --backend nccl --min 8 --max "$nmax" --reps 1 --json >>"$out/nccl-ours-p2p.jsonl" 2>>"$out/nccl-ours.log" || fail "ours p2p round $r"
+	"$B" --nproc 2 --no-tag bench allreduce --backend nccl --min 8 --max "$nmax" --reps 1 --json >>"$out/nccl-ours-allreduce.jsonl" 2>>"$out/nccl-ours.log" || fail "ours allreduce round $r"
 done
 tail -n 40 "$out/nccl-torch.log" | sed 's/^/  torch: /'
 # The same run over NCCL and over TCP must end with the same bits.
