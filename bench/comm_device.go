@@ -24,7 +24,7 @@ type DeviceMemory interface {
 // RunP2PDevice is `pplaunch bench p2p --backend nccl`: rank 0 streams
 // messages of device memory to rank 1, in nccl-tests' columns (size, count,
 // time, algbw, busbw, #wrong; busbw = algbw for one link). Ranks past 1 only
-// wait. Latency and the plain-socket ceiling are the TCP benchmark's.
+// add to the count of wrong bytes. Latency and the plain-socket ceiling are the TCP benchmark's.
 func RunP2PDevice(ctx context.Context, c collective.Comm, mem DeviceMemory, opts P2POptions, w io.Writer) error {
 	if c.Size() < 2 {
 		return errors.New("bench p2p: needs at least 2 ranks")
@@ -37,11 +37,9 @@ func RunP2PDevice(ctx context.Context, c collective.Comm, mem DeviceMemory, opts
 	rep.header(fmt.Sprintf("p2p (nccl): rank 0 -> rank 1 of %d, device memory, one-way, median of %d", c.Size(), max(1, opts.Reps)),
 		"%12s %10s %6s %10s %12s %12s %7s", "size", "count", "iters", "time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong")
 	for _, s := range szs {
-		var r Result
-		if c.Rank() <= 1 {
-			if r, err = measureP2PDevice(ctx, c, mem, s, itersFor(opts.Iters, s), opts.Reps); err != nil {
-				return fmt.Errorf("bench p2p: %v: %w", Size(s), err)
-			}
+		r, err := measureP2PDevice(ctx, c, mem, s, itersFor(opts.Iters, s), opts.Reps)
+		if err != nil {
+			return fmt.Errorf("bench p2p: %v: %w", Size(s), err)
 		}
 		rep.row(r, fmt.Sprintf("%12d %10d %6d %10.2f %12.3f %12.3f %7d", s, s, r.Iters, r.Seconds*1e6, r.AlgBW, r.BusBW, r.Wrong))
 	}
@@ -75,6 +73,10 @@ func measureP2PDevice(ctx context.Context, c collective.Comm, mem DeviceMemory, 
 		return res, err
 	}
 	defer mem.Free(ack)
+	if c.Rank() > 1 { // only the count of wrong bytes involves every rank
+		_, err := shareCount(ctx, c, mem, 0, ack)
+		return res, err
+	}
 	host := pattern(size)
 	if c.Rank() == 0 {
 		err = mem.Upload(p, host)
