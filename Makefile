@@ -41,6 +41,7 @@ gpu-bin:
 	$(GO) build -ldflags='-s -w' -o $(BIN) ./cmd/pplaunch
 	mkdir -p bin/gpu
 	$(GO) test -c -ldflags='-s -w' -o bin/gpu/cbits.test ./cbits
+	$(GO) test -c -ldflags='-s -w' -o bin/gpu/collective.test ./collective
 	$(GO) test -c -ldflags='-s -w' -o bin/gpu/tensor.test ./models/tensor
 	$(GO) test -c -ldflags='-s -w' -o bin/gpu/models.test ./models
 

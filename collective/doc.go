@@ -1,10 +1,13 @@
 // Package collective gives each rank point-to-point transfers and group
 // operations (all-reduce, broadcast, barrier) over a pluggable backend: TCP
-// (NewTCP: any machine, multi-node) and in-memory (NewMemoryWorld: goroutine
-// ranks, for tests). Every message is framed and checked; every wait has a
-// deadline.
+// (NewTCP: any machine, multi-node), NCCL (NewNCCL: GPU device memory, the
+// libraries loaded at run time through cbits) and in-memory (NewMemoryWorld:
+// goroutine ranks, for tests). Every TCP message is framed and checked; NCCL
+// carries no header, so CheckShapes compares every transfer's shape over a
+// host communicator before payloads move. Every wait has a deadline.
 //
-// It imports only ranks/store (to find its peers); it must never import
+// It imports only ranks/store (to find its peers) and cbits (NCCL and the
+// CUDA stream calls); it must never import
 // ranks, models, schedules, launch, bench or cmd/pplaunch: those build on it.
 //
 // # Messages

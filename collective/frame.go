@@ -225,7 +225,30 @@ type Buffer struct {
 	F32   []float32
 	F64   []float64
 	U8    []byte
+	// Device is data in GPU memory, for the backends that move it (NCCL);
+	// the host backends (TCP, memory) refuse it: stage such tensors through
+	// host memory for them.
+	Device DeviceMem
 }
+
+// DeviceMem is a buffer's data in device memory: its address (a
+// cbits.DevPtr) and its element count. The zero value is none.
+type DeviceMem struct {
+	Ptr uintptr
+	Len int
+}
+
+// OnDevice wraps device data of dtype at ptr holding n elements, of the
+// given shape (one-dimensional when none is given).
+func OnDevice(dtype DType, ptr uintptr, n int, shape ...int) Buffer {
+	if len(shape) == 0 {
+		shape = []int{n}
+	}
+	return Buffer{DType: dtype, Shape: shape, Device: DeviceMem{Ptr: ptr, Len: n}}
+}
+
+// IsDevice reports whether b's data is in device memory.
+func (b Buffer) IsDevice() bool { return b.Device.Ptr != 0 }
 
 // F32 wraps float32 data. With no shape it is one-dimensional.
 func F32(data []float32, shape ...int) Buffer {
@@ -248,8 +271,11 @@ func Bytes(data []byte) Buffer {
 	return Buffer{DType: Uint8, Shape: []int{len(data)}, U8: data}
 }
 
-// Len returns the number of elements in the data slice.
+// Len returns the number of elements in the data slice (or device memory).
 func (b Buffer) Len() int {
+	if b.IsDevice() {
+		return b.Device.Len
+	}
 	switch b.DType {
 	case Float32:
 		return len(b.F32)
@@ -278,8 +304,27 @@ func (b Buffer) bytes() []byte {
 	return b.U8
 }
 
-// check validates that the data slice matches DType and Shape.
+// check validates that the data slice matches DType and Shape, for the host
+// backends: device memory is refused.
 func (b Buffer) check() error {
+	if b.IsDevice() {
+		return errors.New("buffer is in device memory, which this backend cannot reach: stage it through host memory, or use the nccl backend")
+	}
+	return b.checkShape()
+}
+
+// checkDevice validates a device buffer, for the NCCL backend.
+func (b Buffer) checkDevice() error {
+	if !b.IsDevice() {
+		return errors.New("buffer is in host memory: the nccl backend moves device memory only (upload it first)")
+	}
+	if b.F32 != nil || b.F64 != nil || b.U8 != nil {
+		return errors.New("buffer has both device memory and a host data slice set")
+	}
+	return b.checkShape()
+}
+
+func (b Buffer) checkShape() error {
 	if b.DType.Size() == 0 {
 		return fmt.Errorf("buffer has unknown dtype %d", uint8(b.DType))
 	}

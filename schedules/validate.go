@@ -52,11 +52,18 @@ func (w Wait) String() string {
 type DeadlockError struct {
 	Waits []Wait
 	Grid  string // the rank × step grid, each blocked action [in brackets]
+	// Why names the model under which it deadlocks ("" for the rendezvous
+	// of Validate's dry run).
+	Why string
 }
 
 func (e *DeadlockError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "schedule deadlocks: %d ranks blocked", len(e.Waits))
+	if e.Why != "" {
+		fmt.Fprintf(&b, "schedule deadlocks %s: %d ranks blocked", e.Why, len(e.Waits))
+	} else {
+		fmt.Fprintf(&b, "schedule deadlocks: %d ranks blocked", len(e.Waits))
+	}
 	for _, w := range e.Waits {
 		b.WriteString("\n  ")
 		b.WriteString(w.String())
@@ -93,9 +100,12 @@ type checker struct {
 // Hence a validated schedule cannot deadlock when every rank issues its
 // actions in list order and each transfer blocks until its peer reaches the
 // matching one. An executor may run transfers asynchronously as long as it
-// issues the transfers to each peer in list order.
+// issues the transfers to each peer in list order. Last, CheckPairing runs
+// the transfers, issued one by one, through the rules of a backend that
+// pairs them by order and runs them on one stream per rank (NCCL), so the
+// guarantee holds there too.
 //
-// The error is an *Error (with the grid) or a *DeadlockError.
+// The error is an *Error (with the grid), a *DeadlockError or a *PairingError.
 func Validate(s *Schedule) error {
 	_, err := validate(s)
 	return err
@@ -107,7 +117,10 @@ func validate(s *Schedule) (*checker, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c, c.dryRun()
+	if err := c.dryRun(); err != nil {
+		return nil, err
+	}
+	return c, CheckPairing(s, Singly)
 }
 
 // checkStatic runs the checks that need no execution, shared by Validate and

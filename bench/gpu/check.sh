@@ -93,6 +93,43 @@ if [ "${QUICK:-0}" != 1 ]; then
 	python3 bench/gpu/speed_table.py "$out" || fail "speed table"
 fi
 
+say "NCCL: version, a 1-rank communicator, 2 and 4 ranks sharing the GPU (experimental in NCCL 2.30+)"
+"$B" devices 2>&1 | grep -i nccl || true
+run nccl-1rank intest collective "$T/collective.test" -test.v -test.count=1 -test.run 'RealNCCLOneRank'
+NCCL_MULTI_RANK_GPU_ENABLE=1 run nccl-shared intest collective "$T/collective.test" -test.v -test.count=1 -test.run 'RealNCCLShared'
+grep -hE -- '--- (SKIP|FAIL)|refuses|NCCL 2' "$out"/nccl-*.log | sed 's/^/  /' || true
+export NCCL_MULTI_RANK_GPU_ENABLE=1
+nmax=${NCCL_MAX:-64M} # largest message of the NCCL rows
+for n in 2 4; do
+	for what in p2p allreduce; do
+		[ $what = p2p ] && [ $n = 4 ] && continue
+		run "nccl-bench-$what-$n" "$B" --nproc $n --no-tag bench $what --backend nccl --min 8 --max "$nmax" --reps 3
+		grep -vE '^\[|^pplaunch' "$out/nccl-bench-$what-$n.log" | sed 's/^/  /'
+	done
+done
+for r in $(seq "$rounds"); do # PyTorch NCCL on the same GPU, same sizes, alternating with ours
+	NCCL_MULTI_RANK_GPU_ENABLE=1 python3 bench/gpu/p2p_torch_gpu.py --max "$nmax" >>"$out/nccl-torch.log" 2>&1 || fail "torch nccl round $r (log $out/nccl-torch.log)"
+	"$B" --nproc 2 --no-tag bench p2p --backend nccl --min 8 --max "$nmax" --reps 1 --json >>"$out/nccl-ours-p2p.jsonl" 2>>"$out/nccl-ours.log" || fail "ours p2p round $r"
+	"$B" --nproc 2 --no-tag bench allreduce --backend nccl --min 8 --max "$nmax" --reps 1 --json >>"$out/nccl-ours-allreduce.jsonl" 2>>"$out/nccl-ours.log" || fail "ours allreduce round $r"
+done
+tail -n 40 "$out/nccl-torch.log" | sed 's/^/  torch: /'
+# The same run over NCCL and over TCP must end with the same bits.
+for sched in 1f1b interleaved; do
+	for be in tcp nccl; do
+		run "nccl-train-$sched-$be" "$B" --nproc 2 train --device cuda --backend $be --schedule $sched --steps 5 --eval-every 0 \
+			--checkpoint-dir "$out/ck-nccl-$sched-$be"
+	done
+	run "nccl-same-bits-$sched" "$B" checkpoint compare "$out/ck-nccl-$sched-nccl" "$out/ck-nccl-$sched-tcp"
+done
+# A rank killed at step 3 (its peer is then mid-transfer): the job ends within the deadline
+# (--timeout 20s; 120 s is the script's limit) and the summary names rank 1.
+PPLAUNCH_TEST_KILL=1:3 timeout 120 "$B" --nproc 2 train --device cuda --backend nccl --steps 10 --eval-every 0 --timeout 20s \
+	>"$out/nccl-kill.log" 2>&1
+code=$?
+tail -n 8 "$out/nccl-kill.log"
+if [ $code != 0 ] && [ $code != 124 ] && grep -q 'rank 1' "$out/nccl-kill.log"; then pass "nccl-kill (exit $code, rank 1 named)"; else fail "nccl-kill (exit $code, log $out/nccl-kill.log)"; fi
+unset NCCL_MULTI_RANK_GPU_ENABLE
+
 say "done"
 [ $failed = 0 ] && echo "all GPU checks passed" || echo "some GPU checks FAILED"
 exit $failed

@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	"github.com/pplaunch/pplaunch/bench"
 	"github.com/pplaunch/pplaunch/collective"
+	"github.com/pplaunch/pplaunch/launch"
 	"github.com/pplaunch/pplaunch/ranks"
 )
 
@@ -16,6 +18,7 @@ import (
 type benchP2PCmd struct {
 	bench.P2POptions
 	linkFlags
+	Backend string        `arg:"--backend" default:"tcp" help:"tcp, nccl (GPU memory) or auto (nccl when every rank has a GPU and NCCL loads)"`
 	Timeout durationValue `arg:"--timeout" default:"5m" help:"deadline of every transfer; seconds, or 30s, 5m"`
 }
 
@@ -23,6 +26,7 @@ type benchP2PCmd struct {
 type benchAllReduceCmd struct {
 	bench.AllReduceOptions
 	linkFlags
+	Backend string        `arg:"--backend" default:"tcp" help:"tcp, nccl (GPU memory) or auto (nccl when every rank has a GPU and NCCL loads)"`
 	Segment bench.Size    `arg:"--segment" help:"piece size of the pipelined ring (default: 1 MiB when links poll, else 4 MiB)"`
 	Timeout durationValue `arg:"--timeout" default:"5m" help:"deadline of every all-reduce; seconds, or 30s, 5m"`
 }
@@ -49,11 +53,23 @@ func (l linkFlags) options(timeout time.Duration) (collective.TCPOptions, error)
 	return o, nil
 }
 
+func (c *benchP2PCmd) run(f launch.Flags, argv []string, stdout, stderr io.Writer) int {
+	return runBench(c.Backend, f, argv, stdout, stderr, c.job(stdout), ncclJob(c.Timeout.D(), func(ctx context.Context, comm collective.Comm, mem bench.DeviceMemory) error {
+		return bench.RunP2PDevice(ctx, comm, mem, c.P2POptions, stdout)
+	}))
+}
+
 func (c *benchP2PCmd) job(stdout io.Writer) func(ctx context.Context, r *ranks.Rank) error {
 	opts, err := c.options(c.Timeout.D())
 	return commJob(opts, err, func(ctx context.Context, comm collective.Comm) error {
 		return bench.RunP2P(ctx, comm, c.P2POptions, stdout)
 	})
+}
+
+func (c *benchAllReduceCmd) run(f launch.Flags, argv []string, stdout, stderr io.Writer) int {
+	return runBench(c.Backend, f, argv, stdout, stderr, c.job(stdout), ncclJob(c.Timeout.D(), func(ctx context.Context, comm collective.Comm, mem bench.DeviceMemory) error {
+		return bench.RunAllReduceDevice(ctx, comm, mem, c.AllReduceOptions, stdout)
+	}))
 }
 
 func (c *benchAllReduceCmd) job(stdout io.Writer) func(ctx context.Context, r *ranks.Rank) error {
@@ -62,6 +78,20 @@ func (c *benchAllReduceCmd) job(stdout io.Writer) func(ctx context.Context, r *r
 	return commJob(opts, err, func(ctx context.Context, comm collective.Comm) error {
 		return bench.RunAllReduce(ctx, comm, c.AllReduceOptions, stdout)
 	})
+}
+
+// runBench runs a communicator benchmark over the backend --backend
+// chooses: a refusal is one message and exit 2 before any rank starts.
+func runBench(flag string, f launch.Flags, argv []string, stdout, stderr io.Writer, tcp, nccl func(ctx context.Context, r *ranks.Rank) error) int {
+	choice, err := resolveBackend(flag, "cuda", true, f, os.Getenv, os.Setenv, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "pplaunch: bench:", err)
+		return 2
+	}
+	if choice == "nccl" {
+		return runAsRanks(f, argv, stdout, stderr, nccl)
+	}
+	return runAsRanks(f, argv, stdout, stderr, tcp)
 }
 
 // commJob is a rank job that opens the job's communicator with opts (or

@@ -96,9 +96,9 @@ func run(argv []string, stdout, stderr io.Writer) int {
 	case c.Bench != nil && c.Bench.Store != nil:
 		return runAsRanks(c.Flags, argv, stdout, stderr, c.Bench.Store.job(stdout))
 	case c.Bench != nil && c.Bench.P2P != nil:
-		return runAsRanks(c.Flags, argv, stdout, stderr, c.Bench.P2P.job(stdout))
+		return c.Bench.P2P.run(c.Flags, argv, stdout, stderr)
 	case c.Bench != nil && c.Bench.AllReduce != nil:
-		return runAsRanks(c.Flags, argv, stdout, stderr, c.Bench.AllReduce.job(stdout))
+		return c.Bench.AllReduce.run(c.Flags, argv, stdout, stderr)
 	case c.Train != nil:
 		return c.Train.run(c.Flags, argv, stdout, stderr)
 	case c.Plan != nil:

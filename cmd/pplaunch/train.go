@@ -53,6 +53,7 @@ type trainCmd struct {
 	TraceSVG        string        `arg:"--trace-svg" placeholder:"FILE" help:"measured timeline as an SVG Gantt picture"`
 	Device          string        `arg:"--device" default:"cpu" help:"where the model computes: cpu or cuda (a rank's GPU is its LOCAL_RANK modulo the visible GPUs)"`
 	TF32            bool          `arg:"--tf32" help:"on cuda, let matrix products use TF32 tensor cores"`
+	Backend         string        `arg:"--backend" default:"tcp" help:"communicator: tcp, nccl or auto (nccl when every rank has a GPU and NCCL loads; says which it chose)"`
 }
 
 func (c *trainCmd) config() (ranks.TrainConfig, error) {
@@ -89,6 +90,12 @@ func (c *trainCmd) run(f launch.Flags, argv []string, stdout, stderr io.Writer) 
 		err = c.precheck(f, os.Getenv)
 	}
 	if err != nil {
+		fmt.Fprintln(stderr, "pplaunch: train:", err)
+		return 2
+	}
+	// The tensors are host tensors, and the stage loop hands the
+	// communicator host buffers: chooseBackend says what nccl needs.
+	if _, err := resolveBackend(c.Backend, c.Device, false, f, os.Getenv, os.Setenv, stderr); err != nil {
 		fmt.Fprintln(stderr, "pplaunch: train:", err)
 		return 2
 	}
