@@ -119,7 +119,7 @@ func (t *trainer) setup(ctx context.Context) error {
 		}
 		st.SetLossScale(float32(1 / float64(c.DP*c.Micro)))
 		t.stages[s] = st
-		if t.opts[s], err = models.NewOptimizer(c.Optimizer, c.WeightDecay); err != nil {
+		if t.opts[s], err = c.newOptimizer(); err != nil {
 			return fmt.Errorf("--optimizer: %w", err)
 		}
 	}
@@ -157,7 +157,6 @@ func (t *trainer) loop(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	lrs := models.LRSchedule{Peak: c.LR, Min: c.MinLR, Warmup: c.Warmup, Total: c.Steps}
 	res := &Result{FirstStep: first, Steps: c.Steps}
 	tokensPerStep := float64(c.DP * c.Micro * c.MicroSize * c.Model.Seq)
 	batches := func(g int) ([]int32, []int32, error) {
@@ -185,7 +184,7 @@ func (t *trainer) loop(ctx context.Context) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		lr := lrs.At(step)
+		lr := c.LRAt(step)
 		scale := models.ClipScale(norm, c.Clip)
 		for _, s := range t.order {
 			if err := t.opts[s].Step(t.stages[s].Params(), lr, scale); err != nil {

@@ -82,6 +82,12 @@ func run(argv []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 	}
+	if c.Train != nil && c.Train.Config != "" {
+		if err := withConfigFile(&c, torchrunNames(flagArgs)); err != nil {
+			fmt.Fprintln(stderr, "pplaunch: train:", err)
+			return 2
+		}
+	}
 	if hasProgram {
 		if p.Subcommand() != nil {
 			fmt.Fprintf(stderr, "pplaunch: give a subcommand (%s) or -- PROGRAM, not both\n", strings.Join(p.SubcommandNames(), " "))

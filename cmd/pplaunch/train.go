@@ -23,8 +23,12 @@ import (
 // a GPT on the embedded corpus (or --data). Run by the agent, each rank runs
 // it with the rank environment; run alone, it is a one-rank world.
 type trainCmd struct {
+	Config string `arg:"--config" placeholder:"FILE.json" help:"read the run's settings from this file (DeepSpeed's keys and the flags' names; flags given win)"`
 	modelFlags
 	cutFlags
+	optimFlags
+	sampleFlags
+	metricsFlags
 	InitFrom        string        `arg:"--init-from" placeholder:"FILE.safetensors" help:"start from these weights (e.g. nanoGPT's state_dict) instead of the seed"`
 	Schedule        string        `arg:"--schedule" default:"1f1b" help:"gpipe, 1f1b, interleaved, zb-h1 or zb-v"`
 	Virtual         int           `arg:"--virtual" help:"virtual stages per rank (interleaved: default 2; zb-v always has 2)"`
@@ -52,6 +56,8 @@ type trainCmd struct {
 	Metrics         string        `arg:"--metrics" placeholder:"FILE" help:"per-step JSON lines (rank 0)"`
 	Trace           string        `arg:"--trace" placeholder:"FILE" help:"measured timeline of every rank as Chrome-trace JSON"`
 	TraceSVG        string        `arg:"--trace-svg" placeholder:"FILE" help:"measured timeline as an SVG Gantt picture"`
+
+	batch batchSpec // what --config gave of the batch sizes (resolveWorld)
 }
 
 func (c *trainCmd) config() (ranks.TrainConfig, error) {
@@ -69,6 +75,8 @@ func (c *trainCmd) config() (ranks.TrainConfig, error) {
 		Optimizer: c.Optimizer, LR: c.LR, MinLR: c.MinLR, Warmup: c.Warmup, WeightDecay: c.WeightDecay, Clip: c.Clip,
 		Steps: c.Steps, EvalEvery: c.EvalEvery, EvalBatches: c.EvalBatches, Seed: c.Seed, Data: c.Data,
 		InitFrom: c.InitFrom, Timeout: c.Timeout, CheckpointDir: c.CheckpointDir, CheckpointEvery: c.CheckpointEvery, Resume: c.Resume, Overwrite: c.Overwrite,
+		LRSchedule: c.LRSchedule, WarmupStart: c.WarmupStartLR, LRDecaySteps: c.LRDecaySteps,
+		Beta1: c.AdamBeta1, Beta2: c.AdamBeta2, Eps: c.AdamEps, Momentum: c.Momentum,
 	}, nil
 }
 
@@ -92,14 +100,17 @@ func (c *trainCmd) precheck(f launch.Flags, getenv func(string) string) error {
 	if f.Direct || getenv(store.EnvRole) == store.RoleRank {
 		return nil
 	}
-	cfg, err := c.config()
-	if err != nil {
-		return err
-	}
 	size := 0
 	// Bad launcher flags are runAgent's to report.
 	if lc, err := launch.Resolve(f, getenv); err == nil && lc.NNodes == 1 {
 		size = lc.NProc
+	}
+	if err := c.resolveWorld(size); err != nil {
+		return err
+	}
+	cfg, err := c.config()
+	if err != nil {
+		return err
 	}
 	if _, err := cfg.Plan(size); err != nil {
 		return err
@@ -140,6 +151,9 @@ func (c *trainCmd) job(stdout io.Writer) func(ctx context.Context, r *ranks.Rank
 		os.Setenv(terminalEnv, "1")
 	}
 	return func(ctx context.Context, r *ranks.Rank) error {
+		if err := c.resolveWorld(r.WorldSize); err != nil {
+			return fmt.Errorf("train: %w", err)
+		}
 		cfg, err := c.config()
 		if err != nil {
 			return fmt.Errorf("train: %w", err)
@@ -149,6 +163,7 @@ func (c *trainCmd) job(stdout io.Writer) func(ctx context.Context, r *ranks.Rank
 			return fmt.Errorf("train: %w", err)
 		}
 		cfg.PP = l.PP
+		cfg.Effective = c.effective(cfg)
 		be, err := tensor.NewCPUFromEnv()
 		if err != nil {
 			return fmt.Errorf("train: %w", err)

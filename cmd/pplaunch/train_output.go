@@ -48,6 +48,9 @@ func newTrainOutput(c *trainCmd, cfg ranks.TrainConfig, backend string, world in
 	}
 	fmt.Fprintf(w, "train: %s (%d parameters) on %s; %d ranks = pp %d × dp %d; schedule %s%s, %d micro-batches of %d sequences; %d steps; compute %s\n",
 		cfg.Model, cfg.Model.NumParams(), dataName(cfg.Data), world, cfg.PP, cfg.DP, cfg.Schedule, v, cfg.Micro, cfg.MicroSize, cfg.Steps, backend)
+	if len(cfg.Effective) > 0 {
+		fmt.Fprintf(w, "config: %s\n", cfg.Effective)
+	}
 	return o, nil
 }
 
