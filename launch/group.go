@@ -132,10 +132,7 @@ func (g *group) start(c Config, p Program, path string, w World, restart int, r 
 		g.files = append(g.files, errFile)
 	}
 	show := c.ShowLocal(r.local) && (c.LogDir == "" || c.Tee)
-	prefix := ""
-	if c.Tag {
-		prefix = fmt.Sprintf("[rank %d] ", r.global)
-	}
+	outPrefix, errPrefix := outputPrefixes(c, r.global)
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		return err
@@ -178,12 +175,12 @@ func (g *group) start(c Config, p Program, path string, w World, restart int, r 
 	g.out.Add(2)
 	go func() {
 		defer g.out.Done()
-		pump(outR, outCon, prefix, writerOrNil(outFile), nil)
+		pump(outR, outCon, outPrefix, writerOrNil(outFile), nil)
 		outR.Close()
 	}()
 	go func() {
 		defer g.out.Done()
-		pump(errR, errCon, prefix, writerOrNil(errFile), &r.stderr)
+		pump(errR, errCon, errPrefix, writerOrNil(errFile), &r.stderr)
 		errR.Close()
 		close(r.errDone)
 	}()

@@ -103,8 +103,10 @@ func run(argv []string, stdout, stderr io.Writer) int {
 	case c.Bench != nil && c.Bench.Store != nil:
 		return runAsRanks(c.Flags, argv, stdout, stderr, c.Bench.Store.job(stdout))
 	case c.Bench != nil && c.Bench.P2P != nil:
+		c.Flags.Rank0Raw = c.Bench.P2P.JSON // its JSON lines parse as printed
 		return runAsRanks(c.Flags, argv, stdout, stderr, c.Bench.P2P.job(stdout))
 	case c.Bench != nil && c.Bench.AllReduce != nil:
+		c.Flags.Rank0Raw = c.Bench.AllReduce.JSON
 		return runAsRanks(c.Flags, argv, stdout, stderr, c.Bench.AllReduce.job(stdout))
 	case c.Train != nil:
 		return c.Train.run(c.Flags, argv, stdout, stderr)
