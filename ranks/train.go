@@ -29,6 +29,11 @@ type Job struct {
 	Stall func(step int, a schedules.Action)
 	// Logf prints a line on this rank's output.
 	Logf func(format string, args ...any)
+	// Sample, if set, has rank 0 print text from the model at the end (and
+	// every Sample.Every steps), generated through replica 0's pipeline and
+	// given to OnSample on rank 0. Every rank needs the same Sample.
+	Sample   *SampleOptions
+	OnSample func(Sample)
 	// Stop, if set, says whether this rank has been asked to stop early (a
 	// preemption signal). At the end of every step the ranks combine their
 	// answers in the step's all-reduce, so they all agree on the step to stop
@@ -220,6 +225,12 @@ func (t *trainer) loop(ctx context.Context) (*Result, error) {
 			res.Summary.Add(*rec)
 			if t.job.Report != nil {
 				t.job.Report(*rec)
+			}
+		}
+		// After the step's record, whose time it is not part of.
+		if sampleDue(t.job.Sample, step, c.Steps) {
+			if err := t.sample(ctx, step); err != nil {
+				return nil, err
 			}
 		}
 		if stop {

@@ -26,6 +26,7 @@ type cli struct {
 	Train      *trainCmd      `arg:"subcommand:train" help:"pipeline-parallel training of a GPT (a rank job: runs under the launcher flags)"`
 	Bench      *benchCmd      `arg:"subcommand:bench" help:"benchmarks"`
 	Checkpoint *checkpointCmd `arg:"subcommand:checkpoint" help:"tools over saved checkpoints (compare)"`
+	Sample     *sampleCmd     `arg:"subcommand:sample" help:"generate text from a checkpoint (one rank, or a pipeline of N ranks)"`
 }
 
 // benchCmd groups the benchmarks.
@@ -110,6 +111,8 @@ func run(argv []string, stdout, stderr io.Writer) int {
 		return runAsRanks(c.Flags, argv, stdout, stderr, c.Bench.AllReduce.job(stdout))
 	case c.Train != nil:
 		return c.Train.run(c.Flags, argv, stdout, stderr)
+	case c.Sample != nil:
+		return c.Sample.run(c.Flags, argv, stdout, stderr)
 	case c.Plan != nil:
 		return runInProcess(stderr, func(ctx context.Context) error { return c.Plan.run(ctx, stdout, stderr) })
 	case c.Bench != nil && c.Bench.Step != nil:

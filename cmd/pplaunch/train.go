@@ -115,6 +115,9 @@ func (c *trainCmd) precheck(f launch.Flags, getenv func(string) string) error {
 	if _, err := cfg.Plan(size); err != nil {
 		return err
 	}
+	if _, err := c.genFlags.options(cfg.Model.Vocab, cfg.Seed); err != nil {
+		return err
+	}
 	if _, err := ranks.LoadData(cfg); err != nil {
 		return err
 	}
@@ -189,13 +192,19 @@ func (c *trainCmd) job(stdout io.Writer) func(ctx context.Context, r *ranks.Rank
 		if job.Stall, err = ranks.FaultHooksFromEnv(os.Getenv, job.Rank, job.Restart, pre.Got()); err != nil {
 			return fmt.Errorf("train: %w", err)
 		}
+		so, err := c.genFlags.options(cfg.Model.Vocab, cfg.Seed)
+		if err != nil {
+			return fmt.Errorf("train: %w", err)
+		}
+		so.Every = c.SampleEvery
+		job.Sample = &so
 		var out *trainOutput
 		if job.Rank == 0 {
 			if out, err = newTrainOutput(c, cfg, be.Name(), job.Size, stdout); err != nil {
 				return fmt.Errorf("train: %w", err)
 			}
 			defer out.close()
-			job.Report = out.step
+			job.Report, job.OnSample = out.step, out.sample
 		}
 		res, err := ranks.Train(ctx, cfg, job)
 		if err != nil {

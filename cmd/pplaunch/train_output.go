@@ -96,6 +96,11 @@ func (o *trainOutput) step(r ranks.StepRecord) {
 	fmt.Fprintf(o.w, "[%s%s] %3d%%  ETA %-6v %s\n", strings.Repeat("#", done), strings.Repeat(".", width-done), 100*(r.Step+1)/n, eta, line)
 }
 
+// sample prints a sample on one line.
+func (o *trainOutput) sample(s ranks.Sample) {
+	fmt.Fprintf(o.w, "sample after step %d: %s\n", s.Step, formatSample(o.cfg.Model.Vocab, s.Prompt, s.Tokens))
+}
+
 func (o *trainOutput) close() {
 	if o.metrics != nil {
 		o.metrics.Close()
