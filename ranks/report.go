@@ -27,14 +27,24 @@ type StepRecord struct {
 	// shared machine it shows the work done, whatever the wall time.
 	CPUS []float64 `json:"cpu_s"`
 	LR   float64   `json:"lr"`
+	// RSS is each rank's resident set size at the end of its step;
+	// DeviceMemory the bytes its backend holds on a device (-1: a backend
+	// that does not say; omitted when no rank's does).
+	RSS          []int64 `json:"rss_bytes"`
+	DeviceMemory []int64 `json:"device_memory_bytes,omitempty"`
+	// Transfers are the activations and gradients each rank sent to and
+	// received from each peer in the step, with the time its transfer
+	// actions took (see transfers).
+	Transfers []Transfer `json:"transfers,omitempty"`
 	// Timeline is the measured step of every rank, seconds on rank 0's clock
 	// since the job's origin (for --trace); not written to the metrics.
 	Timeline *schedules.Timeline `json:"-"`
 }
 
 // reportHead is the report message's header: start, peak bytes, bytes per
-// micro-batch, CPU seconds; the spans follow, two values each.
-const reportHead = 4
+// micro-batch, CPU seconds, RSS bytes, device bytes; the spans follow, two
+// values each.
+const reportHead = 6
 
 // cpuTime is the process's CPU time so far.
 func cpuTime() time.Duration {
@@ -87,6 +97,7 @@ func (t *trainer) encodeReport(sr *StepResult, cpuS float64) []float64 {
 	}
 	v[0] = sr.Start.Add(t.offset).Sub(t.origin).Seconds()
 	v[1], v[2], v[3] = float64(sr.Peak), float64(perMB), cpuS
+	v[4], v[5] = float64(rssBytes()), float64(deviceBytes(t.job.Backend))
 	for i, sp := range sr.Spans {
 		v[reportHead+2*i], v[reportHead+1+2*i] = sp.Start, sp.End
 	}
@@ -96,11 +107,16 @@ func (t *trainer) encodeReport(sr *StepResult, cpuS float64) []float64 {
 // record is the step's record from every rank's report, with the timeline
 // of every rank on rank 0's clock.
 func (t *trainer) record(step int, all [][]float64) *StepRecord {
-	rec := &StepRecord{Step: step, PeakActivation: make([]int64, t.job.Size), PeakMicroBatches: make([]float64, t.job.Size), CPUS: make([]float64, t.job.Size)}
-	abs := &schedules.Timeline{Ranks: make([][]schedules.Span, t.job.Size)}
+	n := t.job.Size
+	rec := &StepRecord{Step: step, PeakActivation: make([]int64, n), PeakMicroBatches: make([]float64, n), CPUS: make([]float64, n),
+		RSS: make([]int64, n), DeviceMemory: make([]int64, n)}
+	abs := &schedules.Timeline{Ranks: make([][]schedules.Span, n)}
+	device := false
 	for r, v := range all {
 		rec.PeakActivation[r] = int64(v[1])
 		rec.CPUS[r] = v[3]
+		rec.RSS[r], rec.DeviceMemory[r] = int64(v[4]), int64(v[5])
+		device = device || v[5] >= 0
 		if v[2] > 0 {
 			rec.PeakMicroBatches[r] = v[1] / v[2]
 		}
@@ -110,7 +126,12 @@ func (t *trainer) record(step int, all [][]float64) *StepRecord {
 			abs.Ranks[r][i] = schedules.Span{Action: a, Start: v[0] + v[reportHead+2*i], End: v[0] + v[reportHead+1+2*i]}
 		}
 	}
+	if !device {
+		rec.DeviceMemory = nil
+	}
 	rec.Timeline = abs
+	m := t.cfg.Model
+	rec.Transfers = transfers(t.sched, t.cfg.PP, abs, int64(t.cfg.MicroSize*m.Seq*m.Width)*4)
 	return rec
 }
 

@@ -118,6 +118,9 @@ func (c *trainCmd) precheck(f launch.Flags, getenv func(string) string) error {
 	if _, err := c.genFlags.options(cfg.Model.Vocab, cfg.Seed); err != nil {
 		return err
 	}
+	if err := checkMetricsAddr(c.MetricsAddr); err != nil {
+		return err
+	}
 	if _, err := ranks.LoadData(cfg); err != nil {
 		return err
 	}

@@ -19,8 +19,9 @@ type trainOutput struct {
 	tty     bool
 	metrics *os.File
 	enc     *json.Encoder
-	encErr  error        // the first failed --metrics write, reported at the end
-	trace   *traceStream // nil without --trace and --trace-svg
+	encErr  error          // the first failed --metrics write, reported at the end
+	trace   *traceStream   // nil without --trace and --trace-svg
+	prom    *metricsServer // nil without --metrics-addr
 	c       *trainCmd
 	start   time.Time
 }
@@ -41,6 +42,14 @@ func newTrainOutput(c *trainCmd, cfg ranks.TrainConfig, backend string, world in
 			return nil, fmt.Errorf("--trace: %w", err)
 		}
 		o.trace = t
+	}
+	if c.MetricsAddr != "" {
+		m, err := startMetrics(c.MetricsAddr, cfg.Steps, w)
+		if err != nil {
+			o.close()
+			return nil, err
+		}
+		o.prom = m
 	}
 	v := ""
 	if cfg.Schedule == "interleaved" {
@@ -69,6 +78,9 @@ func (o *trainOutput) step(r ranks.StepRecord) {
 	}
 	if o.trace != nil && r.Timeline != nil {
 		o.trace.add(r.Timeline)
+	}
+	if o.prom != nil {
+		o.prom.observe(r)
 	}
 	peaks := make([]string, len(r.PeakActivation))
 	for i, p := range r.PeakActivation {
@@ -107,6 +119,9 @@ func (o *trainOutput) close() {
 	}
 	if o.trace != nil {
 		o.trace.close()
+	}
+	if o.prom != nil {
+		o.prom.close()
 	}
 }
 
