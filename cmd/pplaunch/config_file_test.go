@@ -16,9 +16,15 @@ import (
 // holding file, and resolves the batch sizes for a world of size ranks.
 func parseTrain(t *testing.T, file string, size int, args ...string) (ranks.TrainConfig, error) {
 	t.Helper()
+	return parseTrainAs(t, "run.json", file, size, args...)
+}
+
+// parseTrainAs is parseTrain with the file named name.
+func parseTrainAs(t *testing.T, name, file string, size int, args ...string) (ranks.TrainConfig, error) {
+	t.Helper()
 	argv := []string{"train"}
 	if file != "" {
-		path := filepath.Join(t.TempDir(), "run.json")
+		path := filepath.Join(t.TempDir(), name)
 		if err := os.WriteFile(path, []byte(file), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -251,6 +257,38 @@ func TestEditDistance(t *testing.T) {
 	}{{"", "", 0}, {"abc", "", 3}, {"kitten", "sitting", 3}, {"steps", "step", 1}, {"num_stage", "num_stages", 1}} {
 		if got := editDistance(tc.a, tc.b); got != tc.want {
 			t.Errorf("editDistance(%q, %q) = %d, want %d", tc.a, tc.b, got, tc.want)
+		}
+	}
+}
+
+// TestConfigYAML: the YAML example is the JSON example; YAML's errors and
+// the key checks reach the user the same way.
+func TestConfigYAML(t *testing.T) {
+	read := func(name string) string {
+		b, err := os.ReadFile(filepath.Join("..", "..", "examples", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	j, err := parseTrainAs(t, "run.json", read("deepspeed.json"), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, err := parseTrainAs(t, "run.yaml", read("deepspeed.yaml"), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := ranks.DiffFlags(y.Flags(nil), j.Flags(nil)); len(d) > 0 {
+		t.Errorf("examples/deepspeed.yaml differs from deepspeed.json: %v", d)
+	}
+	for _, tc := range []struct{ file, want string }{
+		{"steps: [1\n", "run.yml"},
+		{"pipeline:\n  num_stagez: 2\n", "did you mean pipeline.num_stages"},
+		{"1: 2\n", "run.yml"},
+	} {
+		if _, err := parseTrainAs(t, "run.yml", tc.file, 1); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: error %v, want %q in it", tc.file, err, tc.want)
 		}
 	}
 }

@@ -23,6 +23,9 @@ func withConfigFile(c *cli, args []string) error {
 	if err != nil {
 		return fmt.Errorf("--config: %w", err)
 	}
+	if b, err = configJSON(path, b); err != nil {
+		return err
+	}
 	f, err := parseRunFile(path, b)
 	if err != nil {
 		return err

@@ -23,7 +23,7 @@ import (
 // a GPT on the embedded corpus (or --data). Run by the agent, each rank runs
 // it with the rank environment; run alone, it is a one-rank world.
 type trainCmd struct {
-	Config string `arg:"--config" placeholder:"FILE.json" help:"read the run's settings from this file (DeepSpeed's keys and the flags' names; flags given win)"`
+	Config string `arg:"--config" placeholder:"FILE" help:"read the run's settings from this JSON (or .yaml) file: DeepSpeed's keys and the flags' names; flags given win"`
 	modelFlags
 	cutFlags
 	optimFlags
