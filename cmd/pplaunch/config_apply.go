@@ -35,71 +35,9 @@ var schedulerParams = map[string][]string{
 // apply sets c's fields from the keys the file has; given says which flags
 // the command line gave (they are applied after, and win).
 func (f *runFile) apply(c *trainCmd, name string, given map[string]bool) error {
-	set := func(dst *int, v *int) {
-		if v != nil {
-			*dst = *v
-		}
+	if err := f.applyProject(c, name); err != nil {
+		return err
 	}
-	setS := func(dst *string, v *string) {
-		if v != nil {
-			*dst = *v
-		}
-	}
-	if f.Steps != nil && f.TrainIters != nil && *f.Steps != *f.TrainIters {
-		return fmt.Errorf("%s: steps %d and train_iters %d: give one", name, *f.Steps, *f.TrainIters)
-	}
-	set(&c.Steps, f.Steps)
-	set(&c.Steps, f.TrainIters)
-	setS(&c.Model, f.Model)
-	set(&c.Layers, f.Layers)
-	set(&c.Width, f.Width)
-	set(&c.Heads, f.Heads)
-	set(&c.Seq, f.Seq)
-	if f.Tied != nil {
-		c.Tied = *f.Tied
-	}
-	setS(&c.Schedule, f.Schedule)
-	set(&c.Virtual, f.Virtual)
-	set(&c.DP, f.DP)
-	setS(&c.Balance, f.Balance)
-	setS(&c.LayersPerStage, f.LayersPerStage)
-	setS(&c.Data, f.Data)
-	if f.Seed != nil {
-		c.Seed = *f.Seed
-	}
-	setS(&c.InitFrom, f.InitFrom)
-	if f.Timeout != nil {
-		d, err := time.ParseDuration(*f.Timeout)
-		if err != nil {
-			return fmt.Errorf("%s: timeout %q: want a duration such as \"5m\"", name, *f.Timeout)
-		}
-		c.Timeout = d
-	}
-	if k := f.Checkpoint; k != nil {
-		setS(&c.CheckpointDir, k.Dir)
-		set(&c.CheckpointEvery, k.Every)
-		if k.Resume != nil {
-			c.Resume = *k.Resume
-		}
-		if k.Overwrite != nil {
-			c.Overwrite = *k.Overwrite
-		}
-	}
-	if e := f.Eval; e != nil {
-		set(&c.EvalEvery, e.Every)
-		set(&c.EvalBatches, e.Batches)
-	}
-	if s := f.Sample; s != nil {
-		set(&c.SampleEvery, s.Every)
-		set(&c.SampleTokens, s.Tokens)
-		if s.Temperature != nil {
-			c.Temperature = *s.Temperature
-		}
-		set(&c.TopK, s.TopK)
-		setS(&c.Prompt, s.Prompt)
-	}
-	setS(&c.Metrics, f.Metrics)
-	setS(&c.MetricsAddr, f.MetricsAddr)
 	if f.GradientClipping != nil {
 		c.Clip = *f.GradientClipping
 	}
@@ -122,6 +60,63 @@ func (f *runFile) apply(c *trainCmd, name string, given map[string]bool) error {
 		return err
 	}
 	return f.applyScheduler(c, name)
+}
+
+func set[T any](dst *T, v *T) {
+	if v != nil {
+		*dst = *v
+	}
+}
+
+// applyProject sets what the project's own keys (and steps) give.
+func (f *runFile) applyProject(c *trainCmd, name string) error {
+	setS := set[string]
+	if f.Steps != nil && f.TrainIters != nil && *f.Steps != *f.TrainIters {
+		return fmt.Errorf("%s: steps %d and train_iters %d: give one", name, *f.Steps, *f.TrainIters)
+	}
+	set(&c.Steps, f.Steps)
+	set(&c.Steps, f.TrainIters)
+	setS(&c.Model, f.Model)
+	set(&c.Layers, f.Layers)
+	set(&c.Width, f.Width)
+	set(&c.Heads, f.Heads)
+	set(&c.Seq, f.Seq)
+	set(&c.Tied, f.Tied)
+	setS(&c.Schedule, f.Schedule)
+	set(&c.Virtual, f.Virtual)
+	set(&c.DP, f.DP)
+	setS(&c.Balance, f.Balance)
+	setS(&c.LayersPerStage, f.LayersPerStage)
+	setS(&c.Data, f.Data)
+	set(&c.Seed, f.Seed)
+	setS(&c.InitFrom, f.InitFrom)
+	if f.Timeout != nil {
+		d, err := time.ParseDuration(*f.Timeout)
+		if err != nil {
+			return fmt.Errorf("%s: timeout %q: want a duration such as \"5m\"", name, *f.Timeout)
+		}
+		c.Timeout = d
+	}
+	if k := f.Checkpoint; k != nil {
+		setS(&c.CheckpointDir, k.Dir)
+		set(&c.CheckpointEvery, k.Every)
+		set(&c.Resume, k.Resume)
+		set(&c.Overwrite, k.Overwrite)
+	}
+	if e := f.Eval; e != nil {
+		set(&c.EvalEvery, e.Every)
+		set(&c.EvalBatches, e.Batches)
+	}
+	if s := f.Sample; s != nil {
+		set(&c.SampleEvery, s.Every)
+		set(&c.SampleTokens, s.Tokens)
+		set(&c.Temperature, s.Temperature)
+		set(&c.TopK, s.TopK)
+		setS(&c.Prompt, s.Prompt)
+	}
+	setS(&c.Metrics, f.Metrics)
+	setS(&c.MetricsAddr, f.MetricsAddr)
+	return nil
 }
 
 func (f *runFile) applyPipeline(c *trainCmd, name string, given map[string]bool) error {
