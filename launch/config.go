@@ -39,6 +39,9 @@ type Flags struct {
 	Tag              bool     `arg:"--tag,env:PPLAUNCH_TAG" help:"prefix each output line with [rank N] (the default)"`
 	NoTag            bool     `arg:"--no-tag,env:PPLAUNCH_NO_TAG" help:"print ranks' output lines as they are"`
 	Direct           bool     `arg:"--direct,env:PPLAUNCH_DIRECT" help:"no agent: this process is one rank of an srun or mpirun job (RANK from SLURM_PROCID, OMPI_COMM_WORLD_RANK, PMI_RANK)"`
+	// Rank0Raw is set by a built-in job whose rank 0 prints machine-readable
+	// lines (--json) on stdout: see outputPrefixes. Not a flag.
+	Rank0Raw bool `arg:"-"`
 }
 
 // Config is the agent's resolved configuration.
@@ -56,6 +59,7 @@ type Config struct {
 	LogDir      string
 	Tee         bool
 	Tag         bool
+	Rank0Raw    bool // rank 0's stdout is relayed untagged (outputPrefixes)
 	// ShowLocal reports whether local rank i's output goes to the console.
 	ShowLocal func(i int) bool
 	// Cores is how many CPUs the node's ranks share (for GOMAXPROCS).
@@ -73,6 +77,7 @@ func Resolve(f Flags, getenv func(string) string) (Config, error) {
 		LogDir:      f.LogDir,
 		Tee:         f.Tee,
 		Tag:         !f.NoTag,
+		Rank0Raw:    f.Rank0Raw,
 		Cores:       runtime.NumCPU(),
 		From:        "flags",
 	}

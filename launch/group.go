@@ -109,10 +109,7 @@ func (g *group) start(c Config, p Program, path string, w World, restart int, r 
 		return err
 	}
 	show := c.ShowLocal(r.local) && (c.LogDir == "" || c.Tee)
-	prefix := ""
-	if c.Tag {
-		prefix = fmt.Sprintf("[rank %d] ", r.global)
-	}
+	outPrefix, errPrefix := outputPrefixes(c, r.global)
 	// Only rank 0 reads the agent's stdin (as under mpirun); the others read /dev/null.
 	stdin := os.Stdin
 	if r.global != 0 {
@@ -173,12 +170,12 @@ func (g *group) start(c Config, p Program, path string, w World, restart int, r 
 	g.out.Add(2)
 	go func() {
 		defer g.out.Done()
-		pump(outR, outCon, prefix, writerOrNil(outFile), nil)
+		pump(outR, outCon, outPrefix, writerOrNil(outFile), nil)
 		outR.Close()
 	}()
 	go func() {
 		defer g.out.Done()
-		pump(errR, errCon, prefix, writerOrNil(errFile), &r.stderr)
+		pump(errR, errCon, errPrefix, writerOrNil(errFile), &r.stderr)
 		errR.Close()
 		close(r.errDone)
 	}()

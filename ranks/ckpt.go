@@ -13,10 +13,22 @@ import (
 )
 
 func (t *trainer) manifest(step int) checkpoint.Manifest {
-	return checkpoint.Manifest{
+	m := checkpoint.Manifest{
 		Step: step, Data: checkpoint.DataPosition{Seed: t.cfg.Seed, Step: step},
 		Model: t.cfg.Model.JSON(), Optimizer: t.cfg.Optimizer, NumStages: t.sched.Stages(),
 	}
+	if len(t.cfg.Effective) > 0 {
+		// The run's whole configuration, as --config reads it: what
+		// `pplaunch sample` and a person need to know how it was trained.
+		m.Extra, _ = json.Marshal(ManifestExtra{Config: t.cfg.Effective})
+	}
+	return m
+}
+
+// ManifestExtra is what pplaunch train keeps in a checkpoint manifest's
+// "extra" object.
+type ManifestExtra struct {
+	Config json.RawMessage `json:"config,omitempty"`
 }
 
 // save writes the checkpoint after step steps: replica 0's ranks write their

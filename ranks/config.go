@@ -22,24 +22,36 @@ type TrainConfig struct {
 	Recompute bool
 	// Cut gives the blocks of each of stages stages (nil: models.Partition,
 	// uniform).
-	Cut         func(stages int) ([]int, error)
-	Optimizer   string
-	LR, MinLR   float64
-	Warmup      int
-	WeightDecay float64
-	Clip        float64 // global gradient-norm clipping; 0 disables
-	Steps       int
-	EvalEvery   int // 0: only at the end
-	EvalBatches int
-	Seed        uint64
-	Data        string // corpus path; "" the embedded default
-	InitFrom    string // safetensors weights to start from instead of the seed
-	Timeout     time.Duration
+	Cut       func(stages int) ([]int, error)
+	Optimizer string
+	LR, MinLR float64
+	Warmup    int
+	// LRSchedule is the shape after warmup (LRCosine when ""); WarmupStart
+	// the rate warmup starts from; LRDecaySteps where the decay ends (0:
+	// Steps). See LRAt.
+	LRSchedule   string
+	WarmupStart  float64
+	LRDecaySteps int
+	// AdamW's betas and eps (0: DefaultBeta1, ...), SGD's momentum (as given).
+	Beta1, Beta2, Eps, Momentum float64
+	WeightDecay                 float64
+	Clip                        float64 // global gradient-norm clipping; 0 disables
+	Steps                       int
+	EvalEvery                   int // 0: only at the end
+	EvalBatches                 int
+	Seed                        uint64
+	Data                        string // corpus path; "" the embedded default
+	InitFrom                    string // safetensors weights to start from instead of the seed
+	Timeout                     time.Duration
 
 	CheckpointDir   string
 	CheckpointEvery int
 	Resume          bool
 	Overwrite       bool // a new run removes the checkpoints already in CheckpointDir
+
+	// Effective is the whole run's configuration as a JSON object (what
+	// --config reads), saved in every checkpoint's manifest beside the model.
+	Effective []byte
 }
 
 // Layout is what a configuration gives a world: the pipeline and
@@ -180,6 +192,9 @@ func (c *TrainConfig) checkFlags() error {
 	}
 	if _, err := models.NewOptimizer(c.Optimizer, c.WeightDecay); err != nil {
 		return fmt.Errorf("--optimizer: %w", err)
+	}
+	if err := c.checkOptim(); err != nil {
+		return err
 	}
 	return c.Model.Validate()
 }

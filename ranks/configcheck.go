@@ -46,6 +46,8 @@ func (c *TrainConfig) Flags(cut []int) []FlagValue {
 		{"--pp", i(c.PP)}, {"--dp", i(c.DP)}, {"--recompute", b(c.Recompute)},
 		{"--optimizer", c.Optimizer}, {"--lr", f(c.LR)}, {"--min-lr", f(c.MinLR)}, {"--warmup", i(c.Warmup)},
 		{"--weight-decay", f(c.WeightDecay)}, {"--clip", f(c.Clip)},
+		{"--lr-schedule", c.LRSchedule}, {"--warmup-start-lr", f(c.WarmupStart)}, {"--lr-decay-steps", i(c.LRDecaySteps)},
+		{"--adam-beta1", f(c.Beta1)}, {"--adam-beta2", f(c.Beta2)}, {"--adam-eps", f(c.Eps)}, {"--momentum", f(c.Momentum)},
 		{"--steps", i(c.Steps)}, {"--eval-every", i(c.EvalEvery)}, {"--eval-batches", i(c.EvalBatches)},
 		{"--seed", strconv.FormatUint(c.Seed, 10)}, {"--data", c.Data}, {"--init-from", c.InitFrom},
 		{"--timeout", c.Timeout.String()},

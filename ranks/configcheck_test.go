@@ -56,11 +56,13 @@ func TestFlagsCoverConfig(t *testing.T) {
 		"Warmup": "--warmup", "WeightDecay": "--weight-decay", "Clip": "--clip", "Steps": "--steps", "EvalEvery": "--eval-every",
 		"EvalBatches": "--eval-batches", "Seed": "--seed", "Data": "--data", "InitFrom": "--init-from", "Timeout": "--timeout",
 		"CheckpointDir": "--checkpoint-dir", "CheckpointEvery": "--checkpoint-every", "Resume": "--resume", "Overwrite": "--overwrite",
+		"LRSchedule": "--lr-schedule", "WarmupStart": "--warmup-start-lr", "LRDecaySteps": "--lr-decay-steps",
+		"Beta1": "--adam-beta1", "Beta2": "--adam-beta2", "Eps": "--adam-eps", "Momentum": "--momentum",
 	}
 	ty := reflect.TypeOf(base)
 	for i := range ty.NumField() {
 		f := ty.Field(i)
-		if f.Name == "Cut" {
+		if f.Name == "Cut" || f.Name == "Effective" { // Effective is the other fields, printed
 			continue
 		}
 		c := base

@@ -31,15 +31,21 @@ type StepRecord struct {
 	// shared machine it shows the work done, whatever the wall time.
 	CPUS []float64 `json:"cpu_s"`
 	LR   float64   `json:"lr"`
+	// RSS is each rank's resident set size at the end of its step.
+	RSS []int64 `json:"rss_bytes"`
+	// Transfers are the activations and gradients each rank sent to and
+	// received from each peer in the step, with the time its transfer
+	// actions took (see transfers).
+	Transfers []Transfer `json:"transfers,omitempty"`
 	// Timeline is the measured step of every rank, seconds on rank 0's clock
 	// since the job's origin (for --trace); not written to the metrics.
 	Timeline *schedules.Timeline `json:"-"`
 }
 
 // reportHead is the report message's header: start, peak bytes, bytes per
-// micro-batch, CPU seconds, peak device bytes (-1 without a device); the
-// spans follow, two values each.
-const reportHead = 5
+// micro-batch, CPU seconds, peak device bytes (-1 without a device), RSS
+// bytes; the spans follow, two values each.
+const reportHead = 6
 
 // deviceMemory is a backend that counts the device memory its tensors hold
 // (tensor.CUDA).
@@ -102,6 +108,7 @@ func (t *trainer) encodeReport(sr *StepResult, cpuS float64) []float64 {
 	if d, ok := t.job.Backend.(deviceMemory); ok {
 		v[4] = float64(d.MemoryStats().Peak)
 	}
+	v[5] = float64(rssBytes())
 	for i, sp := range sr.Spans {
 		v[reportHead+2*i], v[reportHead+1+2*i] = sp.Start, sp.End
 	}
@@ -111,8 +118,10 @@ func (t *trainer) encodeReport(sr *StepResult, cpuS float64) []float64 {
 // record is the step's record from every rank's report, with the timeline
 // of every rank on rank 0's clock.
 func (t *trainer) record(step int, all [][]float64) *StepRecord {
-	rec := &StepRecord{Step: step, PeakActivation: make([]int64, t.job.Size), PeakMicroBatches: make([]float64, t.job.Size), CPUS: make([]float64, t.job.Size)}
-	abs := &schedules.Timeline{Ranks: make([][]schedules.Span, t.job.Size)}
+	n := t.job.Size
+	rec := &StepRecord{Step: step, PeakActivation: make([]int64, n), PeakMicroBatches: make([]float64, n), CPUS: make([]float64, n),
+		RSS: make([]int64, n)}
+	abs := &schedules.Timeline{Ranks: make([][]schedules.Span, n)}
 	for r, v := range all {
 		rec.PeakActivation[r] = int64(v[1])
 		rec.CPUS[r] = v[3]
@@ -122,6 +131,7 @@ func (t *trainer) record(step int, all [][]float64) *StepRecord {
 			}
 			rec.PeakDevice[r] = int64(v[4])
 		}
+		rec.RSS[r] = int64(v[5])
 		if v[2] > 0 {
 			rec.PeakMicroBatches[r] = v[1] / v[2]
 		}
@@ -132,6 +142,8 @@ func (t *trainer) record(step int, all [][]float64) *StepRecord {
 		}
 	}
 	rec.Timeline = abs
+	m := t.cfg.Model
+	rec.Transfers = transfers(t.sched, t.cfg.PP, abs, int64(t.cfg.MicroSize*m.Seq*m.Width)*4)
 	return rec
 }
 

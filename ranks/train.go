@@ -29,6 +29,11 @@ type Job struct {
 	Stall func(step int, a schedules.Action)
 	// Logf prints a line on this rank's output.
 	Logf func(format string, args ...any)
+	// Sample, if set, has rank 0 print text from the model at the end (and
+	// every Sample.Every steps), generated through replica 0's pipeline and
+	// given to OnSample on rank 0. Every rank needs the same Sample.
+	Sample   *SampleOptions
+	OnSample func(Sample)
 	// Stop, if set, says whether this rank has been asked to stop early (a
 	// preemption signal). At the end of every step the ranks combine their
 	// answers in the step's all-reduce, so they all agree on the step to stop
@@ -120,7 +125,7 @@ func (t *trainer) setup(ctx context.Context) error {
 		}
 		st.SetLossScale(float32(1 / float64(c.DP*c.Micro)))
 		t.stages[s] = st
-		if t.opts[s], err = models.NewOptimizer(c.Optimizer, c.WeightDecay); err != nil {
+		if t.opts[s], err = c.newOptimizer(); err != nil {
 			return fmt.Errorf("--optimizer: %w", err)
 		}
 	}
@@ -159,7 +164,6 @@ func (t *trainer) loop(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	lrs := models.LRSchedule{Peak: c.LR, Min: c.MinLR, Warmup: c.Warmup, Total: c.Steps}
 	res := &Result{FirstStep: first, Steps: c.Steps}
 	tokensPerStep := float64(c.DP * c.Micro * c.MicroSize * c.Model.Seq)
 	batches := func(g int) ([]int32, []int32, error) {
@@ -190,7 +194,7 @@ func (t *trainer) loop(ctx context.Context) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		lr := lrs.At(step)
+		lr := c.LRAt(step)
 		scale := models.ClipScale(norm, c.Clip)
 		for _, s := range t.order {
 			if err := t.opts[s].Step(t.stages[s].Params(), lr, scale); err != nil {
@@ -226,6 +230,12 @@ func (t *trainer) loop(ctx context.Context) (*Result, error) {
 			res.Summary.Add(*rec)
 			if t.job.Report != nil {
 				t.job.Report(*rec)
+			}
+		}
+		// After the step's record, whose time it is not part of.
+		if sampleDue(t.job.Sample, step, c.Steps) {
+			if err := t.sample(ctx, step); err != nil {
+				return nil, err
 			}
 		}
 		if stop {

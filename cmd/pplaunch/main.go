@@ -25,6 +25,7 @@ type cli struct {
 	Bench      *benchCmd      `arg:"subcommand:bench" help:"benchmarks"`
 	Checkpoint *checkpointCmd `arg:"subcommand:checkpoint" help:"tools over saved checkpoints (compare)"`
 	Devices    *devicesCmd    `arg:"subcommand:devices" help:"the NVIDIA libraries found (versions, where from) and the GPUs they see"`
+	Sample     *sampleCmd     `arg:"subcommand:sample" help:"generate text from a checkpoint (one rank, or a pipeline of N ranks)"`
 }
 
 // benchCmd groups the benchmarks.
@@ -81,6 +82,12 @@ func run(argv []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 	}
+	if c.Train != nil && c.Train.Config != "" {
+		if err := withConfigFile(&c, torchrunNames(flagArgs)); err != nil {
+			fmt.Fprintln(stderr, "pplaunch: train:", err)
+			return 2
+		}
+	}
 	if hasProgram {
 		if p.Subcommand() != nil {
 			fmt.Fprintf(stderr, "pplaunch: give a subcommand (%s) or -- PROGRAM, not both\n", strings.Join(p.SubcommandNames(), " "))
@@ -96,11 +103,15 @@ func run(argv []string, stdout, stderr io.Writer) int {
 	case c.Bench != nil && c.Bench.Store != nil:
 		return runAsRanks(c.Flags, argv, stdout, stderr, c.Bench.Store.job(stdout))
 	case c.Bench != nil && c.Bench.P2P != nil:
+		c.Flags.Rank0Raw = c.Bench.P2P.JSON // its JSON lines parse as printed
 		return c.Bench.P2P.run(c.Flags, argv, stdout, stderr)
 	case c.Bench != nil && c.Bench.AllReduce != nil:
+		c.Flags.Rank0Raw = c.Bench.AllReduce.JSON
 		return c.Bench.AllReduce.run(c.Flags, argv, stdout, stderr)
 	case c.Train != nil:
 		return c.Train.run(c.Flags, argv, stdout, stderr)
+	case c.Sample != nil:
+		return c.Sample.run(c.Flags, argv, stdout, stderr)
 	case c.Plan != nil:
 		return runInProcess(stderr, func(ctx context.Context) error { return c.Plan.run(ctx, stdout, stderr) })
 	case c.Bench != nil && c.Bench.Step != nil:

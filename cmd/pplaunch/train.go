@@ -22,8 +22,12 @@ import (
 // a GPT on the embedded corpus (or --data). Run by the agent, each rank runs
 // it with the rank environment; run alone, it is a one-rank world.
 type trainCmd struct {
+	Config string `arg:"--config" placeholder:"FILE" help:"read the run's settings from this JSON (or .yaml) file: DeepSpeed's keys and the flags' names; flags given win"`
 	modelFlags
 	cutFlags
+	optimFlags
+	sampleFlags
+	metricsFlags
 	InitFrom        string        `arg:"--init-from" placeholder:"FILE.safetensors" help:"start from these weights (e.g. nanoGPT's state_dict) instead of the seed"`
 	Schedule        string        `arg:"--schedule" default:"1f1b" help:"gpipe, 1f1b, interleaved, zb-h1 or zb-v"`
 	Virtual         int           `arg:"--virtual" help:"virtual stages per rank (interleaved: default 2; zb-v always has 2)"`
@@ -54,6 +58,8 @@ type trainCmd struct {
 	Device          string        `arg:"--device" default:"cpu" help:"where the model computes: cpu or cuda (a rank's GPU is its LOCAL_RANK modulo the visible GPUs)"`
 	TF32            bool          `arg:"--tf32" help:"on cuda, let matrix products use TF32 tensor cores"`
 	Backend         string        `arg:"--backend" default:"tcp" help:"communicator: tcp, nccl or auto (nccl when every rank has a GPU and NCCL loads; says which it chose)"`
+
+	batch batchSpec // what --config gave of the batch sizes (resolveWorld)
 }
 
 func (c *trainCmd) config() (ranks.TrainConfig, error) {
@@ -77,6 +83,8 @@ func (c *trainCmd) config() (ranks.TrainConfig, error) {
 		Optimizer: c.Optimizer, LR: c.LR, MinLR: c.MinLR, Warmup: c.Warmup, WeightDecay: c.WeightDecay, Clip: c.Clip,
 		Steps: c.Steps, EvalEvery: c.EvalEvery, EvalBatches: c.EvalBatches, Seed: c.Seed, Data: c.Data,
 		InitFrom: c.InitFrom, Timeout: c.Timeout.D(), CheckpointDir: c.CheckpointDir, CheckpointEvery: c.CheckpointEvery, Resume: c.Resume, Overwrite: c.Overwrite,
+		LRSchedule: c.LRSchedule, WarmupStart: c.WarmupStartLR, LRDecaySteps: c.LRDecaySteps,
+		Beta1: c.AdamBeta1, Beta2: c.AdamBeta2, Eps: c.AdamEps, Momentum: c.Momentum,
 	}, nil
 }
 
@@ -110,16 +118,25 @@ func (c *trainCmd) precheck(f launch.Flags, getenv func(string) string) error {
 	if f.Direct || getenv(store.EnvRole) == store.RoleRank {
 		return nil
 	}
-	cfg, err := c.config()
-	if err != nil {
-		return err
-	}
 	size := 0
 	// Bad launcher flags are runAgent's to report.
 	if lc, err := launch.Resolve(f, getenv); err == nil && lc.NNodes == 1 {
 		size = lc.NProc
 	}
+	if err := c.resolveWorld(size); err != nil {
+		return err
+	}
+	cfg, err := c.config()
+	if err != nil {
+		return err
+	}
 	if _, err := cfg.Plan(size); err != nil {
+		return err
+	}
+	if _, err := c.genFlags.options(cfg.Model.Vocab, cfg.Seed); err != nil {
+		return err
+	}
+	if err := checkMetricsAddr(c.MetricsAddr); err != nil {
 		return err
 	}
 	if _, err := ranks.LoadData(cfg); err != nil {
@@ -158,6 +175,9 @@ func (c *trainCmd) job(stdout io.Writer) func(ctx context.Context, r *ranks.Rank
 		os.Setenv(terminalEnv, "1")
 	}
 	return func(ctx context.Context, r *ranks.Rank) error {
+		if err := c.resolveWorld(r.WorldSize); err != nil {
+			return fmt.Errorf("train: %w", err)
+		}
 		cfg, err := c.config()
 		if err != nil {
 			return fmt.Errorf("train: %w", err)
@@ -167,6 +187,7 @@ func (c *trainCmd) job(stdout io.Writer) func(ctx context.Context, r *ranks.Rank
 			return fmt.Errorf("train: %w", err)
 		}
 		cfg.PP = l.PP
+		cfg.Effective = c.effective(cfg)
 		be, what, closeBackend, err := c.openBackend(r.LocalRank, r.LocalWorldSize)
 		if err != nil {
 			return fmt.Errorf("train: %w", err)
@@ -197,13 +218,19 @@ func (c *trainCmd) job(stdout io.Writer) func(ctx context.Context, r *ranks.Rank
 			return fmt.Errorf("train: %w", err)
 		}
 		job.Stall = ranks.ProgressFrom(ctx).Before(job.Stall) // what this rank does, for the agent's summary
+		so, err := c.genFlags.options(cfg.Model.Vocab, cfg.Seed)
+		if err != nil {
+			return fmt.Errorf("train: %w", err)
+		}
+		so.Every = c.SampleEvery
+		job.Sample = &so
 		var out *trainOutput
 		if job.Rank == 0 {
 			if out, err = newTrainOutput(c, cfg, what, job.Size, stdout); err != nil {
 				return fmt.Errorf("train: %w", err)
 			}
 			defer out.close()
-			job.Report = out.step
+			job.Report, job.OnSample = out.step, out.sample
 		}
 		res, err := ranks.Train(ctx, cfg, job)
 		if err != nil {

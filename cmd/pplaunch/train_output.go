@@ -19,8 +19,9 @@ type trainOutput struct {
 	tty     bool
 	metrics *os.File
 	enc     *json.Encoder
-	encErr  error        // the first failed --metrics write, reported at the end
-	trace   *traceStream // nil without --trace and --trace-svg
+	encErr  error          // the first failed --metrics write, reported at the end
+	trace   *traceStream   // nil without --trace and --trace-svg
+	prom    *metricsServer // nil without --metrics-addr
 	c       *trainCmd
 	start   time.Time
 }
@@ -42,12 +43,23 @@ func newTrainOutput(c *trainCmd, cfg ranks.TrainConfig, backend string, world in
 		}
 		o.trace = t
 	}
+	if c.MetricsAddr != "" {
+		m, err := startMetrics(c.MetricsAddr, cfg.Steps, w)
+		if err != nil {
+			o.close()
+			return nil, err
+		}
+		o.prom = m
+	}
 	v := ""
 	if cfg.Schedule == "interleaved" {
 		v = fmt.Sprintf(" v=%d", max(cfg.Virtual, 2))
 	}
 	fmt.Fprintf(w, "train: %s (%d parameters) on %s; %d ranks = pp %d × dp %d; schedule %s%s, %d micro-batches of %d sequences; %d steps; compute %s\n",
 		cfg.Model, cfg.Model.NumParams(), dataName(cfg.Data), world, cfg.PP, cfg.DP, cfg.Schedule, v, cfg.Micro, cfg.MicroSize, cfg.Steps, backend)
+	if len(cfg.Effective) > 0 {
+		fmt.Fprintf(w, "config: %s\n", cfg.Effective)
+	}
 	return o, nil
 }
 
@@ -66,6 +78,9 @@ func (o *trainOutput) step(r ranks.StepRecord) {
 	}
 	if o.trace != nil && r.Timeline != nil {
 		o.trace.add(r.Timeline)
+	}
+	if o.prom != nil {
+		o.prom.observe(r)
 	}
 	peaks := make([]string, len(r.PeakActivation))
 	for i, p := range r.PeakActivation {
@@ -100,12 +115,20 @@ func (o *trainOutput) step(r ranks.StepRecord) {
 	fmt.Fprintf(o.w, "[%s%s] %3d%%  ETA %-6v %s\n", strings.Repeat("#", done), strings.Repeat(".", width-done), 100*(r.Step+1)/n, eta, line)
 }
 
+// sample prints a sample on one line.
+func (o *trainOutput) sample(s ranks.Sample) {
+	fmt.Fprintf(o.w, "sample after step %d: %s\n", s.Step, formatSample(o.cfg.Model.Vocab, s.Prompt, s.Tokens))
+}
+
 func (o *trainOutput) close() {
 	if o.metrics != nil {
 		o.metrics.Close()
 	}
 	if o.trace != nil {
 		o.trace.close()
+	}
+	if o.prom != nil {
+		o.prom.close()
 	}
 }
 

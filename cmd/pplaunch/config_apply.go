@@ -1,0 +1,333 @@
+package main
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/pplaunch/pplaunch/models"
+	"github.com/pplaunch/pplaunch/ranks"
+)
+
+// batchSpec is what the batch arithmetic needs to know besides the values:
+// which of the three sizes were given (in the file or as flags), and
+// whether --dp is to be derived from the world and the pipeline's stages.
+type batchSpec struct {
+	Total             int  // train_batch_size (0: not given)
+	Micro, Accum      bool // train_micro_batch_size_per_gpu / --microbatch-size, gradient_accumulation_steps / --microbatches given
+	MicroFlag, AccumF bool // ... as flags (for the messages)
+	DeriveDP          bool // pipeline.num_stages (or enabled false) given and --dp not: dp = world / pp
+}
+
+// optimizerTypes maps DeepSpeed's optimizer names onto --optimizer.
+// DeepSpeed's "Adam" is AdamW unless adam_w_mode is false.
+var optimizerTypes = map[string]string{"adamw": "adamw", "adam": "adamw", "sgd": "sgd"}
+
+// schedulerParams lists each DeepSpeed scheduler's parameters (the keys of
+// fileSchedParams it accepts).
+var schedulerParams = map[string][]string{
+	"WarmupLR":       {"warmup_min_lr", "warmup_max_lr", "warmup_num_steps", "warmup_type", "last_batch_iteration"},
+	"WarmupDecayLR":  {"warmup_min_lr", "warmup_max_lr", "warmup_num_steps", "warmup_type", "last_batch_iteration", "total_num_steps"},
+	"WarmupCosineLR": {"warmup_min_ratio", "warmup_num_steps", "cos_min_ratio", "warmup_type", "last_batch_iteration", "total_num_steps"},
+}
+
+// apply sets c's fields from the keys the file has; given says which flags
+// the command line gave (they are applied after, and win).
+func (f *runFile) apply(c *trainCmd, name string, given map[string]bool) error {
+	if err := f.applyProject(c, name); err != nil {
+		return err
+	}
+	if f.GradientClipping != nil {
+		c.Clip = *f.GradientClipping
+	}
+	set(&c.MicrobatchSize, f.MicroBatch)
+	set(&c.Microbatches, f.GradAccum)
+	c.batch = batchSpec{
+		Micro: f.MicroBatch != nil || given["--microbatch-size"], MicroFlag: given["--microbatch-size"],
+		Accum: f.GradAccum != nil || given["--microbatches"], AccumF: given["--microbatches"],
+	}
+	if f.TrainBatchSize != nil {
+		if *f.TrainBatchSize < 1 {
+			return fmt.Errorf("%s: train_batch_size %d: want at least 1", name, *f.TrainBatchSize)
+		}
+		c.batch.Total = *f.TrainBatchSize
+	}
+	if err := f.applyPipeline(c, name, given); err != nil {
+		return err
+	}
+	if err := f.applyOptimizer(c, name); err != nil {
+		return err
+	}
+	return f.applyScheduler(c, name)
+}
+
+func set[T any](dst *T, v *T) {
+	if v != nil {
+		*dst = *v
+	}
+}
+
+// applyProject sets what the project's own keys (and steps) give.
+func (f *runFile) applyProject(c *trainCmd, name string) error {
+	setS := set[string]
+	if f.Steps != nil && f.TrainIters != nil && *f.Steps != *f.TrainIters {
+		return fmt.Errorf("%s: steps %d and train_iters %d: give one", name, *f.Steps, *f.TrainIters)
+	}
+	set(&c.Steps, f.Steps)
+	set(&c.Steps, f.TrainIters)
+	setS(&c.Model, f.Model)
+	set(&c.Layers, f.Layers)
+	set(&c.Width, f.Width)
+	set(&c.Heads, f.Heads)
+	set(&c.Seq, f.Seq)
+	set(&c.Tied, f.Tied)
+	setS(&c.Schedule, f.Schedule)
+	set(&c.Virtual, f.Virtual)
+	set(&c.DP, f.DP)
+	setS(&c.Balance, f.Balance)
+	setS(&c.LayersPerStage, f.LayersPerStage)
+	setS(&c.Data, f.Data)
+	set(&c.Seed, f.Seed)
+	setS(&c.InitFrom, f.InitFrom)
+	if f.Timeout != nil {
+		if err := c.Timeout.UnmarshalText([]byte(*f.Timeout)); err != nil {
+			return fmt.Errorf("%s: timeout %q: want seconds or a duration such as \"5m\"", name, *f.Timeout)
+		}
+	}
+	if k := f.Checkpoint; k != nil {
+		setS(&c.CheckpointDir, k.Dir)
+		set(&c.CheckpointEvery, k.Every)
+		set(&c.Resume, k.Resume)
+		set(&c.Overwrite, k.Overwrite)
+	}
+	if e := f.Eval; e != nil {
+		set(&c.EvalEvery, e.Every)
+		set(&c.EvalBatches, e.Batches)
+	}
+	if s := f.Sample; s != nil {
+		set(&c.SampleEvery, s.Every)
+		set(&c.SampleTokens, s.Tokens)
+		set(&c.Temperature, s.Temperature)
+		set(&c.TopK, s.TopK)
+		setS(&c.Prompt, s.Prompt)
+	}
+	setS(&c.Metrics, f.Metrics)
+	setS(&c.MetricsAddr, f.MetricsAddr)
+	return nil
+}
+
+func (f *runFile) applyPipeline(c *trainCmd, name string, given map[string]bool) error {
+	p := f.Pipeline
+	if p == nil {
+		return nil
+	}
+	if p.Enabled != nil && !*p.Enabled {
+		if p.NumStages != nil && *p.NumStages != 1 {
+			return fmt.Errorf("%s: pipeline.enabled false with pipeline.num_stages %d: remove one", name, *p.NumStages)
+		}
+		c.PP = 1
+	} else if p.NumStages != nil {
+		if *p.NumStages < 1 {
+			return fmt.Errorf("%s: pipeline.num_stages %d: want at least 1", name, *p.NumStages)
+		}
+		c.PP = *p.NumStages
+	}
+	c.batch.DeriveDP = (p.NumStages != nil || p.Enabled != nil) && f.DP == nil && !given["--dp"]
+	if p.Schedule != nil {
+		if f.Schedule != nil && *f.Schedule != *p.Schedule {
+			return fmt.Errorf("%s: schedule %q and pipeline.schedule %q: give one", name, *f.Schedule, *p.Schedule)
+		}
+		c.Schedule = *p.Schedule
+	}
+	if p.Virtual != nil {
+		c.Virtual = *p.Virtual
+	}
+	if p.PartitionMethod != nil {
+		b, err := partitionBalance(*p.PartitionMethod)
+		if err != nil {
+			return fmt.Errorf("%s: pipeline.partition_method: %w", name, err)
+		}
+		c.Balance = b
+	}
+	if p.ActCkptInterval != nil {
+		if *p.ActCkptInterval < 0 {
+			return fmt.Errorf("%s: pipeline.activation_checkpoint_interval %d: want 0 (off) or more", name, *p.ActCkptInterval)
+		}
+		// A stage recomputes its whole forward from its input: any positive
+		// interval means recomputation, at the stage's granularity.
+		c.Recompute = *p.ActCkptInterval > 0
+	}
+	return nil
+}
+
+// partitionBalance maps DeepSpeed's partition_method onto --balance:
+// "parameters" and "uniform" directly; "type:REGEX" balances the layers
+// whose class matches, which here are the transformer blocks (all alike:
+// uniform) when REGEX matches "transformer" or "block"; "flops" is ours.
+func partitionBalance(m string) (string, error) {
+	switch strings.ToLower(m) {
+	case "parameters", "params":
+		return models.BalanceParams, nil
+	case "uniform":
+		return models.BalanceUniform, nil
+	case "flops":
+		return models.BalanceFLOPs, nil
+	}
+	if re, ok := strings.CutPrefix(m, "type:"); ok {
+		r, err := regexp.Compile("(?i)" + re)
+		if err != nil {
+			return "", fmt.Errorf("%q: %v", m, err)
+		}
+		if r.MatchString("TransformerBlock") {
+			return models.BalanceUniform, nil
+		}
+		return "", fmt.Errorf("%q matches none of this model's layers: the blocks are TransformerBlock (e.g. \"type:transformer\")", m)
+	}
+	return "", fmt.Errorf("%q: want parameters, uniform, type:REGEX or flops", m)
+}
+
+// applyOptimizer maps DeepSpeed's optimizer block. A missing parameter takes
+// DeepSpeed's default for that optimizer (FusedAdam: lr 1e-3, betas 0.9,
+// 0.999, eps 1e-8, weight decay 0; torch.optim.SGD: momentum 0, weight
+// decay 0, lr required), not the flags' defaults, so that a DeepSpeed file
+// trains as it would there.
+func (f *runFile) applyOptimizer(c *trainCmd, name string) error {
+	o := f.Optimizer
+	if o == nil {
+		return nil
+	}
+	if o.Type == nil {
+		return fmt.Errorf("%s: optimizer.type missing: want AdamW or SGD", name)
+	}
+	kind, ok := optimizerTypes[strings.ToLower(*o.Type)]
+	if !ok {
+		return fmt.Errorf("%s: optimizer.type %q: want AdamW, Adam or SGD", name, *o.Type)
+	}
+	p := o.Params
+	if p == nil {
+		p = &fileOptimParams{}
+	}
+	c.Optimizer, c.WeightDecay = kind, 0
+	if p.WeightDecay != nil {
+		c.WeightDecay = *p.WeightDecay
+	}
+	switch kind {
+	case "adamw":
+		if p.Momentum != nil {
+			return fmt.Errorf("%s: optimizer.params.momentum is SGD's: AdamW has betas", name)
+		}
+		if p.AdamWMode != nil && !*p.AdamWMode {
+			return fmt.Errorf("%s: optimizer.params.adam_w_mode false (Adam with L2 decay) is not implemented: use AdamW", name)
+		}
+		c.LR, c.AdamBeta1, c.AdamBeta2, c.AdamEps = 1e-3, 0.9, 0.999, 1e-8
+		if b := p.Betas; b != nil {
+			if len(*b) != 2 {
+				return fmt.Errorf("%s: optimizer.params.betas %v: want two numbers", name, *b)
+			}
+			c.AdamBeta1, c.AdamBeta2 = (*b)[0], (*b)[1]
+		}
+		if p.Eps != nil {
+			c.AdamEps = *p.Eps
+		}
+	case "sgd":
+		if p.Betas != nil || p.Eps != nil || p.AdamWMode != nil {
+			return fmt.Errorf("%s: optimizer.params betas, eps and adam_w_mode are Adam's, not SGD's", name)
+		}
+		if p.LR == nil {
+			return fmt.Errorf("%s: optimizer.params.lr is required with SGD", name)
+		}
+		c.Momentum = 0
+		if p.Momentum != nil {
+			c.Momentum = *p.Momentum
+		}
+	}
+	if p.LR != nil {
+		c.LR = *p.LR
+	}
+	if c.MinLR > c.LR {
+		c.MinLR = c.LR // the flags' --min-lr must not exceed a smaller file lr
+	}
+	return nil
+}
+
+// applyScheduler maps DeepSpeed's three warmup schedulers onto the
+// learning-rate flags. Warmup is linear: DeepSpeed's default warmup_type is
+// "log", so a file without warmup_type warms up linearly here (the printed
+// configuration says so) and one asking for "log" is refused.
+func (f *runFile) applyScheduler(c *trainCmd, name string) error {
+	s := f.Scheduler
+	if s == nil {
+		return nil
+	}
+	if s.Type == nil {
+		return fmt.Errorf("%s: scheduler.type missing: want WarmupLR, WarmupDecayLR or WarmupCosineLR", name)
+	}
+	allowed, ok := schedulerParams[*s.Type]
+	if !ok {
+		return fmt.Errorf("%s: scheduler.type %q: want WarmupLR, WarmupDecayLR or WarmupCosineLR", name, *s.Type)
+	}
+	p := s.Params
+	if p == nil {
+		p = &fileSchedParams{}
+	}
+	for _, k := range presentKeys(p) {
+		if !strings.Contains(" "+strings.Join(allowed, " ")+" ", " "+k+" ") {
+			return fmt.Errorf("%s: scheduler.params.%s is not a parameter of %s (it takes %s)", name, k, *s.Type, strings.Join(allowed, ", "))
+		}
+	}
+	if p.WarmupType != nil && *p.WarmupType != "linear" {
+		return fmt.Errorf("%s: scheduler.params.warmup_type %q: only \"linear\" warmup is implemented", name, *p.WarmupType)
+	}
+	if p.LastBatchIter != nil && *p.LastBatchIter != -1 {
+		return fmt.Errorf("%s: scheduler.params.last_batch_iteration %d: resume with --resume, which restores the step", name, *p.LastBatchIter)
+	}
+	c.Warmup = 1000
+	if p.WarmupNumSteps != nil {
+		c.Warmup = *p.WarmupNumSteps
+	}
+	c.LRDecaySteps = 0
+	if p.TotalNumSteps != nil {
+		c.LRDecaySteps = *p.TotalNumSteps
+	} else if *s.Type != "WarmupLR" {
+		return fmt.Errorf("%s: scheduler.params.total_num_steps is required with %s", name, *s.Type)
+	}
+	get := func(v *float64, def float64) float64 {
+		if v != nil {
+			return *v
+		}
+		return def
+	}
+	switch *s.Type {
+	case "WarmupCosineLR": // ratios of the optimizer's lr
+		c.LRSchedule = ranks.LRCosine
+		c.WarmupStartLR = get(p.WarmupMinRatio, 0) * c.LR
+		c.MinLR = get(p.CosMinRatio, 0.0001) * c.LR
+	default: // the scheduler sets the rates itself
+		c.LRSchedule = ranks.LRConstant
+		if *s.Type == "WarmupDecayLR" {
+			c.LRSchedule = ranks.LRLinear
+		}
+		c.LR = get(p.WarmupMaxLR, 0.001)
+		c.MinLR = get(p.WarmupMinLR, 0)
+		c.WarmupStartLR = c.MinLR
+	}
+	return nil
+}
+
+// presentKeys lists the JSON names of v's non-nil pointer fields.
+func presentKeys(v *fileSchedParams) []string {
+	var out []string
+	for _, kv := range []struct {
+		k  string
+		ok bool
+	}{
+		{"warmup_min_lr", v.WarmupMinLR != nil}, {"warmup_max_lr", v.WarmupMaxLR != nil}, {"warmup_num_steps", v.WarmupNumSteps != nil},
+		{"warmup_type", v.WarmupType != nil}, {"total_num_steps", v.TotalNumSteps != nil}, {"warmup_min_ratio", v.WarmupMinRatio != nil},
+		{"cos_min_ratio", v.CosMinRatio != nil}, {"last_batch_iteration", v.LastBatchIter != nil},
+	} {
+		if kv.ok {
+			out = append(out, kv.k)
+		}
+	}
+	return out
+}

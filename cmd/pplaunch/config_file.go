@@ -1,0 +1,244 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+)
+
+// runFile is what `pplaunch train --config FILE` reads: DeepSpeed's keys
+// (batch sizes, clipping, optimizer, scheduler, pipeline) beside the
+// project's own. Every key is optional: a missing key leaves the flag's
+// default, a flag given on the command line wins over the file. A pointer
+// says whether the key was there.
+type runFile struct {
+	TrainBatchSize   *int           `json:"train_batch_size,omitempty"`
+	MicroBatch       *int           `json:"train_micro_batch_size_per_gpu,omitempty"`
+	GradAccum        *int           `json:"gradient_accumulation_steps,omitempty"`
+	GradientClipping *float64       `json:"gradient_clipping,omitempty"`
+	Optimizer        *fileOptimizer `json:"optimizer,omitempty"`
+	Scheduler        *fileScheduler `json:"scheduler,omitempty"`
+	Pipeline         *filePipeline  `json:"pipeline,omitempty"`
+	Steps            *int           `json:"steps,omitempty"`
+	TrainIters       *int           `json:"train_iters,omitempty"` // Megatron's name for steps
+
+	// The project's own keys, named as their flags (underscores for dashes).
+	Model          *string         `json:"model,omitempty"`
+	Layers         *int            `json:"layers,omitempty"`
+	Width          *int            `json:"width,omitempty"`
+	Heads          *int            `json:"heads,omitempty"`
+	Seq            *int            `json:"seq,omitempty"`
+	Tied           *bool           `json:"tied,omitempty"`
+	Schedule       *string         `json:"schedule,omitempty"`
+	Virtual        *int            `json:"virtual,omitempty"`
+	DP             *int            `json:"dp,omitempty"`
+	Balance        *string         `json:"balance,omitempty"`
+	LayersPerStage *string         `json:"layers_per_stage,omitempty"`
+	Data           *string         `json:"data,omitempty"`
+	Seed           *uint64         `json:"seed,omitempty"`
+	InitFrom       *string         `json:"init_from,omitempty"`
+	Timeout        *string         `json:"timeout,omitempty"`
+	Checkpoint     *fileCheckpoint `json:"checkpoint,omitempty"`
+	Eval           *fileEval       `json:"eval,omitempty"`
+	Sample         *fileSample     `json:"sample,omitempty"`
+	Metrics        *string         `json:"metrics,omitempty"`
+	MetricsAddr    *string         `json:"metrics_addr,omitempty"`
+}
+
+type fileOptimizer struct {
+	Type   *string          `json:"type,omitempty"`
+	Params *fileOptimParams `json:"params,omitempty"`
+}
+
+type fileOptimParams struct {
+	LR          *float64   `json:"lr,omitempty"`
+	Betas       *[]float64 `json:"betas,omitempty"`
+	Eps         *float64   `json:"eps,omitempty"`
+	WeightDecay *float64   `json:"weight_decay,omitempty"`
+	Momentum    *float64   `json:"momentum,omitempty"`
+	AdamWMode   *bool      `json:"adam_w_mode,omitempty"`
+}
+
+type fileScheduler struct {
+	Type   *string          `json:"type,omitempty"`
+	Params *fileSchedParams `json:"params,omitempty"`
+}
+
+// fileSchedParams is the union of the three schedulers' parameters;
+// schedulerParams says which belong to which.
+type fileSchedParams struct {
+	WarmupMinLR    *float64 `json:"warmup_min_lr,omitempty"`
+	WarmupMaxLR    *float64 `json:"warmup_max_lr,omitempty"`
+	WarmupNumSteps *int     `json:"warmup_num_steps,omitempty"`
+	WarmupType     *string  `json:"warmup_type,omitempty"`
+	TotalNumSteps  *int     `json:"total_num_steps,omitempty"`
+	WarmupMinRatio *float64 `json:"warmup_min_ratio,omitempty"`
+	CosMinRatio    *float64 `json:"cos_min_ratio,omitempty"`
+	LastBatchIter  *int     `json:"last_batch_iteration,omitempty"`
+}
+
+type filePipeline struct {
+	Enabled         *bool   `json:"enabled,omitempty"`
+	NumStages       *int    `json:"num_stages,omitempty"`
+	Schedule        *string `json:"schedule,omitempty"`
+	PartitionMethod *string `json:"partition_method,omitempty"`
+	ActCkptInterval *int    `json:"activation_checkpoint_interval,omitempty"`
+	Virtual         *int    `json:"virtual,omitempty"`
+}
+
+type fileCheckpoint struct {
+	Dir       *string `json:"dir,omitempty"`
+	Every     *int    `json:"every,omitempty"`
+	Resume    *bool   `json:"resume,omitempty"`
+	Overwrite *bool   `json:"overwrite,omitempty"`
+}
+
+type fileEval struct {
+	Every   *int `json:"every,omitempty"`
+	Batches *int `json:"batches,omitempty"`
+}
+
+type fileSample struct {
+	Every       *int     `json:"every,omitempty"`
+	Tokens      *int     `json:"tokens,omitempty"`
+	Temperature *float64 `json:"temperature,omitempty"`
+	TopK        *int     `json:"top_k,omitempty"`
+	Prompt      *string  `json:"prompt,omitempty"`
+}
+
+// unsupportedKeys are DeepSpeed keys a DeepSpeed user may well have that
+// pplaunch train does not do, with what to do instead.
+var unsupportedKeys = map[string]string{
+	"fp16":                     "training is float32: remove it",
+	"bf16":                     "training is float32: remove it",
+	"amp":                      "training is float32: remove it",
+	"zero_optimization":        "there is no ZeRO sharding (optimizer state stays with its stage): remove it",
+	"steps_per_print":          "every step is printed (or every twentieth of the run on a terminal): remove it",
+	"wall_clock_breakdown":     "the step line and --trace show the time of every action: remove it",
+	"activation_checkpointing": "use pipeline.activation_checkpoint_interval (or --recompute)",
+	"tensorboard":              "use --metrics (JSON lines) or --metrics-addr (Prometheus)",
+	"wandb":                    "use --metrics (JSON lines) or --metrics-addr (Prometheus)",
+}
+
+// parseRunFile decodes a config file, refusing unknown keys (naming the
+// nearest known one) and values of the wrong type (naming the key).
+func parseRunFile(name string, b []byte) (*runFile, error) {
+	f := &runFile{}
+	if err := decodeStrict(name, "", bytes.TrimSpace(b), reflect.ValueOf(f).Elem()); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// decodeStrict decodes raw into v, walking objects key by key so that an
+// unknown key or a bad value is reported with its path (pipeline.num_stages).
+func decodeStrict(file, path string, raw []byte, v reflect.Value) error {
+	if v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			v.Set(reflect.New(v.Type().Elem()))
+		}
+		v = v.Elem()
+	}
+	if v.Kind() != reflect.Struct {
+		if err := json.Unmarshal(raw, v.Addr().Interface()); err != nil {
+			return fmt.Errorf("%s: %s: %s, want %s", file, path, raw, kindName(v.Type()))
+		}
+		return nil
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
+		where := path
+		if where == "" {
+			where = "the file"
+		}
+		if err != nil && path == "" {
+			return fmt.Errorf("%s: not a JSON object: %v", file, err)
+		}
+		return fmt.Errorf("%s: %s: want a JSON object, got %.40s", file, where, raw)
+	}
+	fields := map[string]int{}
+	var names []string
+	for i := range v.NumField() {
+		tag, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("json"), ",")
+		fields[tag] = i
+		names = append(names, tag)
+	}
+	keys := make([]string, 0, len(obj))
+	for k := range obj {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys) // the first problem reported is the same every time
+	for _, k := range keys {
+		key := join(path, k)
+		i, ok := fields[k]
+		if !ok {
+			if why, ok := unsupportedKeys[key]; ok {
+				return fmt.Errorf("%s: %s is not supported: %s", file, key, why)
+			}
+			return fmt.Errorf("%s: unknown key %s (did you mean %s?)", file, key, join(path, nearest(k, names)))
+		}
+		if err := decodeStrict(file, key, obj[k], v.Field(i)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+func kindName(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Int, reflect.Uint64:
+		return "a whole number"
+	case reflect.Float64:
+		return "a number"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Slice:
+		return "a list of " + strings.TrimPrefix(kindName(t.Elem()), "a ") + "s"
+	}
+	return t.String()
+}
+
+// nearest is the candidate with the smallest edit distance to s (the first
+// in order on a tie).
+func nearest(s string, candidates []string) string {
+	best, bestD := "", -1
+	for _, c := range candidates {
+		if d := editDistance(s, c); bestD < 0 || d < bestD {
+			best, bestD = c, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

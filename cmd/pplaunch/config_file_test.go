@@ -1,0 +1,294 @@
+package main
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/alexflint/go-arg"
+
+	"github.com/pplaunch/pplaunch/ranks"
+)
+
+// parseTrain parses `pplaunch train ARGS` as run does, with --config FILE
+// holding file, and resolves the batch sizes for a world of size ranks.
+func parseTrain(t *testing.T, file string, size int, args ...string) (ranks.TrainConfig, error) {
+	t.Helper()
+	return parseTrainAs(t, "run.json", file, size, args...)
+}
+
+// parseTrainAs is parseTrain with the file named name.
+func parseTrainAs(t *testing.T, name, file string, size int, args ...string) (ranks.TrainConfig, error) {
+	t.Helper()
+	argv := []string{"train"}
+	if file != "" {
+		path := filepath.Join(t.TempDir(), name)
+		if err := os.WriteFile(path, []byte(file), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		argv = append(argv, "--config", path)
+	}
+	argv = append(argv, args...)
+	var c cli
+	p, err := arg.NewParser(arg.Config{Program: "pplaunch"}, &c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Parse(argv); err != nil {
+		return ranks.TrainConfig{}, err
+	}
+	if c.Train.Config != "" {
+		if err := withConfigFile(&c, argv); err != nil {
+			return ranks.TrainConfig{}, err
+		}
+	}
+	if err := c.Train.resolveWorld(size); err != nil {
+		return ranks.TrainConfig{}, err
+	}
+	cfg, err := c.Train.config()
+	if err != nil {
+		return cfg, err
+	}
+	l, err := cfg.Plan(size)
+	if err != nil {
+		return cfg, err
+	}
+	cfg.PP = l.PP
+	cfg.Effective = c.Train.effective(cfg)
+	return cfg, nil
+}
+
+const dsExample = `{"train_batch_size": 16, "train_micro_batch_size_per_gpu": 4,
+ "gradient_accumulation_steps": 4, "gradient_clipping": 0.5,
+ "optimizer": {"type": "AdamW", "params": {"lr": 0.001, "betas": [0.8, 0.9], "eps": 1e-7, "weight_decay": 0.05}},
+ "scheduler": {"type": "WarmupCosineLR", "params": {"warmup_num_steps": 3, "total_num_steps": 20, "warmup_type": "linear"}},
+ "pipeline": {"enabled": true, "num_stages": 2, "schedule": "gpipe", "partition_method": "parameters",
+              "activation_checkpoint_interval": 1},
+ "steps": 20, "seed": 9, "eval": {"every": 5, "batches": 1}}`
+
+func TestConfigFileMapping(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		file  string
+		size  int
+		args  []string
+		check func(c ranks.TrainConfig) string // "" when right
+	}{
+		{"DeepSpeed's keys", dsExample, 2, nil, func(c ranks.TrainConfig) string {
+			if c.MicroSize != 4 || c.Micro != 4 || c.PP != 2 || c.DP != 1 || c.Clip != 0.5 || c.Schedule != "gpipe" || !c.Recompute {
+				return "batch, pipeline or clipping"
+			}
+			if c.Optimizer != "adamw" || c.LR != 0.001 || c.Beta1 != 0.8 || c.Beta2 != 0.9 || c.Eps != 1e-7 || c.WeightDecay != 0.05 {
+				return "optimizer"
+			}
+			// cos_min_ratio's default 0.0001 times lr.
+			if c.Warmup != 3 || c.LRDecaySteps != 20 || c.LRSchedule != ranks.LRCosine || math.Abs(c.MinLR-1e-7) > 1e-20 {
+				return "scheduler"
+			}
+			if c.Steps != 20 || c.Seed != 9 || c.EvalEvery != 5 || c.EvalBatches != 1 {
+				return "project keys"
+			}
+			return ""
+		}},
+		{"flags win over the file", dsExample, 2, []string{"--steps", "3", "--seed=4", "--schedule", "1f1b"}, func(c ranks.TrainConfig) string {
+			if c.Steps != 3 || c.Seed != 4 || c.Schedule != "1f1b" || c.LR != 0.001 {
+				return "flags not applied over the file"
+			}
+			return ""
+		}},
+		{"dp from the world and num_stages", `{"pipeline": {"num_stages": 2}, "train_batch_size": 32, "train_micro_batch_size_per_gpu": 2}`, 4,
+			nil, func(c ranks.TrainConfig) string {
+				if c.PP != 2 || c.DP != 2 || c.Micro != 8 {
+					return "want pp 2, dp 2, accumulation 32/(2·2) = 8"
+				}
+				return ""
+			}},
+		{"total and accumulation imply the micro-batch", `{"train_batch_size": 24, "gradient_accumulation_steps": 3}`, 1, nil,
+			func(c ranks.TrainConfig) string {
+				if c.MicroSize != 8 || c.Micro != 3 {
+					return "want micro-batch 24/3 = 8"
+				}
+				return ""
+			}},
+		{"WarmupLR", `{"scheduler": {"type": "WarmupLR", "params": {"warmup_min_lr": 0.0001, "warmup_max_lr": 0.002, "warmup_num_steps": 4}}}`, 1, nil,
+			func(c ranks.TrainConfig) string {
+				if c.LRSchedule != ranks.LRConstant || c.LR != 0.002 || c.WarmupStart != 0.0001 || c.Warmup != 4 || c.LRAt(100) != 0.002 {
+					return "want constant 0.002 after warming up from 0.0001"
+				}
+				return ""
+			}},
+		{"WarmupDecayLR", `{"scheduler": {"type": "WarmupDecayLR", "params": {"warmup_max_lr": 0.002, "warmup_num_steps": 2, "total_num_steps": 10}}}`, 1, nil,
+			func(c ranks.TrainConfig) string {
+				if c.LRSchedule != ranks.LRLinear || c.LR != 0.002 || c.MinLR != 0 || c.LRAt(6) != 0.001 {
+					return "want a linear decay to 0 at step 10"
+				}
+				return ""
+			}},
+		{"SGD takes torch's defaults", `{"optimizer": {"type": "SGD", "params": {"lr": 0.01}}}`, 1, nil, func(c ranks.TrainConfig) string {
+			if c.Optimizer != "sgd" || c.Momentum != 0 || c.WeightDecay != 0 || c.LR != 0.01 {
+				return "want plain SGD at 0.01"
+			}
+			return ""
+		}},
+		{"pipeline off", `{"pipeline": {"enabled": false}}`, 2, nil, func(c ranks.TrainConfig) string {
+			if c.PP != 1 || c.DP != 2 {
+				return "want pp 1 × dp 2"
+			}
+			return ""
+		}},
+		{"project keys", `{"model": "gpt-tiny", "layers": 2, "width": 32, "heads": 2, "seq": 16, "virtual": 2, "schedule": "interleaved",
+			"train_iters": 7, "checkpoint": {"dir": "` + os.TempDir() + `", "every": 3}, "timeout": "1m"}`, 1, nil, func(c ranks.TrainConfig) string {
+			if c.Model.Layers != 2 || c.Model.Width != 32 || c.Model.Seq != 16 || c.Virtual != 2 || c.Steps != 7 || c.CheckpointEvery != 3 || c.Timeout.Minutes() != 1 {
+				return "project keys not applied"
+			}
+			return ""
+		}},
+	} {
+		cfg, err := parseTrain(t, tc.file, tc.size, tc.args...)
+		if err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		if why := tc.check(cfg); why != "" {
+			t.Errorf("%s: %s: got %+v", tc.name, why, cfg)
+		}
+		// The effective configuration, read back, is the same run.
+		again, err := parseTrain(t, string(cfg.Effective), tc.size)
+		if err != nil {
+			t.Errorf("%s: effective config %s: %v", tc.name, cfg.Effective, err)
+			continue
+		}
+		// total_num_steps is written out where the run left it to --steps.
+		for _, c := range []*ranks.TrainConfig{&cfg, &again} {
+			if c.LRDecaySteps == 0 {
+				c.LRDecaySteps = c.Steps
+			}
+		}
+		for step := range cfg.Steps + 2 {
+			if a, b := again.LRAt(step), cfg.LRAt(step); a != b {
+				t.Errorf("%s: the effective config %s reads back with another learning rate at step %d: %v, not %v", tc.name, cfg.Effective, step, a, b)
+				break
+			}
+		}
+		if d := ranks.DiffFlags(again.Flags(nil), cfg.Flags(nil)); len(d) > 0 {
+			t.Errorf("%s: the effective config %s reads back differently: %v", tc.name, cfg.Effective, d)
+		}
+	}
+}
+
+func TestConfigFileErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name, file string
+		size       int
+		args       []string
+		want       []string // every one in the error
+	}{
+		{"unknown key", `{"train_batch_sise": 8}`, 1, nil, []string{"unknown key train_batch_sise", "did you mean train_batch_size"}},
+		{"unknown nested key", `{"optimizer": {"type": "AdamW", "params": {"weight_decai": 0.1}}}`, 1, nil,
+			[]string{"optimizer.params.weight_decai", "optimizer.params.weight_decay"}},
+		{"unknown pipeline key", `{"pipeline": {"num_stage": 2}}`, 1, nil, []string{"pipeline.num_stage", "did you mean pipeline.num_stages"}},
+		{"unsupported DeepSpeed key", `{"fp16": {"enabled": true}}`, 1, nil, []string{"fp16 is not supported", "float32"}},
+		{"wrong type", `{"steps": "ten"}`, 1, nil, []string{"steps", `"ten"`, "a whole number"}},
+		{"not an object", `[1, 2]`, 1, nil, []string{"not a JSON object"}},
+		{"batch inconsistent", `{"train_batch_size": 16, "train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 2}`, 1, nil,
+			[]string{"train_batch_size 16", "train_micro_batch_size_per_gpu 4", "gradient_accumulation_steps 2", "dp 1", "= 8"}},
+		{"batch inconsistent with a flag", `{"train_batch_size": 16, "train_micro_batch_size_per_gpu": 4}`, 1, []string{"--microbatches", "2"},
+			[]string{"train_batch_size 16", "--microbatches 2"}},
+		{"batch inconsistent with dp", `{"train_batch_size": 16, "train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 4,
+			"pipeline": {"num_stages": 1}}`, 2, nil, []string{"dp 2", "= 32"}},
+		{"batch not divisible", `{"train_batch_size": 10, "train_micro_batch_size_per_gpu": 4}`, 1, nil,
+			[]string{"train_batch_size 10 is not a multiple of train_micro_batch_size_per_gpu 4"}},
+		{"stages do not divide", `{"pipeline": {"num_stages": 3}}`, 4, nil, []string{"num_stages 3", "world of 4"}},
+		{"steps twice", `{"steps": 3, "train_iters": 4}`, 1, nil, []string{"steps 3 and train_iters 4"}},
+		{"schedule twice", `{"schedule": "gpipe", "pipeline": {"schedule": "1f1b"}}`, 1, nil, []string{"schedule", "pipeline.schedule", "give one"}},
+		{"optimizer type", `{"optimizer": {"type": "Lamb"}}`, 1, nil, []string{`optimizer.type "Lamb"`, "AdamW"}},
+		{"SGD without lr", `{"optimizer": {"type": "SGD"}}`, 1, nil, []string{"lr is required"}},
+		{"SGD with betas", `{"optimizer": {"type": "SGD", "params": {"lr": 1, "betas": [0.9, 0.9]}}}`, 1, nil, []string{"Adam's"}},
+		{"betas", `{"optimizer": {"type": "AdamW", "params": {"betas": [0.9]}}}`, 1, nil, []string{"betas [0.9]", "two numbers"}},
+		{"scheduler type", `{"scheduler": {"type": "OneCycle"}}`, 1, nil, []string{`scheduler.type "OneCycle"`}},
+		{"another scheduler's parameter", `{"scheduler": {"type": "WarmupCosineLR", "params": {"total_num_steps": 9, "warmup_max_lr": 1}}}`, 1, nil,
+			[]string{"warmup_max_lr is not a parameter of WarmupCosineLR"}},
+		{"log warmup", `{"scheduler": {"type": "WarmupLR", "params": {"warmup_type": "log"}}}`, 1, nil, []string{`warmup_type "log"`, "linear"}},
+		{"total steps missing", `{"scheduler": {"type": "WarmupDecayLR"}}`, 1, nil, []string{"total_num_steps is required"}},
+		{"partition", `{"pipeline": {"partition_method": "type:Embedding"}}`, 1, nil, []string{"type:Embedding", "TransformerBlock"}},
+		{"bad value reaches the flag check", `{"optimizer": {"type": "AdamW", "params": {"betas": [1.5, 0.9]}}}`, 1, nil, []string{"--adam-beta1 1.5"}},
+	} {
+		_, err := parseTrain(t, tc.file, tc.size, tc.args...)
+		if err == nil {
+			t.Errorf("%s: no error, want %q", tc.name, tc.want)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: error %q, want %q in it", tc.name, err, w)
+			}
+		}
+	}
+}
+
+func TestResolveBatch(t *testing.T) {
+	for _, tc := range []struct {
+		spec batchSpec
+		cur  batchSizes
+		want batchSizes
+		err  bool
+	}{
+		{batchSpec{}, batchSizes{4, 8, 1}, batchSizes{4, 8, 1}, false},
+		{batchSpec{Total: 32, Micro: true}, batchSizes{4, 8, 2}, batchSizes{4, 4, 2}, false},
+		{batchSpec{Total: 32, Accum: true}, batchSizes{4, 2, 2}, batchSizes{8, 2, 2}, false},
+		{batchSpec{Total: 64}, batchSizes{4, 8, 1}, batchSizes{8, 8, 1}, false},
+		{batchSpec{Total: 32, Micro: true, Accum: true}, batchSizes{4, 4, 2}, batchSizes{4, 4, 2}, false},
+		{batchSpec{Total: 33, Micro: true, Accum: true}, batchSizes{4, 4, 2}, batchSizes{}, true},
+		{batchSpec{Total: 6, Micro: true}, batchSizes{4, 8, 1}, batchSizes{}, true},
+	} {
+		got, err := resolveBatch(tc.spec, tc.cur)
+		if (err != nil) != tc.err || (!tc.err && got != tc.want) {
+			t.Errorf("resolveBatch(%+v, %+v) = %+v, %v; want %+v (error %v)", tc.spec, tc.cur, got, err, tc.want, tc.err)
+		}
+	}
+}
+
+func TestEditDistance(t *testing.T) {
+	for _, tc := range []struct {
+		a, b string
+		want int
+	}{{"", "", 0}, {"abc", "", 3}, {"kitten", "sitting", 3}, {"steps", "step", 1}, {"num_stage", "num_stages", 1}} {
+		if got := editDistance(tc.a, tc.b); got != tc.want {
+			t.Errorf("editDistance(%q, %q) = %d, want %d", tc.a, tc.b, got, tc.want)
+		}
+	}
+}
+
+// TestConfigYAML: the YAML example is the JSON example; YAML's errors and
+// the key checks reach the user the same way.
+func TestConfigYAML(t *testing.T) {
+	read := func(name string) string {
+		b, err := os.ReadFile(filepath.Join("..", "..", "examples", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	j, err := parseTrainAs(t, "run.json", read("deepspeed.json"), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, err := parseTrainAs(t, "run.yaml", read("deepspeed.yaml"), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := ranks.DiffFlags(y.Flags(nil), j.Flags(nil)); len(d) > 0 {
+		t.Errorf("examples/deepspeed.yaml differs from deepspeed.json: %v", d)
+	}
+	for _, tc := range []struct{ file, want string }{
+		{"steps: [1\n", "run.yml"},
+		{"pipeline:\n  num_stagez: 2\n", "did you mean pipeline.num_stages"},
+		{"1: 2\n", "run.yml"},
+	} {
+		if _, err := parseTrainAs(t, "run.yml", tc.file, 1); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: error %v, want %q in it", tc.file, err, tc.want)
+		}
+	}
+}

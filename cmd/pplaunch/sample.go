@@ -1,0 +1,157 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/pplaunch/pplaunch/collective"
+	"github.com/pplaunch/pplaunch/launch"
+	"github.com/pplaunch/pplaunch/models"
+	"github.com/pplaunch/pplaunch/models/checkpoint"
+	"github.com/pplaunch/pplaunch/models/tensor"
+	"github.com/pplaunch/pplaunch/ranks"
+	"github.com/pplaunch/pplaunch/ranks/store"
+)
+
+// sampleCmd is `pplaunch [launcher flags] sample --from CKPT`: text from a
+// checkpoint. One rank holds the whole model; N ranks are an N-stage
+// pipeline (a uniform cut), each loading its stage from the checkpoint,
+// which may have been saved with any layout.
+type sampleCmd struct {
+	From string `arg:"--from,required" placeholder:"CKPT" help:"checkpoint directory, or a root of them (the newest complete one)"`
+	genFlags
+	Seed    *uint64       `arg:"--seed" help:"of the sampling RNG [default: the run's --seed, as train's samples]"`
+	Data    string        `arg:"--data" placeholder:"PATH" help:"corpus whose validation split starts the default prompt [default: the run's]"`
+	Timeout time.Duration `arg:"--timeout" default:"5m" help:"deadline of every wait"`
+}
+
+// sampleSource is what a checkpoint gives pplaunch sample.
+type sampleSource struct {
+	dir      string
+	manifest *checkpoint.Manifest
+	model    models.Config
+	seed     uint64
+	data     string // the run's --data ("" the embedded corpus)
+}
+
+// open reads the checkpoint's manifest: the model, and from the saved
+// configuration the seed and corpus of the run.
+func (c *sampleCmd) open() (*sampleSource, error) {
+	dir, m, err := checkpoint.Resolve(c.From)
+	if err != nil {
+		return nil, fmt.Errorf("--from: %w", err)
+	}
+	src := &sampleSource{dir: dir, manifest: m, seed: m.Data.Seed}
+	if err := json.Unmarshal(m.Model, &src.model); err != nil {
+		return nil, fmt.Errorf("--from %s: model in the manifest: %w", dir, err)
+	}
+	if err := src.model.Validate(); err != nil {
+		return nil, fmt.Errorf("--from %s: %w", dir, err)
+	}
+	var extra ranks.ManifestExtra
+	if len(m.Extra) > 0 && json.Unmarshal(m.Extra, &extra) == nil && len(extra.Config) > 0 {
+		if f, err := parseRunFile(dir, extra.Config); err == nil && f.Data != nil {
+			src.data = *f.Data
+		}
+	}
+	if c.Data != "" {
+		src.data = c.Data
+	}
+	if c.Seed != nil {
+		src.seed = *c.Seed
+	}
+	return src, nil
+}
+
+// run checks the flags and the checkpoint in the agent (one message, exit
+// code 2, before any rank starts), then runs the ranks.
+func (c *sampleCmd) run(f launch.Flags, argv []string, stdout, stderr io.Writer) int {
+	if !f.Direct && os.Getenv(store.EnvRole) != store.RoleRank {
+		src, err := c.open()
+		if err == nil {
+			_, err = c.genFlags.options(src.model.Vocab, src.seed)
+		}
+		if err != nil {
+			fmt.Fprintln(stderr, "pplaunch: sample:", err)
+			return 2
+		}
+	}
+	return runAsRanks(f, argv, stdout, stderr, c.job(stdout))
+}
+
+func (c *sampleCmd) job(stdout io.Writer) func(ctx context.Context, r *ranks.Rank) error {
+	return func(ctx context.Context, r *ranks.Rank) error {
+		src, err := c.open()
+		if err != nil {
+			return fmt.Errorf("sample: %w", err)
+		}
+		o, err := c.genFlags.options(src.model.Vocab, src.seed)
+		if err != nil {
+			return fmt.Errorf("sample: %w", err)
+		}
+		if o.Prompt == nil {
+			corpus, err := ranks.LoadData(ranks.TrainConfig{Model: src.model, Data: src.data})
+			if err != nil {
+				return fmt.Errorf("sample: the default prompt: %w (or give --prompt)", err)
+			}
+			o.Prompt = ranks.DefaultPrompt(corpus, src.model.Seq)
+		}
+		stage, err := loadStage(src, r.Rank, r.WorldSize)
+		if err != nil {
+			return fmt.Errorf("sample: %w", err)
+		}
+		sm := &ranks.Sampler{Rank: r.Rank, Placement: make([]int, r.WorldSize), Stages: map[int]*models.Stage{r.Rank: stage}, Timeout: c.Timeout}
+		for s := range sm.Placement {
+			sm.Placement[s] = s
+		}
+		if r.WorldSize > 1 {
+			comm, err := openComm(ctx, r, collective.TCPOptions{Options: collective.Options{Timeout: c.Timeout}})
+			if err != nil {
+				return err
+			}
+			defer comm.Close()
+			sm.Comm = comm
+		}
+		toks, err := sm.Generate(ctx, 0, o.Prompt, o)
+		if err != nil {
+			return err
+		}
+		if r.Rank == 0 {
+			fmt.Fprintf(stdout, "sample from %s (step %d, seed %d): %s\n", src.dir, src.manifest.Step, src.seed, formatSample(src.model.Vocab, o.Prompt, toks))
+		}
+		return nil
+	}
+}
+
+// loadStage builds stage index of a uniform cut into stages and loads its
+// parameters from the checkpoint.
+func loadStage(src *sampleSource, index, stages int) (*models.Stage, error) {
+	cut, err := models.Partition(src.model, stages, models.BalanceUniform)
+	if err != nil {
+		return nil, fmt.Errorf("%d ranks: %w", stages, err)
+	}
+	be, err := tensor.NewCPUFromEnv()
+	if err != nil {
+		return nil, err
+	}
+	st, err := models.NewStage(src.model, cut, index, be, models.StageOptions{})
+	if err != nil {
+		return nil, err
+	}
+	_, sh, err := checkpoint.Gather(src.dir, checkpoint.Expect{Model: src.manifest.Model, Params: st.TensorSpecs()})
+	if err != nil {
+		return nil, fmt.Errorf("stage %d from %s: %w", index, src.dir, err)
+	}
+	opt, err := models.NewOptimizer(src.manifest.Optimizer, 0)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint %s: %w", src.dir, err)
+	}
+	if err := st.LoadShard(sh, opt, src.manifest.Step); err != nil {
+		return nil, fmt.Errorf("checkpoint %s: %w", src.dir, err)
+	}
+	return st, nil
+}

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/pplaunch/pplaunch/ranks"
+)
+
+// metricsFlags choose where rank 0 serves Prometheus metrics.
+type metricsFlags struct {
+	MetricsAddr string `arg:"--metrics-addr" placeholder:"HOST:PORT" help:"serve Prometheus metrics from rank 0 on this address, e.g. :9400 (port 0: a free one; the address is printed)"`
+}
+
+// checkMetricsAddr refuses an address that cannot be listened on as given.
+func checkMetricsAddr(addr string) error {
+	if addr == "" {
+		return nil
+	}
+	if _, port, err := net.SplitHostPort(addr); err != nil {
+		return fmt.Errorf("--metrics-addr %q: %v (want HOST:PORT or :PORT, e.g. :9400)", addr, err)
+	} else if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return fmt.Errorf("--metrics-addr %q: port %q is not a number from 0 to 65535", addr, port)
+	}
+	return nil
+}
+
+// metricsServer is rank 0's Prometheus endpoint: the latest step's record
+// as gauges, the transfers as counters, beside the Go runtime's and the
+// process's own metrics.
+type metricsServer struct {
+	srv                                           *http.Server
+	done                                          chan struct{}
+	step, steps, loss, valLoss, tps, stepS, gnorm *prometheus.GaugeVec
+	lr, bubble, peak, rss, device                 *prometheus.GaugeVec
+	sent, recv, xferS                             *prometheus.CounterVec
+}
+
+func gauge(reg *prometheus.Registry, name, help string, labels ...string) *prometheus.GaugeVec {
+	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "pplaunch_" + name, Help: help}, labels)
+	reg.MustRegister(g)
+	return g
+}
+
+func counter(reg *prometheus.Registry, name, help string, labels ...string) *prometheus.CounterVec {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pplaunch_" + name, Help: help}, labels)
+	reg.MustRegister(c)
+	return c
+}
+
+// startMetrics listens on addr, serves /metrics and prints where, a line a
+// scraper (or a test) can wait for. steps is the run's length.
+func startMetrics(addr string, steps int, w io.Writer) (*metricsServer, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--metrics-addr: %w", err)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m := &metricsServer{
+		done:    make(chan struct{}),
+		step:    gauge(reg, "train_step", "optimizer steps completed"),
+		steps:   gauge(reg, "train_steps", "optimizer steps the run is to take"),
+		loss:    gauge(reg, "train_loss", "training loss of the latest step"),
+		valLoss: gauge(reg, "train_val_loss", "latest validation loss"),
+		tps:     gauge(reg, "train_tokens_per_second", "tokens per second of the latest step"),
+		stepS:   gauge(reg, "train_step_seconds", "wall time of the latest step"),
+		gnorm:   gauge(reg, "train_grad_norm", "global gradient norm of the latest step, before clipping"),
+		lr:      gauge(reg, "train_learning_rate", "learning rate of the latest step"),
+		bubble:  gauge(reg, "train_bubble_ratio", "idle fraction of replica 0's pipeline in the latest step: measured, or predicted by simulating the measured action times", "source"),
+		peak:    gauge(reg, "rank_peak_activation_bytes", "activation bytes a rank's stages held at most in the latest step", "rank"),
+		rss:     gauge(reg, "rank_rss_bytes", "a rank's resident set size at the end of the latest step", "rank"),
+		device:  gauge(reg, "rank_peak_device_memory_bytes", "most device memory a rank's tensors held in the step (device backends only)", "rank"),
+		sent:    counter(reg, "transfer_sent_bytes_total", "activation and gradient bytes a rank sent to a peer", "rank", "peer"),
+		recv:    counter(reg, "transfer_received_bytes_total", "activation and gradient bytes a rank received from a peer", "rank", "peer"),
+		xferS:   counter(reg, "transfer_seconds_total", "seconds a rank's transfer actions with a peer took", "rank", "peer"),
+	}
+	m.steps.WithLabelValues().Set(float64(steps))
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	m.srv = &http.Server{Handler: mux}
+	go func() {
+		defer close(m.done)
+		if err := m.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			fmt.Fprintf(w, "metrics: stopped serving: %v\n", err)
+		}
+	}()
+	fmt.Fprintf(w, "metrics: serving http://%s/metrics\n", ln.Addr())
+	return m, nil
+}
+
+// observe sets the metrics from a step's record.
+func (m *metricsServer) observe(r ranks.StepRecord) {
+	m.step.WithLabelValues().Set(float64(r.Step + 1))
+	m.loss.WithLabelValues().Set(r.Loss)
+	if r.ValLoss != nil {
+		m.valLoss.WithLabelValues().Set(*r.ValLoss)
+	}
+	m.tps.WithLabelValues().Set(r.TokensPerS)
+	m.stepS.WithLabelValues().Set(r.StepS)
+	m.gnorm.WithLabelValues().Set(r.GradNorm)
+	m.lr.WithLabelValues().Set(r.LR)
+	m.bubble.WithLabelValues("measured").Set(r.BubbleMeasured)
+	m.bubble.WithLabelValues("predicted").Set(r.BubblePredicted)
+	for i, v := range r.PeakActivation {
+		m.peak.WithLabelValues(strconv.Itoa(i)).Set(float64(v))
+	}
+	for i, v := range r.RSS {
+		m.rss.WithLabelValues(strconv.Itoa(i)).Set(float64(v))
+	}
+	for i, v := range r.PeakDevice {
+		m.device.WithLabelValues(strconv.Itoa(i)).Set(float64(v))
+	}
+	for _, t := range r.Transfers {
+		rank, peer := strconv.Itoa(t.Rank), strconv.Itoa(t.Peer)
+		m.sent.WithLabelValues(rank, peer).Add(float64(t.SentBytes))
+		m.recv.WithLabelValues(rank, peer).Add(float64(t.RecvBytes))
+		m.xferS.WithLabelValues(rank, peer).Add(t.Seconds)
+	}
+}
+
+// close stops serving.
+func (m *metricsServer) close() {
+	m.srv.Close()
+	<-m.done
+}
