@@ -8,6 +8,8 @@
 #     bash bench/gpu/check.sh [OUTDIR]        # OUTDIR defaults to $OUT or /tmp/pplaunch-gpu
 # Every check prints PASS or FAIL with its reason; the script exits 1 if any failed.
 # ROUNDS (default 2) sets the alternating rounds of the speed comparison; QUICK=1 skips it.
+# TRAIN_ARGS adds train flags to every training run (e.g. a smaller model for a dry run over
+# the CPU emulator: PPLAUNCH_CUDA_LIBS=<cudaemu dir> TRAIN_ARGS="--width 32 --seq 16" QUICK=1).
 set -u
 cd "$(dirname "$0")/../.."
 out=${1:-${OUT:-/tmp/pplaunch-gpu}}
@@ -22,12 +24,14 @@ fail() { echo "FAIL $*"; failed=1; }
 run() { # run NAME CMD...: the command's output goes to $out/NAME.log, its tail to the console
 	local name=$1
 	shift
-	if "$@" >"$out/$name.log" 2>&1; then
+	local rc=0
+	"$@" >"$out/$name.log" 2>&1 || rc=$?
+	if [ $rc = 0 ]; then
 		tail -n 3 "$out/$name.log"
 		pass "$name"
 	else
 		tail -n 25 "$out/$name.log"
-		fail "$name (exit $?, log $out/$name.log)"
+		fail "$name (exit $rc, log $out/$name.log)"
 	fi
 }
 [ -x "$B" ] || { echo "no $B: run 'make gpu-bin' first and carry bin/"; exit 2; }
@@ -53,7 +57,7 @@ train() { # train NAME NPROC DEVICE [flags...]
 	local name=$1 n=$2 dev=$3
 	shift 3
 	run "train-$name" "$B" --nproc "$n" train --device "$dev" --steps 20 --eval-every 0 \
-		--checkpoint-dir "$out/ck-$name" --metrics "$out/m-$name.jsonl" "$@"
+		--checkpoint-dir "$out/ck-$name" --metrics "$out/m-$name.jsonl" ${TRAIN_ARGS:-} "$@"
 }
 train cpu 1 cpu
 train cuda 1 cuda
