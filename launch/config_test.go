@@ -160,6 +160,12 @@ func TestDirectEnv(t *testing.T) {
 			"RANK": "0", "PPLAUNCH_HOST_STORE": "1"}},
 		{"flags win", func(f *Flags) { f.MasterAddr, f.MasterPort, f.RdzvID = "10.1.1.1", intp(5000), "mine" }, withToken(srunEnv(1, 0, 4)), map[string]string{
 			"MASTER_ADDR": "10.1.1.1", "MASTER_PORT": "5000", "PPLAUNCH_RUN_ID": "mine", "PPLAUNCH_TOKEN": testSecret}},
+		{"srun on one node: the store on loopback", func(f *Flags) {}, map[string]string{
+			"SLURM_JOB_ID": "4242", "SLURM_STEP_ID": "0", "SLURM_STEP_NUM_NODES": "1", "SLURM_NNODES": "1", "SLURM_NODEID": "0",
+			"SLURM_STEP_NUM_TASKS": "4", "SLURM_PROCID": "2", "SLURM_LOCALID": "2", "SLURM_STEP_NODELIST": "gpu-a07",
+			"SLURM_JOB_NODELIST": "gpu-a07", "SLURM_STEP_TASKS_PER_NODE": "4",
+		}, map[string]string{"RANK": "2", "WORLD_SIZE": "4", "MASTER_ADDR": "127.0.0.1", "PPLAUNCH_STORE_ADDR": "127.0.0.1:24242",
+			"PPLAUNCH_TOKEN": DeriveToken("slurm-4242.0")}},
 		{"mpirun on one node", func(f *Flags) {}, map[string]string{
 			"OMPI_COMM_WORLD_RANK": "3", "OMPI_COMM_WORLD_SIZE": "4", "OMPI_COMM_WORLD_LOCAL_RANK": "3", "OMPI_COMM_WORLD_LOCAL_SIZE": "4", "OMPI_MCA_ess_base_jobid": "7",
 		}, map[string]string{"RANK": "3", "WORLD_SIZE": "4", "LOCAL_RANK": "3", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500", "NODE_RANK": "0",

@@ -64,6 +64,11 @@ func DirectEnv(f Flags, getenv func(string) string) (map[string]string, error) {
 		if localSize == world {
 			host = "127.0.0.1"
 		}
+	} else if nnodes == 1 {
+		// A step on one node: its ranks reach rank 0's store on loopback, and
+		// the store then listens there only (its token may derive from the run
+		// id, which is no secret).
+		host = "127.0.0.1"
 	}
 	// Flags (and their environment fallbacks) win.
 	if f.NodeRank != nil {

@@ -13,7 +13,7 @@ type modelFlags struct {
 	Layers int    `arg:"--layers" help:"number of blocks (overrides the preset)"`
 	Width  int    `arg:"--width" help:"model width d (overrides the preset)"`
 	Heads  int    `arg:"--heads" help:"attention heads (overrides the preset)"`
-	Seq    int    `arg:"--seq" help:"sequence length in bytes (overrides the preset)"`
+	Seq    int    `arg:"--seq" help:"sequence length in tokens (overrides the preset)"`
 	Tied   bool   `arg:"--tied" help:"tie the LM head to the token embedding (the gpt2 preset is always tied)"`
 	Vocab  int    `arg:"--vocab" placeholder:"N" help:"tokens in the vocabulary, e.g. 50257 for GPT-2's tokenizer; the embedding is padded to a multiple of 64 rows, never sampled nor counted in the loss [default: 256, a token per byte]"`
 	Gelu   string `arg:"--gelu" default:"tanh" help:"MLP activation: tanh (GPT-2's approximation) or exact (erf, nanoGPT's nn.GELU())"`

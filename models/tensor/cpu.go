@@ -58,7 +58,7 @@ func NewCPU(blasName string) (*CPU, error) {
 //	  pplaunch bench step --model gpt-small --blas $b --steps 5 --json | grep step_ms
 //	done; done
 func openBLASHint(err error) string {
-	return fmt.Sprintf("matrix products run on gonum's pure-Go BLAS, about 5-7x slower than OpenBLAS, which did not load (%v): "+
+	return fmt.Sprintf("matrix products run on gonum's pure-Go BLAS, 4-10x slower than OpenBLAS on a training step, which did not load (%v): "+
 		"install it with `apt-get install libopenblas0-pthread` (or set %s=gonum to choose gonum and silence this)", err, BLASEnv)
 }
 
