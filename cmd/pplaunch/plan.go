@@ -17,10 +17,10 @@ import (
 // planCmd is `pplaunch plan`: generate (or read), validate and simulate a
 // pipeline schedule, and show its timeline.
 type planCmd struct {
-	Schedule     string  `arg:"--schedule" default:"1f1b" placeholder:"NAME" help:"gpipe, 1f1b, interleaved, zb-h1 or zb-v"`
+	Schedule     string  `arg:"--schedule" default:"1f1b" placeholder:"NAME" help:"gpipe, 1f1b, interleaved, zb-h1, zb-v, v-half, v-min or dualpipev"`
 	Stages       int     `arg:"--stages" default:"4" placeholder:"P" help:"pipeline ranks P (one stage per rank, v with --virtual)"`
 	Microbatches int     `arg:"--microbatches" default:"8" placeholder:"M" help:"micro-batches per step M"`
-	Virtual      int     `arg:"--virtual" placeholder:"V" help:"virtual stages per rank v (interleaved: 2 or more, default 2; zb-v always has 2; the others 1)"`
+	Virtual      int     `arg:"--virtual" placeholder:"V" help:"virtual stages per rank v (interleaved: 2 or more, default 2; zb-v, v-half, v-min and dualpipev always have 2; the others 1)"`
 	TF           float64 `arg:"--tf" default:"1" placeholder:"MS" help:"forward time of one micro-batch through one rank's layers, ms"`
 	TB           float64 `arg:"--tb" default:"2" placeholder:"MS" help:"full backward time (input and weight gradients), ms"`
 	TW           float64 `arg:"--tw" default:"1" placeholder:"MS" help:"weight-gradient part of the backward, ms; zero-bubble schedules run I = tb-tw and W = tw"`
@@ -47,6 +47,8 @@ type planResult struct {
 	BubbleFormula   *float64  `json:"bubble_formula,omitempty"`
 	Formula         string    `json:"formula,omitempty"`
 	PeakActivations []float64 `json:"peak_activations"`
+	PeakFormulaVal  *float64  `json:"peak_formula,omitempty"`
+	PeakFormula     string    `json:"peak_formula_text,omitempty"`
 	PeakBytes       []int64   `json:"peak_activation_bytes,omitempty"`
 	Busy            []float64 `json:"busy"`
 	Idle            []float64 `json:"idle"`
@@ -183,6 +185,7 @@ func (c *planCmd) analyze(name string, s *schedules.Schedule) (*planResult, erro
 	}
 	if c.From == "" {
 		res.Formula, res.BubbleFormula = c.closedForm(name, s.P, s.M, s.V)
+		res.PeakFormula, res.PeakFormulaVal = peakForm(name, s.P, s.M)
 	}
 	return res, nil
 }
@@ -203,6 +206,25 @@ func (c *planCmd) closedForm(name string, p, m, v int) (string, *float64) {
 		return "(P-1)/(3M+P-1)", frac(p-1, 3*m+p-1)
 	case name == "zb-v" && m >= 2*p-1 && c.TF == c.TB-c.TW && c.TF == c.TW:
 		return "(P-1)/(6M+P-1)", frac(p-1, 6*m+p-1)
+	}
+	return "", nil
+}
+
+// peakForm is the largest rank's peak of live activations, in micro-batches,
+// that the papers give for a built-in schedule. It depends only on each
+// rank's order, not on the costs. V-Half and V-Min reach theirs once M >= P
+// (Qi et al. 2024, "Pipeline Parallelism with Controllable Memory").
+func peakForm(name string, p, m int) (string, *float64) {
+	val := func(n int) *float64 { f := float64(n); return &f }
+	switch {
+	case name == "gpipe":
+		return "M", val(m)
+	case name == "1f1b":
+		return "min(P,M)", val(min(p, m))
+	case name == "v-half" && m >= p:
+		return "(P+2)/2", val((p + 2) / 2)
+	case name == "v-min" && m >= p:
+		return "(P+4)/3", val((p + 4) / 3)
 	}
 	return "", nil
 }
@@ -298,17 +320,20 @@ func (c *planCmd) compare(w io.Writer) error {
 	fmt.Fprintf(w, "P=%d ranks, M=%d micro-batches\n", c.Stages, c.Microbatches)
 	c.costLine(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "schedule\tv\tmakespan ms\tideal ms\tbubble\tclosed form\tpeak act per rank (micro-batches)")
+	fmt.Fprintln(tw, "schedule\tv\tmakespan ms\tideal ms\tbubble\tclosed form\tpeak closed form\tpeak act per rank (micro-batches)")
 	for _, r := range all {
-		form := "-"
+		form, pform := "-", "-"
 		if r.BubbleFormula != nil {
 			form = pct(*r.BubbleFormula) + " " + r.Formula
+		}
+		if r.PeakFormulaVal != nil {
+			pform = fmt.Sprintf("%.4g %s", *r.PeakFormulaVal, r.PeakFormula)
 		}
 		peaks := make([]string, len(r.PeakActivations))
 		for i, p := range r.PeakActivations {
 			peaks[i] = fmt.Sprintf("%.4g", p)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%.4g\t%.4g\t%s\t%s\t%s\n", r.Schedule, r.V, r.Makespan, r.Ideal, pct(r.Bubble), form, strings.Join(peaks, " "))
+		fmt.Fprintf(tw, "%s\t%d\t%.4g\t%.4g\t%s\t%s\t%s\t%s\n", r.Schedule, r.V, r.Makespan, r.Ideal, pct(r.Bubble), form, pform, strings.Join(peaks, " "))
 	}
 	return tw.Flush()
 }

@@ -217,3 +217,40 @@ func TestPlanBadFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanComparePeakForms: every schedule in --compare, the V schedules
+// included, and where a paper gives the largest rank's peak, the simulated
+// peak equals it.
+func TestPlanComparePeakForms(t *testing.T) {
+	for _, pm := range [][2]string{{"8", "16"}, {"6", "12"}, {"3", "7"}} {
+		code, out, errOut := runPlan(t, "--compare", "--stages", pm[0], "--microbatches", pm[1], "--json")
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		var got struct {
+			Schedules []struct {
+				Schedule        string
+				PeakActivations []float64 `json:"peak_activations"`
+				PeakFormula     *float64  `json:"peak_formula"`
+			}
+		}
+		if err := json.Unmarshal([]byte(out), &got); err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		forms := 0
+		for _, s := range got.Schedules {
+			names = append(names, s.Schedule)
+			if s.PeakFormula == nil {
+				continue
+			}
+			forms++
+			if p := slices.Max(s.PeakActivations); p != *s.PeakFormula {
+				t.Errorf("P=%s M=%s %s: simulated peak %v, closed form %v", pm[0], pm[1], s.Schedule, p, *s.PeakFormula)
+			}
+		}
+		if !slices.Equal(names, schedules.Names) || forms < 4 {
+			t.Errorf("P=%s M=%s: schedules %v with %d peak forms; want %v with the forms of gpipe, 1f1b, v-half, v-min", pm[0], pm[1], names, forms, schedules.Names)
+		}
+	}
+}

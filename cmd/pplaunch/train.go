@@ -26,8 +26,8 @@ type trainCmd struct {
 	modelFlags
 	cutFlags
 	InitFrom        string        `arg:"--init-from" placeholder:"FILE.safetensors" help:"start from these weights (e.g. nanoGPT's state_dict) instead of the seed"`
-	Schedule        string        `arg:"--schedule" default:"1f1b" help:"gpipe, 1f1b, interleaved, zb-h1 or zb-v"`
-	Virtual         int           `arg:"--virtual" help:"virtual stages per rank (interleaved: default 2; zb-v always has 2)"`
+	Schedule        string        `arg:"--schedule" default:"1f1b" help:"gpipe, 1f1b, interleaved, zb-h1, zb-v, v-half, v-min or dualpipev"`
+	Virtual         int           `arg:"--virtual" help:"virtual stages per rank (interleaved: default 2; the V schedules zb-v, v-half, v-min and dualpipev always have 2)"`
 	Microbatches    int           `arg:"--microbatches" default:"8" help:"micro-batches per step per data-parallel replica"`
 	MicrobatchSize  int           `arg:"--microbatch-size" default:"4" help:"sequences per micro-batch"`
 	PP              int           `arg:"--pp" help:"pipeline ranks [default: world / dp]"`
