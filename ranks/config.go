@@ -12,13 +12,17 @@ import (
 
 // TrainConfig is one training job, the same on every rank.
 type TrainConfig struct {
-	Model     models.Config
-	Schedule  string // one of schedules.Names
-	Virtual   int    // virtual stages per rank (interleaved: 2 when 0; zb-v: 2)
-	Micro     int    // micro-batches per step per data-parallel replica
-	MicroSize int    // sequences per micro-batch
-	PP, DP    int
-	Recompute bool
+	Model    models.Config
+	Schedule string // one of schedules.Names, or the name of a schedule file
+	// ScheduleText is the content of the schedule file Schedule names (the
+	// text form, or PyTorch's CSV when the name ends in .csv); empty when
+	// Schedule is a built-in name.
+	ScheduleText string
+	Virtual      int // virtual stages per rank (interleaved: 2 when 0; zb-v: 2)
+	Micro        int // micro-batches per step per data-parallel replica
+	MicroSize    int // sequences per micro-batch
+	PP, DP       int
+	Recompute    bool
 	// Cut gives the blocks of each of stages stages (nil: models.Partition,
 	// uniform).
 	Cut         func(stages int) ([]int, error)
@@ -75,9 +79,9 @@ func (c *TrainConfig) Plan(size int) (Layout, error) {
 	case l.PP == 0:
 		return l, nil
 	}
-	sched, err := schedules.Generate(c.Schedule, l.PP, c.Micro, c.Virtual)
+	sched, err := c.schedule(l.PP)
 	if err != nil {
-		return l, fmt.Errorf("--schedule %s with --pp %d, --microbatches %d, --virtual %d: %w", c.Schedule, l.PP, c.Micro, c.Virtual, err)
+		return l, err
 	}
 	l.Sched = sched
 	if c.Cut != nil {
@@ -89,6 +93,27 @@ func (c *TrainConfig) Plan(size int) (Layout, error) {
 		return l, fmt.Errorf("cut the model into the %d stages of --schedule %s on --pp %d: %w", sched.Stages(), c.Schedule, l.PP, err)
 	}
 	return l, nil
+}
+
+// schedule is the run's schedule for pp pipeline ranks: generated, or the
+// file's, loaded (lowered when it has no transfers), validated and checked
+// against the run's ranks, micro-batches and virtual stages.
+func (c *TrainConfig) schedule(pp int) (*schedules.Schedule, error) {
+	if c.ScheduleText == "" {
+		s, err := schedules.Generate(c.Schedule, pp, c.Micro, c.Virtual)
+		if err != nil {
+			return nil, fmt.Errorf("--schedule %s with --pp %d, --microbatches %d, --virtual %d: %w", c.Schedule, pp, c.Micro, c.Virtual, err)
+		}
+		return s, nil
+	}
+	s, err := schedules.Load(c.Schedule, c.ScheduleText)
+	if err != nil {
+		return nil, fmt.Errorf("--schedule %w", err)
+	}
+	if err := schedules.Fit(s, pp, c.Micro, c.Virtual); err != nil {
+		return nil, fmt.Errorf("--schedule %s does not fit this run: %w", c.Schedule, err)
+	}
+	return s, nil
 }
 
 // LoadData reads the corpus c.Data names (the embedded one when empty) and

@@ -2,6 +2,7 @@ package ranks
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -39,7 +40,7 @@ func (c *TrainConfig) Flags(cut []int) []FlagValue {
 		{"--model", fmt.Sprintf("%s (vocab %d)", m.Kind, m.Vocab)},
 		{"--layers", i(m.Layers)}, {"--width", i(m.Width)}, {"--heads", i(m.Heads)}, {"--seq", i(m.Seq)}, {"--tied", b(m.Tied)},
 		{"--layers-per-stage", strings.Join(parts, ",")},
-		{"--schedule", c.Schedule}, {"--virtual", i(c.Virtual)},
+		{"--schedule", c.scheduleFlag()}, {"--virtual", i(c.Virtual)},
 		{"--microbatches", i(c.Micro)}, {"--microbatch-size", i(c.MicroSize)},
 		{"--pp", i(c.PP)}, {"--dp", i(c.DP)}, {"--recompute", b(c.Recompute)},
 		{"--optimizer", c.Optimizer}, {"--lr", f(c.LR)}, {"--min-lr", f(c.MinLR)}, {"--warmup", i(c.Warmup)},
@@ -50,6 +51,16 @@ func (c *TrainConfig) Flags(cut []int) []FlagValue {
 		{"--checkpoint-dir", c.CheckpointDir}, {"--checkpoint-every", i(c.CheckpointEvery)},
 		{"--resume", b(c.Resume)}, {"--overwrite", b(c.Overwrite)},
 	}
+}
+
+// scheduleFlag is --schedule as compared between ranks: a file's name with
+// a digest of what this rank read from it.
+func (c *TrainConfig) scheduleFlag() string {
+	if c.ScheduleText == "" {
+		return c.Schedule
+	}
+	sum := sha256.Sum256([]byte(c.ScheduleText))
+	return fmt.Sprintf("%s (sha256 %x)", c.Schedule, sum[:6])
 }
 
 // DiffFlags compares this rank's flags with rank 0's and returns those that

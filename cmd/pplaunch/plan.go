@@ -26,7 +26,9 @@ type planCmd struct {
 	TW           float64 `arg:"--tw" default:"1" placeholder:"MS" help:"weight-gradient part of the backward, ms; zero-bubble schedules run I = tb-tw and W = tw"`
 	TComm        float64 `arg:"--tcomm" default:"0" placeholder:"MS" help:"time of one activation or gradient transfer, ms"`
 	ActBytes     int64   `arg:"--act-bytes" placeholder:"BYTES" help:"activation bytes one micro-batch holds on one rank; adds peak bytes per rank"`
-	From         string  `arg:"--from" placeholder:"FILE" help:"validate and simulate the schedule in FILE (text form; transfers are inserted if it has none); P, v and M come from the file"`
+	From         string  `arg:"--from" placeholder:"FILE" help:"validate and simulate the schedule in FILE (the text form, or PyTorch's pipeline-order CSV when FILE ends in .csv; transfers are inserted if it has none); P, v and M come from the file"`
+	CSV          string  `arg:"--csv" placeholder:"FILE" help:"write the schedule as PyTorch's pipeline-order CSV (compute only, as torchtitan's pipeline_parallel_schedule_csv loads it) to FILE"`
+	CSVComms     bool    `arg:"--csv-comms" help:"with --csv: write the transfers too (PyTorch's compute_comms format)"`
 	SVG          string  `arg:"--svg" placeholder:"FILE" help:"write a Gantt picture (SVG) to FILE"`
 	Trace        string  `arg:"--trace" placeholder:"FILE" help:"write Chrome-trace JSON (opens in Perfetto) to FILE"`
 	Compare      bool    `arg:"--compare" help:"simulate every schedule for this P and M side by side"`
@@ -75,11 +77,11 @@ func (c *planCmd) run(ctx context.Context, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if c.Text {
-		_, err := io.WriteString(stdout, schedules.Format(res.sched))
+	if err := c.writeFiles(res); err != nil {
 		return err
 	}
-	if err := c.writeFiles(res); err != nil {
+	if c.Text {
+		_, err := io.WriteString(stdout, schedules.Format(res.sched))
 		return err
 	}
 	if c.JSON {
@@ -108,6 +110,12 @@ func (c *planCmd) check() error {
 	}
 	if c.Text && (c.JSON || c.SVG != "" || c.Trace != "") {
 		return errors.New("plan: --text prints only the schedule; drop --json, --svg and --trace")
+	}
+	if c.CSVComms && c.CSV == "" {
+		return errors.New("plan: --csv-comms says what --csv writes: give --csv FILE")
+	}
+	if c.Compare && c.CSV != "" {
+		return errors.New("plan: --compare prints a table of the built-in schedules; --csv takes one schedule")
 	}
 	if c.From != "" && c.Virtual != 0 {
 		return fmt.Errorf("plan: --virtual %d with --from: v comes from the file", c.Virtual)
@@ -147,17 +155,9 @@ func (c *planCmd) fromFile() (*planResult, error) {
 	if err != nil {
 		return nil, fmt.Errorf("plan: %w", err)
 	}
-	s, err := schedules.Parse(string(text))
+	s, err := schedules.Load(c.From, string(text))
 	if err != nil {
-		return nil, fmt.Errorf("plan: %s: %w", c.From, err)
-	}
-	if !s.HasTransfers() {
-		if s, err = schedules.Lower(s); err != nil {
-			return nil, fmt.Errorf("plan: %s: %w", c.From, err)
-		}
-	}
-	if err := schedules.Validate(s); err != nil {
-		return nil, fmt.Errorf("plan: %s: %w", c.From, err)
+		return nil, fmt.Errorf("plan: %w", err)
 	}
 	return c.analyze(c.From, s)
 }
@@ -230,6 +230,11 @@ func peakForm(name string, p, m int) (string, *float64) {
 }
 
 func (c *planCmd) writeFiles(res *planResult) error {
+	if c.CSV != "" {
+		if err := os.WriteFile(c.CSV, []byte(schedules.FormatCSV(res.sched, c.CSVComms)), 0o644); err != nil {
+			return fmt.Errorf("plan: --csv: %w", err)
+		}
+	}
 	if c.SVG == "" && c.Trace == "" {
 		return nil
 	}

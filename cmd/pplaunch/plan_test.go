@@ -254,3 +254,39 @@ func TestPlanComparePeakForms(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanCSV: --csv writes PyTorch's pipeline-order CSV (both forms, golden),
+// and --from reads it back to the same schedule; a PyTorch DualPipeV file
+// with overlapped pairs loads and simulates.
+func TestPlanCSV(t *testing.T) {
+	dir := t.TempDir()
+	for _, comms := range []bool{false, true} {
+		out := filepath.Join(dir, "s.csv")
+		args := []string{"--schedule", "zb-h1", "--stages", "3", "--microbatches", "4", "--csv", out, "--text"}
+		name := "plan_zbh1_p3_m4.compute_only.csv"
+		if comms {
+			args = append(args, "--csv-comms")
+			name = "plan_zbh1_p3_m4.compute_comms.csv"
+		}
+		code, text, errOut := runPlan(t, args...)
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		b, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		planGolden(t, name, string(b))
+		code, back, errOut := runPlan(t, "--from", out, "--text")
+		if code != 0 || back != text {
+			t.Errorf("--from %s (comms %v): exit %d %s\n%s\nwant\n%s", name, comms, code, errOut, back, text)
+		}
+	}
+	code, out, errOut := runPlan(t, "--from", filepath.Join("testdata", "torch_dualpipev_p2_m4.csv"), "--json")
+	if code != 0 || !strings.Contains(out, `"v":2`) || !strings.Contains(out, `"m":4`) {
+		t.Errorf("--from a PyTorch DualPipeV CSV: exit %d %s\n%s", code, errOut, out)
+	}
+	if code, _, errOut := runPlan(t, "--csv-comms"); code == 0 || !strings.Contains(errOut, "give --csv FILE") {
+		t.Errorf("--csv-comms alone: exit %d %s", code, errOut)
+	}
+}

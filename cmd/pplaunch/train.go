@@ -26,7 +26,7 @@ type trainCmd struct {
 	modelFlags
 	cutFlags
 	InitFrom        string        `arg:"--init-from" placeholder:"FILE.safetensors" help:"start from these weights (e.g. nanoGPT's state_dict) instead of the seed"`
-	Schedule        string        `arg:"--schedule" default:"1f1b" help:"gpipe, 1f1b, interleaved, zb-h1, zb-v, v-half, v-min or dualpipev"`
+	Schedule        string        `arg:"--schedule" default:"1f1b" help:"gpipe, 1f1b, interleaved, zb-h1, zb-v, v-half, v-min, dualpipev, or a schedule FILE (text form, or PyTorch's pipeline-order .csv) checked against --pp and --microbatches"`
 	Virtual         int           `arg:"--virtual" help:"virtual stages per rank (interleaved: default 2; the V schedules zb-v, v-half, v-min and dualpipev always have 2)"`
 	Microbatches    int           `arg:"--microbatches" default:"8" help:"micro-batches per step per data-parallel replica"`
 	MicrobatchSize  int           `arg:"--microbatch-size" default:"4" help:"sequences per micro-batch"`
@@ -59,11 +59,16 @@ func (c *trainCmd) config() (ranks.TrainConfig, error) {
 	if err != nil {
 		return ranks.TrainConfig{}, err
 	}
+	var schedText string
 	if !slices.Contains(schedules.Names, c.Schedule) {
-		return ranks.TrainConfig{}, fmt.Errorf("--schedule %q: want one of %s", c.Schedule, strings.Join(schedules.Names, ", "))
+		b, err := os.ReadFile(c.Schedule)
+		if err != nil {
+			return ranks.TrainConfig{}, fmt.Errorf("--schedule %q: want one of %s, or a schedule file (text form, or PyTorch's .csv): %w", c.Schedule, strings.Join(schedules.Names, ", "), err)
+		}
+		schedText = string(b)
 	}
 	return ranks.TrainConfig{
-		Model: m, Schedule: c.Schedule, Virtual: c.Virtual, Micro: c.Microbatches, MicroSize: c.MicrobatchSize,
+		Model: m, Schedule: c.Schedule, ScheduleText: schedText, Virtual: c.Virtual, Micro: c.Microbatches, MicroSize: c.MicrobatchSize,
 		PP: c.PP, DP: c.DP, Recompute: c.Recompute,
 		Cut:       func(stages int) ([]int, error) { return c.cutFlags.cut(m, stages) },
 		Optimizer: c.Optimizer, LR: c.LR, MinLR: c.MinLR, Warmup: c.Warmup, WeightDecay: c.WeightDecay, Clip: c.Clip,
