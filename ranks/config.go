@@ -23,6 +23,9 @@ type TrainConfig struct {
 	MicroSize    int // sequences per micro-batch
 	PP, DP       int
 	Recompute    bool
+	// Profile times every block's passes (the stages' Timing hook) and the
+	// transfers; Train returns the medians on rank 0 (Result.Profile).
+	Profile bool
 	// Cut gives the blocks of each of stages stages (nil: models.Partition,
 	// uniform).
 	Cut         func(stages int) ([]int, error)

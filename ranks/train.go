@@ -39,10 +39,11 @@ type Job struct {
 
 // Result is what Train returns on rank 0.
 type Result struct {
-	FirstStep, Steps int     // ran steps FirstStep..Steps-1
-	Summary          Summary // running totals of rank 0's step records
-	Checkpoint       string  // directory of the final checkpoint, if any
-	Stopped          bool    // Job.Stop asked to stop before the last step
+	FirstStep, Steps int      // ran steps FirstStep..Steps-1
+	Summary          Summary  // running totals of rank 0's step records
+	Checkpoint       string   // directory of the final checkpoint, if any
+	Stopped          bool     // Job.Stop asked to stop before the last step
+	Profile          *Profile // with TrainConfig.Profile: the measured costs
 }
 
 // trainer is one rank's state.
@@ -65,6 +66,7 @@ type trainer struct {
 	// data-parallel reduction in flight, per stage
 	dp      map[int]*dpExchange
 	curStep int
+	prof    *profiler // nil unless TrainConfig.Profile
 }
 
 // Chunk numbers of the control messages (activations and gradients use the stage).
@@ -106,6 +108,9 @@ func (t *trainer) setup(ctx context.Context) error {
 		return err
 	}
 	t.stages, t.opts = map[int]*models.Stage{}, map[int]models.Optimizer{}
+	if c.Profile {
+		t.prof = newProfiler(c.Micro, c.Steps)
+	}
 	t.order = t.sched.StagesOf(t.pRank)
 	for _, s := range t.order {
 		st, err := models.NewStage(c.Model, t.cut, s, t.job.Backend, models.StageOptions{Seed: c.Seed, Recompute: c.Recompute})
@@ -118,6 +123,9 @@ func (t *trainer) setup(ctx context.Context) error {
 			}
 		}
 		st.SetLossScale(float32(1 / float64(c.DP*c.Micro)))
+		if t.prof != nil {
+			st.SetTiming(t.prof.hook)
+		}
 		t.stages[s] = st
 		if t.opts[s], err = models.NewOptimizer(c.Optimizer, c.WeightDecay); err != nil {
 			return fmt.Errorf("--optimizer: %w", err)
@@ -170,6 +178,9 @@ func (t *trainer) loop(ctx context.Context) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
+		if t.prof != nil {
+			t.prof.endStep(sr)
+		}
 		if c.DP > 1 {
 			if err := t.finishReduce(ctx, step); err != nil {
 				return nil, err
@@ -219,6 +230,9 @@ func (t *trainer) loop(ctx context.Context) (*Result, error) {
 			rec.StepS = stepS
 			rec.TokensPerS = tokensPerStep / stepS
 			res.Summary.Add(*rec)
+			if t.prof != nil {
+				t.prof.record(t.sched, rec)
+			}
 			if t.job.Report != nil {
 				t.job.Report(*rec)
 			}
@@ -227,6 +241,9 @@ func (t *trainer) loop(ctx context.Context) (*Result, error) {
 			res.Steps, res.Stopped = step+1, true
 			break
 		}
+	}
+	if res.Profile, err = t.gatherProfile(ctx); err != nil {
+		return nil, err
 	}
 	return res, nil
 }

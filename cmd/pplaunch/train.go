@@ -52,6 +52,7 @@ type trainCmd struct {
 	Metrics         string        `arg:"--metrics" placeholder:"FILE" help:"per-step JSON lines (rank 0)"`
 	Trace           string        `arg:"--trace" placeholder:"FILE" help:"measured timeline of every rank as Chrome-trace JSON"`
 	TraceSVG        string        `arg:"--trace-svg" placeholder:"FILE" help:"measured timeline as an SVG Gantt picture"`
+	Profile         string        `arg:"--profile" placeholder:"FILE" help:"time every block's forward and backward passes and the transfers, and write the medians after the first step as JSON (for plan --profile and --balance profile:FILE)"`
 }
 
 func (c *trainCmd) config() (ranks.TrainConfig, error) {
@@ -69,7 +70,7 @@ func (c *trainCmd) config() (ranks.TrainConfig, error) {
 	}
 	return ranks.TrainConfig{
 		Model: m, Schedule: c.Schedule, ScheduleText: schedText, Virtual: c.Virtual, Micro: c.Microbatches, MicroSize: c.MicrobatchSize,
-		PP: c.PP, DP: c.DP, Recompute: c.Recompute,
+		PP: c.PP, DP: c.DP, Recompute: c.Recompute, Profile: c.Profile != "",
 		Cut:       func(stages int) ([]int, error) { return c.cutFlags.cut(m, stages) },
 		Optimizer: c.Optimizer, LR: c.LR, MinLR: c.MinLR, Warmup: c.Warmup, WeightDecay: c.WeightDecay, Clip: c.Clip,
 		Steps: c.Steps, EvalEvery: c.EvalEvery, EvalBatches: c.EvalBatches, Seed: c.Seed, Data: c.Data,
@@ -125,7 +126,7 @@ func (c *trainCmd) precheck(f launch.Flags, getenv func(string) string) error {
 	if err := ranks.CheckCheckpointDir(cfg); err != nil {
 		return err
 	}
-	for _, o := range []struct{ flag, path string }{{"--metrics", c.Metrics}, {"--trace", c.Trace}, {"--trace-svg", c.TraceSVG}} {
+	for _, o := range []struct{ flag, path string }{{"--metrics", c.Metrics}, {"--trace", c.Trace}, {"--trace-svg", c.TraceSVG}, {"--profile", c.Profile}} {
 		if o.path == "" {
 			continue
 		}
@@ -191,6 +192,11 @@ func (c *trainCmd) job(stdout io.Writer) func(ctx context.Context, r *ranks.Rank
 		res, err := ranks.Train(ctx, cfg, job)
 		if err != nil {
 			return err
+		}
+		if res != nil && res.Profile != nil {
+			if err := writeProfile(c.Profile, res.Profile); err != nil {
+				return fmt.Errorf("train: --profile: %w", err)
+			}
 		}
 		if out != nil {
 			return out.finish(res, pre.Signal())
