@@ -84,8 +84,9 @@ const (
 // Timing receives the host time of one sublayer's pass for one micro-batch:
 // unit is the model unit the sublayer belongs to (-1 the embedding, 0..L-1
 // the blocks, each of which has two sublayers, L the final LayerNorm and
-// head), and saved, for PassF, the activation bytes the sublayer keeps for
-// the backward without recomputation. On a backend that queues its work
+// head), and saved the activation bytes the sublayer keeps after the pass:
+// for PassF what the backward needs (without recomputation), for PassI what
+// the weight pass still needs, 0 for PassW. On a backend that queues its work
 // (CUDA) the host time is the time to queue, not to compute.
 type Timing func(unit int, pass Pass, d time.Duration, saved int64)
 
@@ -394,7 +395,7 @@ func (s *Stage) BackwardInput(mb int, gradOut *tensor.Tensor) (*tensor.Tensor, e
 		}
 		t0 := time.Now()
 		d = st.tapes[i].backwardInput(s.be, st.al, d, s.scale)
-		s.timing(s.units[i], PassI, time.Since(t0), 0)
+		s.timing(s.units[i], PassI, time.Since(t0), st.tapes[i].bytes())
 	}
 	st.al.escape(d)
 	st.inputDone = true

@@ -19,7 +19,7 @@ func TestStageTiming(t *testing.T) {
 	cut := []int{1, 2}
 	run := func(timed bool) (string, []string, []float32) {
 		var calls []string
-		var saved int64
+		var saved, savedI int64
 		s, err := NewStage(cfg, cut, 1, be, StageOptions{Seed: 3})
 		if err != nil {
 			t.Fatal(err)
@@ -30,7 +30,12 @@ func TestStageTiming(t *testing.T) {
 					t.Errorf("negative duration %v", d)
 				}
 				calls = append(calls, fmt.Sprintf("%d%c", unit, "FIW"[pass]))
-				saved += b
+				switch pass {
+				case PassF:
+					saved += b
+				case PassI:
+					savedI += b
+				}
 			})
 		}
 		if err := s.BeginStep(0, 1); err != nil {
@@ -53,6 +58,9 @@ func TestStageTiming(t *testing.T) {
 		}
 		if _, err := s.BackwardInput(0, nil); err != nil {
 			t.Fatal(err)
+		}
+		if timed && (savedI != s.ActivationBytes() || savedI >= saved) {
+			t.Errorf("after the input pass the sublayers report %d bytes, the stage holds %d (of %d)", savedI, s.ActivationBytes(), saved)
 		}
 		if err := s.BackwardWeight(0); err != nil {
 			t.Fatal(err)

@@ -68,6 +68,9 @@ type UnitProfile struct {
 	// ActivationBytes is what the unit keeps from its forward to its backward
 	// for one micro-batch without recomputation.
 	ActivationBytes int64 `json:"activation_bytes"`
+	// AfterInputBytes is what it still keeps after the input-gradient pass,
+	// for the weight pass of a split backward.
+	AfterInputBytes int64 `json:"activation_bytes_after_input_backward"`
 }
 
 // BoundaryCost is the transfer between stage After and After+1: the bytes

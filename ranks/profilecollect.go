@@ -14,6 +14,9 @@ import (
 // chunkProfile tags the profile measurements a pipeline rank sends rank 0.
 const chunkProfile = 0xFFF3
 
+// unitFields is the number of values per unit in profileVector.
+const unitFields = 5
+
 // profiler collects one rank's measurements for --profile: per unit and
 // pass the time of each step's micro-batches (through the stages' Timing
 // hooks), per stage the bytes a micro-batch keeps, the rank's peak, and on
@@ -23,9 +26,9 @@ type profiler struct {
 	warmup int                 // steps left out first
 	steps  int                 // steps seen
 	cur    map[int]*[3]float64 // unit -> this step's summed seconds per pass
-	saved  map[int]int64       // unit -> this step's summed saved bytes
+	saved  map[int]*[2]int64   // unit -> this step's summed bytes kept after F and after I
 	times  map[int]*[3][]float64
-	bytes  map[int]int64
+	bytes  map[int][2]int64
 	perMB  map[int]int64
 	peak   int64
 	xfer   map[[2]int][]float64 // (boundary, 0 forward / 1 backward) -> seconds per transfer
@@ -33,8 +36,8 @@ type profiler struct {
 }
 
 func newProfiler(micro, steps int) *profiler {
-	return &profiler{micro: micro, warmup: min(1, steps-1), cur: map[int]*[3]float64{}, saved: map[int]int64{},
-		times: map[int]*[3][]float64{}, bytes: map[int]int64{}, perMB: map[int]int64{}, xfer: map[[2]int][]float64{}}
+	return &profiler{micro: micro, warmup: min(1, steps-1), cur: map[int]*[3]float64{}, saved: map[int]*[2]int64{},
+		times: map[int]*[3][]float64{}, bytes: map[int][2]int64{}, perMB: map[int]int64{}, xfer: map[[2]int][]float64{}}
 }
 
 // hook is the stages' Timing hook.
@@ -45,8 +48,13 @@ func (p *profiler) hook(unit int, pass models.Pass, d time.Duration, saved int64
 		p.cur[unit] = c
 	}
 	c[pass] += d.Seconds()
-	if pass == models.PassF {
-		p.saved[unit] += saved
+	if pass != models.PassW {
+		b := p.saved[unit]
+		if b == nil {
+			b = &[2]int64{}
+			p.saved[unit] = b
+		}
+		b[pass] += saved
 	}
 }
 
@@ -65,7 +73,10 @@ func (p *profiler) endStep(sr *StepResult) {
 			for k := range 3 {
 				t[k] = append(t[k], c[k]/float64(p.micro))
 			}
-			p.bytes[u] = max(p.bytes[u], p.saved[u]/int64(p.micro))
+			if b := p.saved[u]; b != nil {
+				old := p.bytes[u]
+				p.bytes[u] = [2]int64{max(old[0], b[0]/int64(p.micro)), max(old[1], b[1]/int64(p.micro))}
+			}
 		}
 		for s, n := range sr.PerMB {
 			p.perMB[s] = max(p.perMB[s], n)
@@ -139,8 +150,8 @@ func (t *trainer) unitsOf(pr int) []int {
 }
 
 // profileVector is what a pipeline rank sends rank 0: per unit the median
-// F, I, W seconds and saved bytes, then per stage the kept bytes, then the
-// rank's peak.
+// F, I, W seconds and the bytes kept after F and after I, then per stage the
+// kept bytes, then the rank's peak.
 func (t *trainer) profileVector() []float64 {
 	p := t.prof
 	var v []float64
@@ -149,7 +160,7 @@ func (t *trainer) profileVector() []float64 {
 		if tm == nil {
 			tm = &[3][]float64{}
 		}
-		v = append(v, median(tm[0]), median(tm[1]), median(tm[2]), float64(p.bytes[u]))
+		v = append(v, median(tm[0]), median(tm[1]), median(tm[2]), float64(p.bytes[u][0]), float64(p.bytes[u][1]))
 	}
 	for _, s := range t.sched.StagesOf(t.pRank) {
 		v = append(v, float64(p.perMB[s]))
@@ -176,7 +187,7 @@ func (t *trainer) gatherProfile(ctx context.Context) (*Profile, error) {
 	all[0] = t.profileVector()
 	var ops []collective.Op
 	for r := 1; r < t.cfg.PP; r++ {
-		all[r] = make([]float64, 4*len(t.unitsOf(r))+len(t.sched.StagesOf(r))+1)
+		all[r] = make([]float64, unitFields*len(t.unitsOf(r))+len(t.sched.StagesOf(r))+1)
 		ops = append(ops, collective.RecvOp(r, tag, collective.F64(all[r])))
 	}
 	if len(ops) > 0 {
@@ -203,10 +214,10 @@ func (t *trainer) buildProfile(all [][]float64) *Profile {
 	}
 	for r, v := range all {
 		for i, u := range t.unitsOf(r) {
-			row := v[4*i:]
-			pr.Units[u+1] = UnitProfile{Unit: u, F: row[0], I: row[1], W: row[2], ActivationBytes: int64(row[3])}
+			row := v[unitFields*i:]
+			pr.Units[u+1] = UnitProfile{Unit: u, F: row[0], I: row[1], W: row[2], ActivationBytes: int64(row[3]), AfterInputBytes: int64(row[4])}
 		}
-		k := 4 * len(t.unitsOf(r))
+		k := unitFields * len(t.unitsOf(r))
 		for j, s := range t.sched.StagesOf(r) {
 			pr.Stages = append(pr.Stages, StageProfile{Stage: s, Rank: r, Blocks: t.cut[s], ActivationBytes: int64(v[k+j])})
 		}
