@@ -23,9 +23,15 @@ type Candidate struct {
 // costs. Times are seconds, memory bytes, per pipeline rank where a slice.
 type Prediction struct {
 	Candidate
-	Cut           []int
-	Stages        int
-	StepS         float64 // simulated makespan of the step's pipeline, transfers included
+	Cut       []int
+	Stages    int
+	StepS     float64 // PipelineS + ReduceS
+	PipelineS float64 // simulated makespan of the step's pipeline, transfers included
+	// ReduceS is the data-parallel gradient all-reduce of the rank with the
+	// most parameters, as a ring at the profile's transfer bandwidth, not
+	// overlapped with the pipeline (an upper bound); 0 without dp or
+	// without a measured transfer.
+	ReduceS       float64
 	Bubble        float64
 	SlowestStageS float64 // the largest stage's F+I+W for one micro-batch
 	// Activations is each rank's peak of live activations as the executor
@@ -114,11 +120,18 @@ func Predict(p *Profile, c Candidate) (*Prediction, error) {
 	if err != nil {
 		return nil, err
 	}
-	pr.StepS, pr.Bubble = st.Makespan, st.Bubble
+	pr.PipelineS, pr.Bubble = st.Makespan, st.Bubble
 	if pr.Activations, err = schedules.PeakBytes(s, tl, held, afterI); err != nil {
 		return nil, err
 	}
 	pr.memory(p, s, params, full)
+	if t, b := p.Transfer(); c.DP > 1 && t > 0 && b > 0 {
+		bw := float64(b) / t
+		for _, n := range pr.Params { // bytes of the rank's parameters = of its gradients
+			pr.ReduceS = max(pr.ReduceS, 2*float64(c.DP-1)/float64(c.DP)*float64(n)/bw)
+		}
+	}
+	pr.StepS = pr.PipelineS + pr.ReduceS
 	return pr, nil
 }
 

@@ -34,6 +34,11 @@ type planCmd struct {
 	Compare      bool    `arg:"--compare" help:"simulate every schedule for this P and M side by side"`
 	JSON         bool    `arg:"--json" help:"print the summary as one JSON object"`
 	Text         bool    `arg:"--text" help:"print the schedule in the text form (with transfers) and nothing else"`
+	Profile      string  `arg:"--profile" placeholder:"FILE" help:"costs measured by train --profile: the profile-balanced cut beside the measured one; with --world or --memory-budget, a search of layouts"`
+	World        int     `arg:"--world" placeholder:"N" help:"with --profile: search the pp × dp layouts of N ranks [default: the profiled run's]"`
+	MemoryBudget string  `arg:"--memory-budget" placeholder:"SIZE" help:"with --profile: the memory a rank may use, e.g. 12GiB; layouts above it are rejected"`
+	GlobalBatch  int     `arg:"--global-batch" placeholder:"SEQ" help:"with --profile: sequences per step to search for [default: the profiled run's]"`
+	Top          int     `arg:"--top" default:"5" placeholder:"N" help:"with a search: how many kept and how many rejected layouts to print"`
 }
 
 // planResult is one simulated schedule; its exported fields are the --json
@@ -63,6 +68,9 @@ type planResult struct {
 func (c *planCmd) run(ctx context.Context, stdout, stderr io.Writer) error {
 	if err := c.check(); err != nil {
 		return err
+	}
+	if c.Profile != "" {
+		return c.profilePlan(stdout)
 	}
 	if c.Compare {
 		return c.compare(stdout)
@@ -110,6 +118,12 @@ func (c *planCmd) check() error {
 	}
 	if c.Text && (c.JSON || c.SVG != "" || c.Trace != "") {
 		return errors.New("plan: --text prints only the schedule; drop --json, --svg and --trace")
+	}
+	if c.Profile != "" && (c.Compare || c.From != "" || c.Text || c.SVG != "" || c.Trace != "" || c.CSV != "") {
+		return errors.New("plan: --profile predicts from measured costs; --compare, --from, --text, --svg, --trace and --csv take a schedule")
+	}
+	if c.Profile == "" && (c.World != 0 || c.MemoryBudget != "" || c.GlobalBatch != 0) {
+		return errors.New("plan: --world, --memory-budget and --global-batch search layouts with the costs of --profile FILE (from train --profile)")
 	}
 	if c.CSVComms && c.CSV == "" {
 		return errors.New("plan: --csv-comms says what --csv writes: give --csv FILE")
