@@ -177,6 +177,8 @@ func TestPlanPictures(t *testing.T) {
 	if computes != 128 || last != 28500 {
 		t.Errorf("trace has %d compute events ending at %v µs, want 128 ending at 28500", computes, last)
 	}
+	// Interleaved on 4 ranks: 7 boundaries between ranks × 8 micro-batches × 2 directions.
+	checkTraceFlows(t, b, 7*8*2)
 }
 
 func TestPlanText(t *testing.T) {
