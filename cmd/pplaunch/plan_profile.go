@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/pplaunch/pplaunch/ranks"
+	"github.com/pplaunch/pplaunch/schedules"
 )
 
 // readProfile reads a file that train --profile wrote.
@@ -88,6 +90,9 @@ func (c *planCmd) profileLine(w io.Writer, p *ranks.Profile) {
 // with the profile-balanced one.
 func (c *planCmd) cutComparison(w io.Writer, p *ranks.Profile) error {
 	l := p.Layout
+	if !slices.Contains(schedules.Names, l.Schedule) {
+		return fmt.Errorf("plan: --profile %s was measured with the schedule file %s; the cut comparison predicts built-in schedules only: search with --world N instead", c.Profile, l.Schedule)
+	}
 	base := ranks.Candidate{PP: l.PP, DP: l.DP, Schedule: l.Schedule, Virtual: l.Virtual, Micro: l.Microbatches, MicroSize: p.MicroBatchSize, Recompute: p.Recompute}
 	var rows []cutRow
 	for _, k := range []struct {

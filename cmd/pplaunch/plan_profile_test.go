@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -79,6 +80,31 @@ func TestSearch(t *testing.T) {
 	}
 	if code, _, errOut := runPlan(t, "--profile", profileFile, "--memory-budget", "1KiB"); code == 0 || !strings.Contains(errOut, "no layout fits the memory budget") {
 		t.Errorf("a budget nothing fits: exit %d %s", code, errOut)
+	}
+}
+
+// TestPlanProfileScheduleFile: a profile measured with a schedule file has
+// no built-in schedule to predict the cut comparison with; plan says so.
+func TestPlanProfileScheduleFile(t *testing.T) {
+	p, err := readProfile(profileFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Layout.Schedule = "mine.csv"
+	path := filepath.Join(t.TempDir(), "p.json")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Write(f); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if code, _, errOut := runPlan(t, "--profile", path); code == 0 || !strings.Contains(errOut, "measured with the schedule file mine.csv") {
+		t.Errorf("exit %d: %s", code, errOut)
+	}
+	if code, _, errOut := runPlan(t, "--profile", path, "--world", "2"); code != 0 {
+		t.Errorf("a search from it: exit %d: %s", code, errOut)
 	}
 }
 
