@@ -50,6 +50,30 @@ func Partition(cfg Config, stages int, method string) ([]int, error) {
 	return balance(L, stages, cost), nil
 }
 
+// PartitionCosts cuts layers blocks into stages contiguous groups that
+// minimise the largest stage cost (a dynamic programme: the optimal
+// contiguous partition), where cost[u+1] is the cost of unit u: u = -1 the
+// embedding, which goes with the first stage, 0..layers-1 the blocks,
+// layers the final LayerNorm and head, which go with the last. Measured
+// costs (a profile's per-block times) make it a profile-guided cut. Ties go
+// to the earliest cut, so the answer is a pure function of the inputs.
+func PartitionCosts(layers, stages int, cost []float64) ([]int, error) {
+	switch {
+	case stages < 1:
+		return nil, fmt.Errorf("cut into %d stages: want at least 1", stages)
+	case stages > layers:
+		return nil, fmt.Errorf("cut %d layers into %d stages: more stages than layers", layers, stages)
+	case len(cost) != layers+2:
+		return nil, fmt.Errorf("%d unit costs for %d layers: want %d (the embedding, every block, the head)", len(cost), layers, layers+2)
+	}
+	for i, c := range cost {
+		if !(c >= 0) || math.IsInf(c, 0) {
+			return nil, fmt.Errorf("unit %d cost %v: want a finite cost >= 0", i-1, c)
+		}
+	}
+	return balance(layers, stages, func(u int) float64 { return cost[u+1] }), nil
+}
+
 // balance is the contiguous partition minimising the largest stage cost (a
 // dynamic programme over prefixes); ties go to the earliest cut found, so the
 // answer is a pure function of the inputs.

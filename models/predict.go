@@ -20,7 +20,7 @@ func (s *Stage) Predict(in Input) (act *tensor.Tensor, probs []float32, err erro
 	}
 	al := &alloc{a: s.arena}
 	defer al.release()
-	tapes, out := s.run(in, al)
+	tapes, out := s.run(in, al, PassF)
 	if !s.IsLast() {
 		al.escape(out.Act)
 		return out.Act, nil, nil

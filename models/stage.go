@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"time"
 
 	"github.com/pplaunch/pplaunch/models/tensor"
 )
@@ -64,7 +65,34 @@ type Stage struct {
 	mbs       map[int]*mbState
 	cur, peak int64
 	acc       *Accumulator
+
+	units  []int  // model unit of each sublayer (see Timing)
+	timing Timing // nil: off
 }
+
+// Pass is the part of a micro-batch's work a Timing call measures.
+type Pass uint8
+
+// The passes: forward, input gradient (with a recomputed forward, when the
+// stage recomputes), weight gradient.
+const (
+	PassF Pass = iota
+	PassI
+	PassW
+)
+
+// Timing receives the host time of one sublayer's pass for one micro-batch:
+// unit is the model unit the sublayer belongs to (-1 the embedding, 0..L-1
+// the blocks, each of which has two sublayers, L the final LayerNorm and
+// head), and saved the activation bytes the sublayer keeps after the pass:
+// for PassF what the backward needs (without recomputation), for PassI what
+// the weight pass still needs, 0 for PassW. On a backend that queues its work
+// (CUDA) the host time is the time to queue, not to compute.
+type Timing func(unit int, pass Pass, d time.Duration, saved int64)
+
+// SetTiming installs f, or removes the hook with nil (the default: then the
+// stage reads no clock).
+func (s *Stage) SetTiming(f Timing) { s.timing = f }
 
 type mbState struct {
 	in        Input
@@ -123,6 +151,7 @@ func (s *Stage) build() {
 	ln := func(prefix string) layerNorm { return layerNorm{g: P[prefix+".weight"], b: P[prefix+".bias"]} }
 	if s.index == 0 {
 		s.subs = append(s.subs, &embedding{wte: P[l.wte], wpe: P[l.wpe], seq: c.Seq}) // P[""] is nil: no positions
+		s.units = append(s.units, embedUnit)
 	}
 	for i := s.firstLayer; i < s.firstLayer+s.numLayers; i++ {
 		p := fmt.Sprintf(l.block, i)
@@ -132,10 +161,12 @@ func (s *Stage) build() {
 				mid = attention{heads: c.Heads}
 			}
 			s.subs = append(s.subs, &residual{ln: ln(p + h.ln), in: lin(p + h.in), out: lin(p + h.out), mid: mid})
+			s.units = append(s.units, i)
 		}
 	}
 	if s.IsLast() {
 		s.subs = append(s.subs, &head{ln: ln(l.lnF), w: P[l.lmHead], vocab: c.Vocab})
+		s.units = append(s.units, c.Layers)
 	}
 }
 
@@ -264,12 +295,19 @@ func (s *Stage) checkInput(mb int, in Input) (int, error) {
 	return B, nil
 }
 
-// run does the forward pass over all sublayers, returning tapes and the output.
-func (s *Stage) run(in Input, al *alloc) ([]tape, Output) {
+// run does the forward pass over all sublayers, returning tapes and the
+// output; with a Timing hook each sublayer's time goes to it as pass.
+func (s *Stage) run(in Input, al *alloc, pass Pass) ([]tape, Output) {
 	fl := &flow{x: in.Act, tokens: in.Tokens, targets: in.Targets, al: al}
 	tapes := make([]tape, len(s.subs))
 	for i, sl := range s.subs {
+		if s.timing == nil {
+			tapes[i] = sl.forward(s.be, fl)
+			continue
+		}
+		t0 := time.Now()
 		tapes[i] = sl.forward(s.be, fl)
+		s.timing(s.units[i], pass, time.Since(t0), tapes[i].bytes())
 	}
 	if s.IsLast() {
 		return tapes, Output{Loss: fl.loss}
@@ -302,7 +340,7 @@ func (s *Stage) Forward(mb int, in Input) (Output, error) {
 		return Output{}, err
 	}
 	st := &mbState{in: in, al: &alloc{a: s.arena}}
-	tapes, out := s.run(in, st.al)
+	tapes, out := s.run(in, st.al, PassF)
 	st.al.escape(out.Act)
 	s.mbs[mb] = st
 	if s.opts.Recompute {
@@ -346,12 +384,18 @@ func (s *Stage) BackwardInput(mb int, gradOut *tensor.Tensor) (*tensor.Tensor, e
 		}
 	}
 	if st.tapes == nil {
-		st.tapes, _ = s.run(st.in, st.al)
+		st.tapes, _ = s.run(st.in, st.al, PassI)
 		s.setBytes(st, st.bytes+tapeBytes(st.tapes))
 	}
 	d := gradOut
 	for i := len(st.tapes) - 1; i >= 0; i-- {
+		if s.timing == nil {
+			d = st.tapes[i].backwardInput(s.be, st.al, d, s.scale)
+			continue
+		}
+		t0 := time.Now()
 		d = st.tapes[i].backwardInput(s.be, st.al, d, s.scale)
+		s.timing(s.units[i], PassI, time.Since(t0), st.tapes[i].bytes())
 	}
 	st.al.escape(d)
 	st.inputDone = true
@@ -372,8 +416,14 @@ func (s *Stage) BackwardWeight(mb int) error {
 		return s.errorf("backward weight", mb, "no step begun (call BeginStep)")
 	}
 	g := s.buffer()
-	for _, t := range st.tapes {
+	for i, t := range st.tapes {
+		if s.timing == nil {
+			t.backwardWeight(s.be, gradTensor{g})
+			continue
+		}
+		t0 := time.Now()
 		t.backwardWeight(s.be, gradTensor{g})
+		s.timing(s.units[i], PassW, time.Since(t0), 0)
 	}
 	if err := s.acc.AddTensor(mb, g); err != nil {
 		s.pool = append(s.pool, g)

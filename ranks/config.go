@@ -13,13 +13,20 @@ import (
 
 // TrainConfig is one training job, the same on every rank.
 type TrainConfig struct {
-	Model     models.Config
-	Schedule  string // one of schedules.Names
-	Virtual   int    // virtual stages per rank (interleaved: 2 when 0; zb-v: 2)
-	Micro     int    // micro-batches per step per data-parallel replica
-	MicroSize int    // sequences per micro-batch
-	PP, DP    int
-	Recompute bool
+	Model    models.Config
+	Schedule string // one of schedules.Names, or the name of a schedule file
+	// ScheduleText is the content of the schedule file Schedule names (the
+	// text form, or PyTorch's CSV when the name ends in .csv); empty when
+	// Schedule is a built-in name.
+	ScheduleText string
+	Virtual      int // virtual stages per rank (interleaved: 2 when 0; zb-v: 2)
+	Micro        int // micro-batches per step per data-parallel replica
+	MicroSize    int // sequences per micro-batch
+	PP, DP       int
+	Recompute    bool
+	// Profile times every block's passes (the stages' Timing hook) and the
+	// transfers; Train returns the medians on rank 0 (Result.Profile).
+	Profile bool
 	// Cut gives the blocks of each of stages stages (nil: models.Partition,
 	// uniform).
 	Cut       func(stages int) ([]int, error)
@@ -88,9 +95,9 @@ func (c *TrainConfig) Plan(size int) (Layout, error) {
 	case l.PP == 0:
 		return l, nil
 	}
-	sched, err := schedules.Generate(c.Schedule, l.PP, c.Micro, c.Virtual)
+	sched, err := c.schedule(l.PP)
 	if err != nil {
-		return l, fmt.Errorf("--schedule %s with --pp %d, --microbatches %d, --virtual %d: %w", c.Schedule, l.PP, c.Micro, c.Virtual, err)
+		return l, err
 	}
 	l.Sched = sched
 	if st := sched.Stages(); st > c.Model.Layers {
@@ -130,6 +137,27 @@ func (c *TrainConfig) tooFewBlocks(pp, stages int) error {
 	}
 	return fmt.Errorf("--schedule %s on --pp %d runs %d stages (%d per rank), but the model has %d blocks: each stage needs one; give %s",
 		c.Schedule, pp, stages, stages/pp, L, strings.Join(fixes, ", or "))
+}
+
+// schedule is the run's schedule for pp pipeline ranks: generated, or the
+// file's, loaded (lowered when it has no transfers), validated and checked
+// against the run's ranks, micro-batches and virtual stages.
+func (c *TrainConfig) schedule(pp int) (*schedules.Schedule, error) {
+	if c.ScheduleText == "" {
+		s, err := schedules.Generate(c.Schedule, pp, c.Micro, c.Virtual)
+		if err != nil {
+			return nil, fmt.Errorf("--schedule %s with --pp %d, --microbatches %d, --virtual %d: %w", c.Schedule, pp, c.Micro, c.Virtual, err)
+		}
+		return s, nil
+	}
+	s, err := schedules.Load(c.Schedule, c.ScheduleText)
+	if err != nil {
+		return nil, fmt.Errorf("--schedule %w", err)
+	}
+	if err := schedules.Fit(s, pp, c.Micro, c.Virtual); err != nil {
+		return nil, fmt.Errorf("--schedule %s does not fit this run: %w", c.Schedule, err)
+	}
+	return s, nil
 }
 
 // LoadData opens the corpus c.Data names (the embedded one when empty) for

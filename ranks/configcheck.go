@@ -3,6 +3,7 @@ package ranks
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -41,9 +42,9 @@ func (c *TrainConfig) Flags(cut []int) []FlagValue {
 		{"--layers", i(m.Layers)}, {"--width", i(m.Width)}, {"--heads", i(m.Heads)}, {"--seq", i(m.Seq)}, {"--tied", b(m.Tied)},
 		{"--gelu", cmp.Or(m.Gelu, "tanh")},
 		{"--layers-per-stage", strings.Join(parts, ",")},
-		{"--schedule", c.Schedule}, {"--virtual", i(c.Virtual)},
+		{"--schedule", c.scheduleFlag()}, {"--virtual", i(c.Virtual)},
 		{"--microbatches", i(c.Micro)}, {"--microbatch-size", i(c.MicroSize)},
-		{"--pp", i(c.PP)}, {"--dp", i(c.DP)}, {"--recompute", b(c.Recompute)},
+		{"--pp", i(c.PP)}, {"--dp", i(c.DP)}, {"--recompute", b(c.Recompute)}, {"--profile", b(c.Profile)},
 		{"--optimizer", c.Optimizer}, {"--lr", f(c.LR)}, {"--min-lr", f(c.MinLR)}, {"--warmup", i(c.Warmup)},
 		{"--weight-decay", f(c.WeightDecay)}, {"--clip", f(c.Clip)},
 		{"--lr-schedule", c.LRSchedule}, {"--warmup-start-lr", f(c.WarmupStart)}, {"--lr-decay-steps", i(c.LRDecaySteps)},
@@ -54,6 +55,16 @@ func (c *TrainConfig) Flags(cut []int) []FlagValue {
 		{"--checkpoint-dir", c.CheckpointDir}, {"--checkpoint-every", i(c.CheckpointEvery)},
 		{"--resume", b(c.Resume)}, {"--overwrite", b(c.Overwrite)},
 	}
+}
+
+// scheduleFlag is --schedule as compared between ranks: a file's name with
+// a digest of what this rank read from it.
+func (c *TrainConfig) scheduleFlag() string {
+	if c.ScheduleText == "" {
+		return c.Schedule
+	}
+	sum := sha256.Sum256([]byte(c.ScheduleText))
+	return fmt.Sprintf("%s (sha256 %x)", c.Schedule, sum[:6])
 }
 
 // DiffFlags compares this rank's flags with rank 0's and returns those that

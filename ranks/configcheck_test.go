@@ -51,8 +51,8 @@ func TestDiffFlags(t *testing.T) {
 func TestFlagsCoverConfig(t *testing.T) {
 	base := tiny(t)
 	want := map[string]string{
-		"Model": "--layers", "Schedule": "--schedule", "Virtual": "--virtual", "Micro": "--microbatches", "MicroSize": "--microbatch-size",
-		"PP": "--pp", "DP": "--dp", "Recompute": "--recompute", "Optimizer": "--optimizer", "LR": "--lr", "MinLR": "--min-lr",
+		"Model": "--layers", "Schedule": "--schedule", "ScheduleText": "--schedule", "Virtual": "--virtual", "Micro": "--microbatches", "MicroSize": "--microbatch-size",
+		"PP": "--pp", "DP": "--dp", "Recompute": "--recompute", "Profile": "--profile", "Optimizer": "--optimizer", "LR": "--lr", "MinLR": "--min-lr",
 		"Warmup": "--warmup", "WeightDecay": "--weight-decay", "Clip": "--clip", "Steps": "--steps", "EvalEvery": "--eval-every",
 		"EvalBatches": "--eval-batches", "Seed": "--seed", "Data": "--data", "InitFrom": "--init-from", "Timeout": "--timeout",
 		"CheckpointDir": "--checkpoint-dir", "CheckpointEvery": "--checkpoint-every", "Resume": "--resume", "Overwrite": "--overwrite",

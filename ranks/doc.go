@@ -23,6 +23,10 @@
 // rank starts; Job.Stop lets the ranks agree on a step after which to
 // checkpoint and stop early, on the signals Preemption watches (preempt.go).
 // faulthooks.go holds the test-only hooks that stall, kill or hold a rank.
+// With TrainConfig.Profile every rank times its blocks' passes and rank 0
+// gathers a Profile (profile.go, profilecollect.go); Predict (predict.go)
+// simulates any layout with a profile's costs, the step time and each
+// rank's memory, without effects.
 //
 // ranks imports schedules, collective, models and ranks/store; it must never
 // import launch, bench or cmd (nothing upward), and the decisions it can make

@@ -28,7 +28,7 @@ var generated = []struct {
 	p, m, v int
 }{
 	{"gpipe", 2, 3, 1}, {"1f1b", 3, 4, 1}, {"1f1b", 1, 2, 1}, {"interleaved", 2, 4, 2},
-	{"zb-h1", 2, 3, 1}, {"zb-v", 2, 3, 2},
+	{"zb-h1", 2, 3, 1}, {"zb-v", 2, 3, 2}, {"v-half", 2, 3, 2}, {"v-min", 3, 4, 2}, {"dualpipev", 2, 4, 2},
 }
 
 // TestExecutorGolden runs every schedule of testdata/*.txt through the real

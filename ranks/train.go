@@ -44,10 +44,11 @@ type Job struct {
 
 // Result is what Train returns on rank 0.
 type Result struct {
-	FirstStep, Steps int     // ran steps FirstStep..Steps-1
-	Summary          Summary // running totals of rank 0's step records
-	Checkpoint       string  // directory of the final checkpoint, if any
-	Stopped          bool    // Job.Stop asked to stop before the last step
+	FirstStep, Steps int      // ran steps FirstStep..Steps-1
+	Summary          Summary  // running totals of rank 0's step records
+	Checkpoint       string   // directory of the final checkpoint, if any
+	Stopped          bool     // Job.Stop asked to stop before the last step
+	Profile          *Profile // with TrainConfig.Profile: the measured costs
 }
 
 // trainer is one rank's state.
@@ -71,6 +72,7 @@ type trainer struct {
 	dp      map[int]*dpExchange
 	curStep int
 	ctx     context.Context // the running step's (for the transfers it starts)
+	prof    *profiler // nil unless TrainConfig.Profile
 }
 
 // Chunk numbers of the control messages (activations and gradients use the stage).
@@ -112,6 +114,9 @@ func (t *trainer) setup(ctx context.Context) error {
 		return err
 	}
 	t.stages, t.opts = map[int]*models.Stage{}, map[int]models.Optimizer{}
+	if c.Profile {
+		t.prof = newProfiler(c.Micro, c.Steps)
+	}
 	t.order = t.sched.StagesOf(t.pRank)
 	for _, s := range t.order {
 		st, err := models.NewStage(c.Model, t.cut, s, t.job.Backend, models.StageOptions{Seed: c.Seed, Recompute: c.Recompute})
@@ -124,6 +129,9 @@ func (t *trainer) setup(ctx context.Context) error {
 			}
 		}
 		st.SetLossScale(float32(1 / float64(c.DP*c.Micro)))
+		if t.prof != nil {
+			st.SetTiming(t.prof.hook)
+		}
 		t.stages[s] = st
 		if t.opts[s], err = c.newOptimizer(); err != nil {
 			return fmt.Errorf("--optimizer: %w", err)
@@ -179,6 +187,9 @@ func (t *trainer) loop(ctx context.Context) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
+		if t.prof != nil {
+			t.prof.endStep(sr)
+		}
 		if c.DP > 1 {
 			if err := t.finishReduce(ctx, step); err != nil {
 				return nil, err
@@ -228,6 +239,9 @@ func (t *trainer) loop(ctx context.Context) (*Result, error) {
 			rec.StepS = stepS
 			rec.TokensPerS = tokensPerStep / stepS
 			res.Summary.Add(*rec)
+			if t.prof != nil {
+				t.prof.record(t.sched, rec)
+			}
 			if t.job.Report != nil {
 				t.job.Report(*rec)
 			}
@@ -242,6 +256,9 @@ func (t *trainer) loop(ctx context.Context) (*Result, error) {
 			res.Steps, res.Stopped = step+1, true
 			break
 		}
+	}
+	if res.Profile, err = t.gatherProfile(ctx); err != nil {
+		return nil, err
 	}
 	return res, nil
 }

@@ -115,6 +115,7 @@ func TestTrainMatchesOneProcess(t *testing.T) {
 		v      int
 	}{
 		{"1f1b", 4, 2, 0}, {"interleaved", 2, 1, 2}, {"zb-h1", 2, 2, 0}, {"gpipe", 1, 2, 0}, {"zb-v", 2, 1, 0}, {"1f1b", 2, 4, 0},
+		{"v-half", 2, 1, 0}, {"v-min", 2, 2, 0}, {"dualpipev", 2, 1, 0},
 	} {
 		t.Run(fmt.Sprintf("%s/pp%d/dp%d", tc.sched, tc.pp, tc.dp), func(t *testing.T) {
 			cfg := tiny(t)

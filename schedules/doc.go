@@ -1,5 +1,7 @@
-// Package schedules holds pipeline schedules as data: the action IR and its text
-// form, generators (GPipe, 1F1B, interleaved, zero-bubble), the validator and the
+// Package schedules holds pipeline schedules as data: the action IR, its text
+// form and PyTorch's pipeline-order CSV (csv.go), generators (GPipe, 1F1B,
+// interleaved, zero-bubble ZB-H1 and ZB-V, the controllable-memory V-Half
+// and V-Min in vshape.go, DualPipeV in dualpipev.go), the validator and the
 // simulator. It is pure: standard library only, no effects.
 //
 // A Schedule gives every rank an ordered list of Actions (kind, virtual stage,
@@ -13,8 +15,10 @@
 // Simulate turns a schedule and Costs into a Timeline; an executor fills the same
 // Timeline type from measured timestamps. Analyze gives makespan, idle time,
 // bubble fraction and peak live activations of either; MeanCosts and Predict
-// re-simulate with measured per-stage durations; WriteGantt, WriteSVG and
-// WriteTrace draw any Timeline.
+// re-simulate with measured per-stage durations; PeakBytes gives the peak
+// activation bytes as an executor measures them; WriteGantt, WriteSVG and
+// WriteTrace (with flow arrows from each send to its receive) draw any
+// Timeline. Load reads a schedule file and Fit checks it against a run.
 //
 // It must never import another package of pplaunch, nor anything with
 // effects: plan, the simulator and the executor all rely on it being pure.

@@ -26,8 +26,14 @@ func GenerateCompute(name string, p, m, v int) (*Schedule, error) {
 		return interleaved(p, m, v), nil
 	case "zb-h1":
 		return zbH1(p, m), nil
-	default: // "zb-v"
+	case "zb-v":
 		return zbV(p, m), nil
+	case "v-half":
+		return vShape(p, m, true), nil
+	case "v-min":
+		return vShape(p, m, false), nil
+	default: // "dualpipev"
+		return dualPipeV(p, m), nil
 	}
 }
 

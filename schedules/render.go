@@ -2,7 +2,6 @@ package schedules
 
 import (
 	"bufio"
-	"encoding/json"
 	"fmt"
 	"html"
 	"io"
@@ -153,54 +152,4 @@ func WriteSVG(w io.Writer, tl *Timeline, title string) error {
 	fmt.Fprintf(bw, `<text x="%.0f" y="%.1f">%.6g s</text><text x="%.0f" y="%.1f" text-anchor="end">%.6g s</text>`+"\n", left, axisY, t0, left+plotW, axisY, t1)
 	bw.WriteString("</svg>\n")
 	return bw.Flush()
-}
-
-// traceEvent is one Chrome trace event (the JSON format Perfetto and
-// chrome://tracing open).
-type traceEvent struct {
-	Name string         `json:"name"`
-	Cat  string         `json:"cat,omitempty"`
-	Ph   string         `json:"ph"`
-	Ts   float64        `json:"ts"`
-	Dur  float64        `json:"dur,omitempty"`
-	Pid  int            `json:"pid"`
-	Tid  int            `json:"tid"`
-	Args map[string]any `json:"args,omitempty"`
-}
-
-// WriteTrace writes tl as Chrome trace JSON: one process per rank, compute
-// on thread 0 and transfers on thread 1, times in microseconds.
-func WriteTrace(w io.Writer, tl *Timeline) error {
-	var ev []traceEvent
-	for r, spans := range tl.Ranks {
-		ev = append(ev, rankEvents(r)...)
-		for _, sp := range spans {
-			ev = append(ev, spanEvent(r, sp))
-		}
-	}
-	enc := json.NewEncoder(w)
-	return enc.Encode(struct {
-		TraceEvents     []traceEvent `json:"traceEvents"`
-		DisplayTimeUnit string       `json:"displayTimeUnit"`
-	}{ev, "ms"})
-}
-
-// rankEvents are the metadata events that name rank r's process and threads.
-func rankEvents(r int) []traceEvent {
-	return []traceEvent{
-		{Name: "process_name", Ph: "M", Pid: r, Args: map[string]any{"name": fmt.Sprintf("rank %d", r)}},
-		{Name: "thread_name", Ph: "M", Pid: r, Tid: 0, Args: map[string]any{"name": "compute"}},
-		{Name: "thread_name", Ph: "M", Pid: r, Tid: 1, Args: map[string]any{"name": "transfers"}},
-	}
-}
-
-// spanEvent is span sp of rank r as a complete event, in microseconds.
-func spanEvent(r int, sp Span) traceEvent {
-	a := sp.Action
-	e := traceEvent{Name: a.String(), Cat: "compute", Ph: "X", Ts: sp.Start * 1e6, Dur: (sp.End - sp.Start) * 1e6, Pid: r,
-		Args: map[string]any{"kind": a.Kind.String(), "stage": a.Stage, "micro": a.Micro}}
-	if a.Kind.IsTransfer() {
-		e.Cat, e.Tid = "transfer", 1
-	}
-	return e
 }

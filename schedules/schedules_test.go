@@ -39,7 +39,7 @@ func vs(name string) []int {
 	switch name {
 	case "interleaved":
 		return []int{2, 3, 4}
-	case "zb-v":
+	case "zb-v", "v-half", "v-min", "dualpipev":
 		return []int{2}
 	}
 	return []int{1}

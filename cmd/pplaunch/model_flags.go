@@ -2,8 +2,10 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/pplaunch/pplaunch/models"
+	"github.com/pplaunch/pplaunch/ranks"
 )
 
 // modelFlags choose the model; `bench step` and `train` embed them. A preset
@@ -52,11 +54,14 @@ func (f modelFlags) config() (models.Config, error) {
 // them beside modelFlags.
 type cutFlags struct {
 	LayersPerStage string `arg:"--layers-per-stage" help:"explicit cut, e.g. 3,3,2,2 (overrides --balance)"`
-	Balance        string `arg:"--balance" default:"uniform" help:"cut by: uniform, params or flops"`
+	Balance        string `arg:"--balance" default:"uniform" help:"cut by: uniform, params, flops, or profile:FILE (the measured block times of train --profile)"`
 }
 
 // cut returns the number of blocks in each of stages stages.
 func (f cutFlags) cut(cfg models.Config, stages int) ([]int, error) {
+	if path, ok := strings.CutPrefix(f.Balance, "profile:"); ok && f.LayersPerStage == "" {
+		return profileCut(path, cfg, stages)
+	}
 	if f.LayersPerStage == "" {
 		cut, err := models.Partition(cfg, stages, f.Balance)
 		if err != nil {
@@ -70,6 +75,25 @@ func (f cutFlags) cut(cfg models.Config, stages int) ([]int, error) {
 	}
 	if len(cut) != stages {
 		return nil, fmt.Errorf("--layers-per-stage %s names %d stages, but the pipeline has %d", f.LayersPerStage, len(cut), stages)
+	}
+	return cut, nil
+}
+
+// profileCut cuts cfg into stages from the block times of the profile at
+// path, which must be of the same model.
+func profileCut(path string, cfg models.Config, stages int) ([]int, error) {
+	p, err := readProfile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--balance profile:%w", err)
+	}
+	m := p.Model
+	if m.Kind != cfg.Kind || m.Layers != cfg.Layers || m.Width != cfg.Width || m.Heads != cfg.Heads || m.Seq != cfg.Seq || m.Vocab != cfg.Vocab {
+		return nil, fmt.Errorf("--balance profile:%s: the profile measured a %s of %d layers, width %d, %d heads, seq %d, vocab %d; this run's model is a %s of %d layers, width %d, %d heads, seq %d, vocab %d: profile this model first (train --profile)",
+			path, m.Kind, m.Layers, m.Width, m.Heads, m.Seq, m.Vocab, cfg.Kind, cfg.Layers, cfg.Width, cfg.Heads, cfg.Seq, cfg.Vocab)
+	}
+	cut, err := ranks.ProfileCut(p, stages)
+	if err != nil {
+		return nil, fmt.Errorf("--balance profile:%s: %w", path, err)
 	}
 	return cut, nil
 }

@@ -17,21 +17,28 @@ import (
 // planCmd is `pplaunch plan`: generate (or read), validate and simulate a
 // pipeline schedule, and show its timeline.
 type planCmd struct {
-	Schedule     string  `arg:"--schedule" default:"1f1b" placeholder:"NAME" help:"gpipe, 1f1b, interleaved, zb-h1 or zb-v"`
+	Schedule     string  `arg:"--schedule" default:"1f1b" placeholder:"NAME" help:"gpipe, 1f1b, interleaved, zb-h1, zb-v, v-half, v-min or dualpipev"`
 	Stages       int     `arg:"--stages" default:"4" placeholder:"P" help:"pipeline ranks P (one stage per rank, v with --virtual)"`
 	Microbatches int     `arg:"--microbatches" default:"8" placeholder:"M" help:"micro-batches per step M"`
-	Virtual      int     `arg:"--virtual" placeholder:"V" help:"virtual stages per rank v (interleaved: 2 or more, default 2; zb-v always has 2; the others 1)"`
+	Virtual      int     `arg:"--virtual" placeholder:"V" help:"virtual stages per rank v (interleaved: 2 or more, default 2; zb-v, v-half, v-min and dualpipev always have 2; the others 1)"`
 	TF           float64 `arg:"--tf" default:"1" placeholder:"MS" help:"forward time of one micro-batch through one rank's layers, ms"`
 	TB           float64 `arg:"--tb" default:"2" placeholder:"MS" help:"full backward time (input and weight gradients), ms"`
 	TW           float64 `arg:"--tw" default:"1" placeholder:"MS" help:"weight-gradient part of the backward, ms; zero-bubble schedules run I = tb-tw and W = tw"`
 	TComm        float64 `arg:"--tcomm" default:"0" placeholder:"MS" help:"time of one activation or gradient transfer, ms"`
 	ActBytes     int64   `arg:"--act-bytes" placeholder:"BYTES" help:"activation bytes one micro-batch holds on one rank; adds peak bytes per rank"`
-	From         string  `arg:"--from" placeholder:"FILE" help:"validate and simulate the schedule in FILE (text form; transfers are inserted if it has none); P, v and M come from the file"`
+	From         string  `arg:"--from" placeholder:"FILE" help:"validate and simulate the schedule in FILE (the text form, or PyTorch's pipeline-order CSV when FILE ends in .csv; transfers are inserted if it has none); P, v and M come from the file"`
+	CSV          string  `arg:"--csv" placeholder:"FILE" help:"write the schedule as PyTorch's pipeline-order CSV (compute only, as torchtitan's pipeline_parallel_schedule_csv loads it) to FILE"`
+	CSVComms     bool    `arg:"--csv-comms" help:"with --csv: write the transfers too (PyTorch's compute_comms format)"`
 	SVG          string  `arg:"--svg" placeholder:"FILE" help:"write a Gantt picture (SVG) to FILE"`
 	Trace        string  `arg:"--trace" placeholder:"FILE" help:"write Chrome-trace JSON (opens in Perfetto) to FILE"`
 	Compare      bool    `arg:"--compare" help:"simulate every schedule for this P and M side by side"`
 	JSON         bool    `arg:"--json" help:"print the summary as one JSON object"`
 	Text         bool    `arg:"--text" help:"print the schedule in the text form (with transfers) and nothing else"`
+	Profile      string  `arg:"--profile" placeholder:"FILE" help:"costs measured by train --profile: the profile-balanced cut beside the measured one; with --world or --memory-budget, a search of layouts"`
+	World        int     `arg:"--world" placeholder:"N" help:"with --profile: search the pp × dp layouts of N ranks [default: the profiled run's]"`
+	MemoryBudget string  `arg:"--memory-budget" placeholder:"SIZE" help:"with --profile: the memory a rank may use, e.g. 12GiB; layouts above it are rejected"`
+	GlobalBatch  int     `arg:"--global-batch" placeholder:"SEQ" help:"with --profile: sequences per step to search for [default: the profiled run's]"`
+	Top          int     `arg:"--top" default:"5" placeholder:"N" help:"with a search: how many kept and how many rejected layouts to print"`
 }
 
 // planResult is one simulated schedule; its exported fields are the --json
@@ -47,6 +54,8 @@ type planResult struct {
 	BubbleFormula   *float64  `json:"bubble_formula,omitempty"`
 	Formula         string    `json:"formula,omitempty"`
 	PeakActivations []float64 `json:"peak_activations"`
+	PeakFormulaVal  *float64  `json:"peak_formula,omitempty"`
+	PeakFormula     string    `json:"peak_formula_text,omitempty"`
 	PeakBytes       []int64   `json:"peak_activation_bytes,omitempty"`
 	Busy            []float64 `json:"busy"`
 	Idle            []float64 `json:"idle"`
@@ -59,6 +68,9 @@ type planResult struct {
 func (c *planCmd) run(ctx context.Context, stdout, stderr io.Writer) error {
 	if err := c.check(); err != nil {
 		return err
+	}
+	if c.Profile != "" {
+		return c.profilePlan(stdout)
 	}
 	if c.Compare {
 		return c.compare(stdout)
@@ -73,11 +85,11 @@ func (c *planCmd) run(ctx context.Context, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if c.Text {
-		_, err := io.WriteString(stdout, schedules.Format(res.sched))
+	if err := c.writeFiles(res); err != nil {
 		return err
 	}
-	if err := c.writeFiles(res); err != nil {
+	if c.Text {
+		_, err := io.WriteString(stdout, schedules.Format(res.sched))
 		return err
 	}
 	if c.JSON {
@@ -106,6 +118,18 @@ func (c *planCmd) check() error {
 	}
 	if c.Text && (c.JSON || c.SVG != "" || c.Trace != "") {
 		return errors.New("plan: --text prints only the schedule; drop --json, --svg and --trace")
+	}
+	if c.Profile != "" && (c.Compare || c.From != "" || c.Text || c.SVG != "" || c.Trace != "" || c.CSV != "") {
+		return errors.New("plan: --profile predicts from measured costs; --compare, --from, --text, --svg, --trace and --csv take a schedule")
+	}
+	if c.Profile == "" && (c.World != 0 || c.MemoryBudget != "" || c.GlobalBatch != 0) {
+		return errors.New("plan: --world, --memory-budget and --global-batch search layouts with the costs of --profile FILE (from train --profile)")
+	}
+	if c.CSVComms && c.CSV == "" {
+		return errors.New("plan: --csv-comms says what --csv writes: give --csv FILE")
+	}
+	if c.Compare && c.CSV != "" {
+		return errors.New("plan: --compare prints a table of the built-in schedules; --csv takes one schedule")
 	}
 	if c.From != "" && c.Virtual != 0 {
 		return fmt.Errorf("plan: --virtual %d with --from: v comes from the file", c.Virtual)
@@ -145,17 +169,9 @@ func (c *planCmd) fromFile() (*planResult, error) {
 	if err != nil {
 		return nil, fmt.Errorf("plan: %w", err)
 	}
-	s, err := schedules.Parse(string(text))
+	s, err := schedules.Load(c.From, string(text))
 	if err != nil {
-		return nil, fmt.Errorf("plan: %s: %w", c.From, err)
-	}
-	if !s.HasTransfers() {
-		if s, err = schedules.Lower(s); err != nil {
-			return nil, fmt.Errorf("plan: %s: %w", c.From, err)
-		}
-	}
-	if err := schedules.Validate(s); err != nil {
-		return nil, fmt.Errorf("plan: %s: %w", c.From, err)
+		return nil, fmt.Errorf("plan: %w", err)
 	}
 	return c.analyze(c.From, s)
 }
@@ -183,6 +199,7 @@ func (c *planCmd) analyze(name string, s *schedules.Schedule) (*planResult, erro
 	}
 	if c.From == "" {
 		res.Formula, res.BubbleFormula = c.closedForm(name, s.P, s.M, s.V)
+		res.PeakFormula, res.PeakFormulaVal = peakForm(name, s.P, s.M)
 	}
 	return res, nil
 }
@@ -207,7 +224,31 @@ func (c *planCmd) closedForm(name string, p, m, v int) (string, *float64) {
 	return "", nil
 }
 
+// peakForm is the largest rank's peak of live activations, in micro-batches,
+// that the papers give for a built-in schedule. It depends only on each
+// rank's order, not on the costs. V-Half and V-Min reach theirs once M >= P
+// (Qi et al. 2024, "Pipeline Parallelism with Controllable Memory").
+func peakForm(name string, p, m int) (string, *float64) {
+	val := func(n int) *float64 { f := float64(n); return &f }
+	switch {
+	case name == "gpipe":
+		return "M", val(m)
+	case name == "1f1b":
+		return "min(P,M)", val(min(p, m))
+	case name == "v-half" && m >= p:
+		return "(P+2)/2", val((p + 2) / 2)
+	case name == "v-min" && m >= p:
+		return "(P+4)/3", val((p + 4) / 3)
+	}
+	return "", nil
+}
+
 func (c *planCmd) writeFiles(res *planResult) error {
+	if c.CSV != "" {
+		if err := os.WriteFile(c.CSV, []byte(schedules.FormatCSV(res.sched, c.CSVComms)), 0o644); err != nil {
+			return fmt.Errorf("plan: --csv: %w", err)
+		}
+	}
 	if c.SVG == "" && c.Trace == "" {
 		return nil
 	}
@@ -298,17 +339,20 @@ func (c *planCmd) compare(w io.Writer) error {
 	fmt.Fprintf(w, "P=%d ranks, M=%d micro-batches\n", c.Stages, c.Microbatches)
 	c.costLine(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "schedule\tv\tmakespan ms\tideal ms\tbubble\tclosed form\tpeak act per rank (micro-batches)")
+	fmt.Fprintln(tw, "schedule\tv\tmakespan ms\tideal ms\tbubble\tclosed form\tpeak closed form\tpeak act per rank (micro-batches)")
 	for _, r := range all {
-		form := "-"
+		form, pform := "-", "-"
 		if r.BubbleFormula != nil {
 			form = pct(*r.BubbleFormula) + " " + r.Formula
+		}
+		if r.PeakFormulaVal != nil {
+			pform = fmt.Sprintf("%.4g %s", *r.PeakFormulaVal, r.PeakFormula)
 		}
 		peaks := make([]string, len(r.PeakActivations))
 		for i, p := range r.PeakActivations {
 			peaks[i] = fmt.Sprintf("%.4g", p)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%.4g\t%.4g\t%s\t%s\t%s\n", r.Schedule, r.V, r.Makespan, r.Ideal, pct(r.Bubble), form, strings.Join(peaks, " "))
+		fmt.Fprintf(tw, "%s\t%d\t%.4g\t%.4g\t%s\t%s\t%s\t%s\n", r.Schedule, r.V, r.Makespan, r.Ideal, pct(r.Bubble), form, pform, strings.Join(peaks, " "))
 	}
 	return tw.Flush()
 }

@@ -177,6 +177,8 @@ func TestPlanPictures(t *testing.T) {
 	if computes != 128 || last != 28500 {
 		t.Errorf("trace has %d compute events ending at %v µs, want 128 ending at 28500", computes, last)
 	}
+	// Interleaved on 4 ranks: 7 boundaries between ranks × 8 micro-batches × 2 directions.
+	checkTraceFlows(t, b, 7*8*2)
 }
 
 func TestPlanText(t *testing.T) {
@@ -215,5 +217,78 @@ func TestPlanBadFlags(t *testing.T) {
 		if code == 0 || !strings.Contains(errOut, c.want) {
 			t.Errorf("plan %v: exit %d, stderr %q, want non-zero and %q", c.args, code, errOut, c.want)
 		}
+	}
+}
+
+// TestPlanComparePeakForms: every schedule in --compare, the V schedules
+// included, and where a paper gives the largest rank's peak, the simulated
+// peak equals it.
+func TestPlanComparePeakForms(t *testing.T) {
+	for _, pm := range [][2]string{{"8", "16"}, {"6", "12"}, {"3", "7"}} {
+		code, out, errOut := runPlan(t, "--compare", "--stages", pm[0], "--microbatches", pm[1], "--json")
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		var got struct {
+			Schedules []struct {
+				Schedule        string
+				PeakActivations []float64 `json:"peak_activations"`
+				PeakFormula     *float64  `json:"peak_formula"`
+			}
+		}
+		if err := json.Unmarshal([]byte(out), &got); err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		forms := 0
+		for _, s := range got.Schedules {
+			names = append(names, s.Schedule)
+			if s.PeakFormula == nil {
+				continue
+			}
+			forms++
+			if p := slices.Max(s.PeakActivations); p != *s.PeakFormula {
+				t.Errorf("P=%s M=%s %s: simulated peak %v, closed form %v", pm[0], pm[1], s.Schedule, p, *s.PeakFormula)
+			}
+		}
+		if !slices.Equal(names, schedules.Names) || forms < 4 {
+			t.Errorf("P=%s M=%s: schedules %v with %d peak forms; want %v with the forms of gpipe, 1f1b, v-half, v-min", pm[0], pm[1], names, forms, schedules.Names)
+		}
+	}
+}
+
+// TestPlanCSV: --csv writes PyTorch's pipeline-order CSV (both forms, golden),
+// and --from reads it back to the same schedule; a PyTorch DualPipeV file
+// with overlapped pairs loads and simulates.
+func TestPlanCSV(t *testing.T) {
+	dir := t.TempDir()
+	for _, comms := range []bool{false, true} {
+		out := filepath.Join(dir, "s.csv")
+		args := []string{"--schedule", "zb-h1", "--stages", "3", "--microbatches", "4", "--csv", out, "--text"}
+		name := "plan_zbh1_p3_m4.compute_only.csv"
+		if comms {
+			args = append(args, "--csv-comms")
+			name = "plan_zbh1_p3_m4.compute_comms.csv"
+		}
+		code, text, errOut := runPlan(t, args...)
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		b, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		planGolden(t, name, string(b))
+		code, back, errOut := runPlan(t, "--from", out, "--text")
+		if code != 0 || back != text {
+			t.Errorf("--from %s (comms %v): exit %d %s\n%s\nwant\n%s", name, comms, code, errOut, back, text)
+		}
+	}
+	code, out, errOut := runPlan(t, "--from", filepath.Join("testdata", "torch_dualpipev_p2_m4.csv"), "--json")
+	if code != 0 || !strings.Contains(out, `"v":2`) || !strings.Contains(out, `"m":4`) {
+		t.Errorf("--from a PyTorch DualPipeV CSV: exit %d %s\n%s", code, errOut, out)
+	}
+	if code, _, errOut := runPlan(t, "--csv-comms"); code == 0 || !strings.Contains(errOut, "give --csv FILE") {
+		t.Errorf("--csv-comms alone: exit %d %s", code, errOut)
 	}
 }

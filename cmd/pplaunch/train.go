@@ -29,8 +29,8 @@ type trainCmd struct {
 	sampleFlags
 	metricsFlags
 	InitFrom        string        `arg:"--init-from" placeholder:"FILE.safetensors" help:"start from these weights (e.g. nanoGPT's state_dict) instead of the seed"`
-	Schedule        string        `arg:"--schedule" default:"1f1b" help:"gpipe, 1f1b, interleaved, zb-h1 or zb-v"`
-	Virtual         int           `arg:"--virtual" help:"virtual stages per rank (interleaved: default 2; zb-v always has 2)"`
+	Schedule        string        `arg:"--schedule" default:"1f1b" help:"gpipe, 1f1b, interleaved, zb-h1, zb-v, v-half, v-min, dualpipev, or a schedule FILE (text form, or PyTorch's pipeline-order .csv) checked against --pp and --microbatches"`
+	Virtual         int           `arg:"--virtual" help:"virtual stages per rank (interleaved: default 2; the V schedules zb-v, v-half, v-min and dualpipev always have 2)"`
 	Microbatches    int           `arg:"--microbatches" default:"8" help:"micro-batches per step per data-parallel replica"`
 	MicrobatchSize  int           `arg:"--microbatch-size" default:"4" help:"sequences per micro-batch"`
 	PP              int           `arg:"--pp" help:"pipeline ranks [default: world / dp]"`
@@ -59,7 +59,8 @@ type trainCmd struct {
 	TF32            bool          `arg:"--tf32" help:"on cuda, let matrix products use TF32 tensor cores"`
 	Backend         string        `arg:"--backend" default:"tcp" help:"communicator: tcp, nccl or auto (nccl when every rank has a GPU and NCCL loads; says which it chose)"`
 
-	batch batchSpec // what --config gave of the batch sizes (resolveWorld)
+	Profile string    `arg:"--profile" placeholder:"FILE" help:"time every block's forward and backward passes and the transfers, and write the medians after the first step as JSON (for plan --profile and --balance profile:FILE)"`
+	batch   batchSpec // what --config gave of the batch sizes (resolveWorld)
 }
 
 func (c *trainCmd) config() (ranks.TrainConfig, error) {
@@ -73,12 +74,17 @@ func (c *trainCmd) config() (ranks.TrainConfig, error) {
 	if c.TF32 && c.Device != deviceCUDA {
 		return ranks.TrainConfig{}, fmt.Errorf("--tf32 is for --device cuda (the CPU computes in float32)")
 	}
+	var schedText string
 	if !slices.Contains(schedules.Names, c.Schedule) {
-		return ranks.TrainConfig{}, fmt.Errorf("--schedule %q: want one of %s", c.Schedule, strings.Join(schedules.Names, ", "))
+		b, err := os.ReadFile(c.Schedule)
+		if err != nil {
+			return ranks.TrainConfig{}, fmt.Errorf("--schedule %q: want one of %s, or a schedule file (text form, or PyTorch's .csv): %w", c.Schedule, strings.Join(schedules.Names, ", "), err)
+		}
+		schedText = string(b)
 	}
 	return ranks.TrainConfig{
-		Model: m, Schedule: c.Schedule, Virtual: c.Virtual, Micro: c.Microbatches, MicroSize: c.MicrobatchSize,
-		PP: c.PP, DP: c.DP, Recompute: c.Recompute,
+		Model: m, Schedule: c.Schedule, ScheduleText: schedText, Virtual: c.Virtual, Micro: c.Microbatches, MicroSize: c.MicrobatchSize,
+		PP: c.PP, DP: c.DP, Recompute: c.Recompute, Profile: c.Profile != "",
 		Cut:       func(stages int) ([]int, error) { return c.cutFlags.cut(m, stages) },
 		Optimizer: c.Optimizer, LR: c.LR, MinLR: c.MinLR, Warmup: c.Warmup, WeightDecay: c.WeightDecay, Clip: c.Clip,
 		Steps: c.Steps, EvalEvery: c.EvalEvery, EvalBatches: c.EvalBatches, Seed: c.Seed, Data: c.Data,
@@ -155,7 +161,7 @@ func (c *trainCmd) precheck(f launch.Flags, getenv func(string) string) error {
 	if err := ranks.CheckCheckpointDir(cfg); err != nil {
 		return err
 	}
-	for _, o := range []struct{ flag, path string }{{"--metrics", c.Metrics}, {"--trace", c.Trace}, {"--trace-svg", c.TraceSVG}} {
+	for _, o := range []struct{ flag, path string }{{"--metrics", c.Metrics}, {"--trace", c.Trace}, {"--trace-svg", c.TraceSVG}, {"--profile", c.Profile}} {
 		if o.path == "" {
 			continue
 		}
@@ -235,6 +241,11 @@ func (c *trainCmd) job(stdout io.Writer) func(ctx context.Context, r *ranks.Rank
 		res, err := ranks.Train(ctx, cfg, job)
 		if err != nil {
 			return err
+		}
+		if res != nil && res.Profile != nil {
+			if err := writeProfile(c.Profile, res.Profile); err != nil {
+				return fmt.Errorf("train: --profile: %w", err)
+			}
 		}
 		if out != nil {
 			return out.finish(res, pre.Signal())

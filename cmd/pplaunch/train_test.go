@@ -227,6 +227,8 @@ func TestTrainDefault(t *testing.T) {
 	if len(pids) < 4 {
 		t.Errorf("trace has events of %d processes, want the 4 ranks", len(pids))
 	}
+	// 1F1B on 4 ranks: 3 boundaries × 8 micro-batches × 2 directions per step.
+	checkTraceFlows(t, b, 3*3*8*2)
 	if b, err := os.ReadFile(svg); err != nil || !bytes.Contains(b, []byte("<svg")) {
 		t.Errorf("trace svg: %v", err)
 	}

@@ -39,12 +39,11 @@ func openTraceStream(trace, svg string, world int) (*traceStream, error) {
 	return s, nil
 }
 
-// add writes one step's spans of every rank.
+// add writes one step's spans of every rank, with the flows from each send
+// to its receive.
 func (s *traceStream) add(tl *schedules.Timeline) {
-	for r, spans := range tl.Ranks {
-		if err := s.tw.Add(r, spans); err != nil && s.err == nil {
-			s.err = err
-		}
+	if err := s.tw.Add(tl); err != nil && s.err == nil {
+		s.err = err
 	}
 }
 

@@ -1,0 +1,181 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/pplaunch/pplaunch/ranks"
+	"github.com/pplaunch/pplaunch/schedules"
+)
+
+// readProfile reads a file that train --profile wrote.
+func readProfile(path string) (*ranks.Profile, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	p, err := ranks.ReadProfile(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return p, nil
+}
+
+// cutRow is one cut of the profiled layout; --json prints them.
+type cutRow struct {
+	Name          string  `json:"name"`
+	Cut           []int   `json:"cut"`
+	SlowestStageS float64 `json:"slowest_stage_s"`
+	StepS         float64 `json:"step_s"`
+	Bubble        float64 `json:"bubble"`
+}
+
+// profilePlan is plan --profile: the cut comparison, or with --world or
+// --memory-budget the layout search.
+func (c *planCmd) profilePlan(w io.Writer) error {
+	p, err := readProfile(c.Profile)
+	if err != nil {
+		return fmt.Errorf("plan: --profile %w", err)
+	}
+	if c.World == 0 && c.MemoryBudget == "" {
+		return c.cutComparison(w, p)
+	}
+	l := p.Layout
+	world, global := c.World, c.GlobalBatch
+	if world == 0 {
+		world = l.PP * l.DP
+	}
+	if global == 0 {
+		global = l.DP * l.Microbatches * p.MicroBatchSize
+	}
+	var budget int64
+	if c.MemoryBudget != "" {
+		if budget, err = parseBytes(c.MemoryBudget); err != nil {
+			return fmt.Errorf("plan: --memory-budget %w", err)
+		}
+	}
+	if world < 1 || global < 1 || c.Top < 1 {
+		return fmt.Errorf("plan: --world %d, --global-batch %d and --top %d must be at least 1", world, global, c.Top)
+	}
+	rows, err := search(p, world, global, budget)
+	if err != nil {
+		return fmt.Errorf("plan: search: %w", err)
+	}
+	if c.JSON {
+		return writeJSON(w, struct {
+			World       int         `json:"world"`
+			GlobalBatch int         `json:"global_batch"`
+			Budget      int64       `json:"memory_budget_bytes,omitempty"`
+			Layouts     []searchRow `json:"layouts"`
+		}{world, global, budget, rows})
+	}
+	return c.printSearch(w, p, rows, world, global, budget)
+}
+
+func (c *planCmd) profileLine(w io.Writer, p *ranks.Profile) {
+	m, l := p.Model, p.Layout
+	fmt.Fprintf(w, "profile %s: %s, %d layers, width %d, seq %d, %d parameters; %s; %d sequences per micro-batch\n",
+		c.Profile, m.Kind, m.Layers, m.Width, m.Seq, m.Params, p.Backend, p.MicroBatchSize)
+	fmt.Fprintf(w, "measured: %s on pp %d × dp %d, %d micro-batches, cut %s: step %.4g ms (median of %d steps)\n",
+		l.Schedule, l.PP, l.DP, l.Microbatches, joinInts(l.Cut), 1e3*p.StepS, p.Steps)
+}
+
+// cutComparison predicts the profiled layout with its measured cut and
+// with the profile-balanced one.
+func (c *planCmd) cutComparison(w io.Writer, p *ranks.Profile) error {
+	l := p.Layout
+	if !slices.Contains(schedules.Names, l.Schedule) {
+		return fmt.Errorf("plan: --profile %s was measured with the schedule file %s; the cut comparison predicts built-in schedules only: search with --world N instead", c.Profile, l.Schedule)
+	}
+	base := ranks.Candidate{PP: l.PP, DP: l.DP, Schedule: l.Schedule, Virtual: l.Virtual, Micro: l.Microbatches, MicroSize: p.MicroBatchSize, Recompute: p.Recompute}
+	var rows []cutRow
+	for _, k := range []struct {
+		name string
+		cut  []int
+	}{{"current", l.Cut}, {"balanced", nil}} {
+		cand := base
+		cand.Cut = k.cut
+		pr, err := ranks.Predict(p, cand)
+		if err != nil {
+			return fmt.Errorf("plan: --profile %s: %w", c.Profile, err)
+		}
+		rows = append(rows, cutRow{k.name, pr.Cut, pr.SlowestStageS, pr.StepS, pr.Bubble})
+	}
+	if c.JSON {
+		return writeJSON(w, struct {
+			Cuts []cutRow `json:"cuts"`
+		}{rows})
+	}
+	c.profileLine(w, p)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "cut\tblocks per stage\tslowest stage ms\tpipeline ms (predicted)\tbubble")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\t%.4g\t%.4g\t%s\n", r.Name, joinInts(r.Cut), 1e3*r.SlowestStageS, 1e3*r.StepS, pct(r.Bubble))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "train with the balanced cut: --layers-per-stage %s (or --balance profile:%s)\n", joinInts(rows[1].Cut), c.Profile)
+	return nil
+}
+
+func (c *planCmd) printSearch(w io.Writer, p *ranks.Profile, rows []searchRow, world, global int, budget int64) error {
+	c.profileLine(w, p)
+	fits := 0
+	for _, r := range rows {
+		if r.Fits {
+			fits++
+		}
+	}
+	limit := "no memory budget"
+	if budget > 0 {
+		limit = "budget " + bytesIEC(budget) + " per rank"
+	}
+	fmt.Fprintf(w, "search: %d ranks, %d sequences per step, %s: %d layouts, %d fit\n", world, global, limit, len(rows), fits)
+	fmt.Fprintln(w, "predicted step: the simulated pipeline from the profile's block times (scaled by micro-batch size) and transfer times, plus a ring all-reduce of the gradients at the measured transfer bandwidth; the optimizer step is not in it")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "pp×dp\tschedule\tv\tM\tb\trecompute\tcut\tstep ms\tbubble\tmemory\tverdict")
+	show := func(r searchRow) {
+		rc := "no"
+		if r.Recompute {
+			rc = "yes"
+		}
+		fmt.Fprintf(tw, "%d×%d\t%s\t%d\t%d\t%d\t%s\t%s\t%.4g\t%s\t%s\t%s\n", r.PP, r.DP, r.Schedule, r.V, r.Micro, r.MicroSize, rc,
+			joinInts(r.Cut), 1e3*r.StepS, pct(r.Bubble), bytesIEC(r.MemoryBytes), r.Why)
+	}
+	n := 0
+	for _, r := range rows {
+		if r.Fits && n < c.Top {
+			show(r)
+			n++
+		}
+	}
+	n = 0
+	for _, r := range rows {
+		if !r.Fits && n < c.Top {
+			show(r)
+			n++
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if fits == 0 {
+		return errors.New("plan: no layout fits the memory budget: raise --memory-budget, add ranks (--world) or lower --global-batch")
+	}
+	return nil
+}
+
+func joinInts(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = fmt.Sprint(x)
+	}
+	return strings.Join(s, ",")
+}
