@@ -156,8 +156,8 @@ func (s *Sampler) Generate(ctx context.Context, id uint32, prompt []int32, o Sam
 				}
 				continue
 			}
-			pos := len(window) - 1
-			tok = int32(SampleToken(probs[pos*vocab:(pos+1)*vocab], o.Temperature, o.TopK, rng.Float64()))
+			row := positionRow(probs, len(window)-1, cfg.PaddedVocab(), vocab)
+			tok = int32(SampleToken(row, o.Temperature, o.TopK, rng.Float64()))
 			if first != s.Rank {
 				if err := s.xfer(ctx, true, first, id, uint32(i), []float64{float64(tok)}); err != nil {
 					return nil, err
@@ -232,4 +232,11 @@ func (s *Sampler) recvAct(ctx context.Context, id uint32, peer, st, i int, stage
 	t := stage.Backend().Alloc(shape...)
 	stage.Backend().Upload(t, host)
 	return t, nil
+}
+
+// positionRow is position pos's probabilities over the vocabulary's tokens:
+// the rows of probs are padded (the model holds the vocabulary rounded up to a
+// multiple of 64), and the padding columns, which no token is, are left out.
+func positionRow(probs []float32, pos, padded, vocab int) []float32 {
+	return probs[pos*padded : pos*padded+vocab]
 }

@@ -72,3 +72,23 @@ func TestTrainSampleAnyLayout(t *testing.T) {
 		t.Errorf("seeds 5 and 6 gave the same sample %v", one[1].Tokens)
 	}
 }
+
+// TestPositionRow: a position's row is found with the padded width of the
+// model's rows, and holds the vocabulary's tokens only, never a padding
+// column (vocabulary 3 padded to 4 here).
+func TestPositionRow(t *testing.T) {
+	probs := []float32{
+		0.1, 0.2, 0.7, 0, // position 0
+		0.5, 0.5, 0, 0, // position 1
+		0, 0, 1, 0, // position 2
+	}
+	for _, c := range []struct {
+		pos  int
+		want []float32
+	}{{0, []float32{0.1, 0.2, 0.7}}, {1, []float32{0.5, 0.5, 0}}, {2, []float32{0, 0, 1}}} {
+		got := positionRow(probs, c.pos, 4, 3)
+		if !slices.Equal(got, c.want) {
+			t.Errorf("position %d: %v, want %v", c.pos, got, c.want)
+		}
+	}
+}
