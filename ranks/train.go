@@ -72,7 +72,7 @@ type trainer struct {
 	dp      map[int]*dpExchange
 	curStep int
 	ctx     context.Context // the running step's (for the transfers it starts)
-	prof    *profiler // nil unless TrainConfig.Profile
+	prof    *profiler       // nil unless TrainConfig.Profile
 }
 
 // Chunk numbers of the control messages (activations and gradients use the stage).
