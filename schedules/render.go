@@ -108,10 +108,36 @@ func microColor(a Action) string {
 // backwards dark, W hatched), labelled with its kind and micro-batch, idle
 // time as the grey lane behind; transfers are thin bars under the lane.
 func WriteSVG(w io.Writer, tl *Timeline, title string) error {
+	return writeSVG(w, tl, nil, title)
+}
+
+// WriteSVGCompared is WriteSVG with the expected timeline (Expected) laid
+// over the measured one: a thin strip above each lane holds the expected
+// actions, and a measured action that ended more than lateSlack of the
+// picture's span after its expected end is outlined red, its tooltip saying
+// by how much.
+func WriteSVGCompared(w io.Writer, measured, expected *Timeline, title string) error {
+	return writeSVG(w, measured, expected, title)
+}
+
+// lateSlack is the share of the picture's time span by which an action must
+// end after its expected end to be marked late: below it the difference is
+// not visible at the picture's scale anyway.
+const lateSlack = 0.005
+
+func writeSVG(w io.Writer, tl, exp *Timeline, title string) error {
 	const (
-		left, top, lane, laneGap, plotW = 70.0, 40.0, 30.0, 12.0, 1000.0
+		left, top, lane, plotW = 70.0, 40.0, 30.0, 1000.0
 	)
+	laneGap := 12.0
+	if exp != nil {
+		laneGap = 20 // room for the expected strip
+	}
 	t0, t1, _ := bounds(tl)
+	var late map[[2]int]float64
+	if exp != nil {
+		late = LateBy(tl, exp, lateSlack*(t1-t0))
+	}
 	scale := 0.0
 	if t1 > t0 {
 		scale = plotW / (t1 - t0)
@@ -126,7 +152,10 @@ func WriteSVG(w io.Writer, tl *Timeline, title string) error {
 		y := top + float64(r)*(lane+laneGap)
 		fmt.Fprintf(bw, `<text x="5" y="%.1f">rank %d</text>`+"\n", y+lane/2+4, r)
 		fmt.Fprintf(bw, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="#e6e6e6"><title>idle</title></rect>`+"\n", left, y, plotW, lane)
-		for _, sp := range spans {
+		if exp != nil && r < len(exp.Ranks) {
+			writeExpected(bw, exp.Ranks[r], x, scale, y-7)
+		}
+		for i, sp := range spans {
 			a := sp.Action
 			x0, wd := x(sp.Start), (sp.End-sp.Start)*scale
 			tip := fmt.Sprintf("rank %d %v: %.6g..%.6g", r, a, sp.Start, sp.End)
@@ -134,7 +163,12 @@ func WriteSVG(w io.Writer, tl *Timeline, title string) error {
 				fmt.Fprintf(bw, `<rect x="%.2f" y="%.1f" width="%.2f" height="3" fill="#555"><title>%s</title></rect>`+"\n", x0, y+lane+2, max(wd, 1), tip)
 				continue
 			}
-			fmt.Fprintf(bw, `<rect x="%.2f" y="%.1f" width="%.2f" height="%.1f" fill="%s" stroke="white" stroke-width="0.5"><title>%s</title></rect>`+"\n", x0, y, wd, lane, microColor(a), tip)
+			stroke := `stroke="white" stroke-width="0.5"`
+			if d, ok := late[[2]int{r, i}]; ok {
+				stroke = `stroke="red" stroke-width="1.5" class="late"`
+				tip += fmt.Sprintf(", ended %.3g s after its expected end", d)
+			}
+			fmt.Fprintf(bw, `<rect x="%.2f" y="%.1f" width="%.2f" height="%.1f" fill="%s" %s><title>%s</title></rect>`+"\n", x0, y, wd, lane, microColor(a), stroke, tip)
 			if a.Kind == W {
 				fmt.Fprintf(bw, `<rect x="%.2f" y="%.1f" width="%.2f" height="%.1f" fill="url(#hatch)"/>`+"\n", x0, y, wd, lane)
 			}
@@ -152,4 +186,16 @@ func WriteSVG(w io.Writer, tl *Timeline, title string) error {
 	fmt.Fprintf(bw, `<text x="%.0f" y="%.1f">%.6g s</text><text x="%.0f" y="%.1f" text-anchor="end">%.6g s</text>`+"\n", left, axisY, t0, left+plotW, axisY, t1)
 	bw.WriteString("</svg>\n")
 	return bw.Flush()
+}
+
+// writeExpected draws one rank's expected compute actions as a strip of
+// height 5 at y, in the measured boxes' colours.
+func writeExpected(bw *bufio.Writer, spans []Span, x func(float64) float64, scale, y float64) {
+	for _, sp := range spans {
+		if !sp.Action.Kind.IsCompute() {
+			continue
+		}
+		fmt.Fprintf(bw, `<rect x="%.2f" y="%.1f" width="%.2f" height="5" fill="%s" fill-opacity="0.7" class="expected"><title>expected %v: %.6g..%.6g</title></rect>`+"\n",
+			x(sp.Start), y, (sp.End-sp.Start)*scale, microColor(sp.Action), sp.Action, sp.Start, sp.End)
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pplaunch/pplaunch/ranks"
+	"github.com/pplaunch/pplaunch/schedules"
 )
 
 // trainOutput is rank 0's console, metrics and trace.
@@ -23,11 +24,12 @@ type trainOutput struct {
 	trace   *traceStream   // nil without --trace and --trace-svg
 	prom    *metricsServer // nil without --metrics-addr
 	c       *trainCmd
+	world   int
 	start   time.Time
 }
 
 func newTrainOutput(c *trainCmd, cfg ranks.TrainConfig, backend string, world int, w io.Writer) (*trainOutput, error) {
-	o := &trainOutput{cfg: cfg, w: w, c: c, start: time.Now(), tty: os.Getenv(terminalEnv) == "1" || isTerminal(w)}
+	o := &trainOutput{cfg: cfg, w: w, c: c, world: world, start: time.Now(), tty: os.Getenv(terminalEnv) == "1" || isTerminal(w)}
 	if c.Metrics != "" {
 		f, err := os.Create(c.Metrics)
 		if err != nil {
@@ -144,7 +146,12 @@ func (o *trainOutput) finish(res *ranks.Result, sig os.Signal) error {
 	}
 	if o.trace != nil {
 		title := fmt.Sprintf("measured: %s, pp %d × dp %d, %d micro-batches", o.cfg.Schedule, o.cfg.PP, o.cfg.DP, o.cfg.Micro)
-		if err := o.trace.finish(o.c.TraceSVG, title); err != nil {
+		var sched *schedules.Schedule // for the expected timeline beside the measured one
+		if l, err := o.cfg.Plan(o.world); err == nil {
+			sched = l.Sched
+			title += "; strips: as simulated from each step's mean action times, red: ended late"
+		}
+		if err := o.trace.finish(o.c.TraceSVG, title, sched); err != nil {
 			return fmt.Errorf("train: %w", err)
 		}
 	}

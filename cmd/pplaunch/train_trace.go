@@ -48,14 +48,14 @@ func (s *traceStream) add(tl *schedules.Timeline) {
 }
 
 // finish ends the trace and draws svg (if set) from it.
-func (s *traceStream) finish(svg, title string) error {
+func (s *traceStream) finish(svg, title string, sched *schedules.Schedule) error {
 	err := errors.Join(s.err, s.tw.Close(), s.f.Close())
 	s.f = nil
 	if err != nil {
 		return fmt.Errorf("--trace: %w", err)
 	}
 	if svg != "" {
-		if err := drawTrace(s.path, svg, title); err != nil {
+		if err := drawTrace(s.path, svg, title, sched); err != nil {
 			return fmt.Errorf("--trace-svg: %w", err)
 		}
 	}
@@ -63,7 +63,11 @@ func (s *traceStream) finish(svg, title string) error {
 	return nil
 }
 
-func drawTrace(trace, svg, title string) error {
+// drawTrace draws the trace file as svg; with the run's schedule, beside the
+// timeline the simulator expects from each step's mean action times, so the
+// actions that ran late stand out (a trace that Expected cannot pair with the
+// schedule, such as a failed run's last partial step, is drawn alone).
+func drawTrace(trace, svg, title string, sched *schedules.Schedule) error {
 	in, err := os.Open(trace)
 	if err != nil {
 		return err
@@ -72,6 +76,11 @@ func drawTrace(trace, svg, title string) error {
 	tl, err := schedules.ReadTrace(in)
 	if err != nil {
 		return err
+	}
+	if sched != nil {
+		if exp, err := schedules.Expected(sched, tl); err == nil {
+			return writeFile(svg, func(w io.Writer) error { return schedules.WriteSVGCompared(w, tl, exp, title) })
+		}
 	}
 	return writeFile(svg, func(w io.Writer) error { return schedules.WriteSVG(w, tl, title) })
 }
