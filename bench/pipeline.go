@@ -110,26 +110,10 @@ func Overhead(o OverheadOptions) (OverheadReport, error) {
 	defer cancel()
 	st := store.NewMemory()
 	defer st.Close()
-	comms := make([]collective.Comm, o.P)
-	errs := make([]error, o.P)
-	var wg sync.WaitGroup
-	for r := range o.P {
-		wg.Go(func() {
-			comms[r], errs[r] = collective.NewTCP(ctx, st, r, o.P, collective.TCPOptions{Token: "bench"})
-		})
-	}
-	wg.Wait()
-	defer func() {
-		for _, c := range comms {
-			if c != nil {
-				c.Close()
-			}
-		}
-	}()
-	for r, err := range errs {
-		if err != nil {
-			return rep, fmt.Errorf("rank %d: %w", r, err)
-		}
+	comms, err := dialLoopbackRanks(ctx, st, o.P)
+	defer closeComms(comms)
+	if err != nil {
+		return rep, err
 	}
 	// A rank's v virtual stages together cost what one stage of a v=1
 	// schedule costs, so that schedules are compared on the same model.
@@ -137,65 +121,14 @@ func Overhead(o OverheadOptions) (OverheadReport, error) {
 	cost := schedules.StageCost{F: o.Cost.F / v, B: o.Cost.B / v, I: o.Cost.I / v, W: o.Cost.W / v}
 	var mu sync.Mutex
 	took := map[schedules.Kind][]time.Duration{}
-	execs := make([]*ranks.Executor, o.P)
-	S := sched.Stages()
-	for r := range o.P {
-		stages := map[int]ranks.Stage{}
-		for _, s := range sched.StagesOf(r) {
-			stages[s] = &fixedStage{first: s == 0, last: s == S-1, cost: cost, act: tensor.New(1, 1, max(o.ActElems, 1)), mu: &mu, took: took}
-		}
-		execs[r] = &ranks.Executor{Sched: sched, PRank: r, Stages: stages, Comm: comms[r], Peer: func(p int) int { return p },
-			MicroSize: 1, Timeout: time.Minute}
-	}
-	none := func(int) ([]int32, []int32, error) { return nil, nil, nil }
-	var times []time.Duration
-	for step := range o.Steps + 1 {
-		res := make([]*ranks.StepResult, o.P)
-		for r := range o.P {
-			wg.Go(func() { res[r], errs[r] = execs[r].Step(ctx, step, none) })
-		}
-		wg.Wait()
-		var first, last time.Time
-		for r, sr := range res {
-			if errs[r] != nil {
-				return rep, fmt.Errorf("rank %d: %w", r, errs[r])
-			}
-			for _, sp := range sr.Spans {
-				if !sp.Action.Kind.IsCompute() {
-					continue
-				}
-				a, b := sr.Start.Add(secs(sp.Start)), sr.Start.Add(secs(sp.End))
-				if first.IsZero() || a.Before(first) {
-					first = a
-				}
-				if b.After(last) {
-					last = b
-				}
-			}
-		}
-		if step > 0 {
-			times = append(times, last.Sub(first))
-		}
+	execs := fixedExecutors(sched, comms, cost, o.ActElems, &mu, took)
+	times, err := runSteps(ctx, execs, o.Steps+1)
+	if err != nil {
+		return rep, err
 	}
 	slices.Sort(times)
 	rep.Measured = times[len(times)/2]
-	mean := func(k schedules.Kind) float64 {
-		var sum time.Duration
-		for _, d := range took[k] {
-			sum += d
-		}
-		if len(took[k]) == 0 {
-			return 0
-		}
-		return (sum / time.Duration(len(took[k]))).Seconds()
-	}
-	rep.Calibrated = schedules.StageCost{F: mean(schedules.F), B: mean(schedules.B), I: mean(schedules.I), W: mean(schedules.W)}
-	if rep.Calibrated.B == 0 { // split backward only: B is I then W
-		rep.Calibrated.B = rep.Calibrated.I + rep.Calibrated.W
-	}
-	if rep.Calibrated.I == 0 {
-		rep.Calibrated.I, rep.Calibrated.W = cost.I, cost.W
-	}
+	rep.Calibrated = calibrated(took, cost)
 	tl, err := schedules.Simulate(sched, schedules.Costs{Default: rep.Calibrated})
 	if err != nil {
 		return rep, err
@@ -207,6 +140,121 @@ func Overhead(o OverheadOptions) (OverheadReport, error) {
 	rep.Ideal = secs(stats.Makespan)
 	rep.Ratio = rep.Measured.Seconds() / stats.Makespan
 	return rep, nil
+}
+
+// dialLoopbackRanks joins P TCP ranks through st. The comms it returns (some
+// nil on an error) are the caller's to close.
+func dialLoopbackRanks(ctx context.Context, st store.Store, P int) ([]collective.Comm, error) {
+	comms := make([]collective.Comm, P)
+	errs := make([]error, P)
+	var wg sync.WaitGroup
+	for r := range P {
+		wg.Go(func() {
+			comms[r], errs[r] = collective.NewTCP(ctx, st, r, P, collective.TCPOptions{Token: "bench"})
+		})
+	}
+	wg.Wait()
+	for r, err := range errs {
+		if err != nil {
+			return comms, fmt.Errorf("rank %d: %w", r, err)
+		}
+	}
+	return comms, nil
+}
+
+func closeComms(comms []collective.Comm) {
+	for _, c := range comms {
+		if c != nil {
+			c.Close()
+		}
+	}
+}
+
+// fixedExecutors gives each rank an executor over fixedStages that record
+// into took.
+func fixedExecutors(sched *schedules.Schedule, comms []collective.Comm, cost schedules.StageCost, actElems int,
+	mu *sync.Mutex, took map[schedules.Kind][]time.Duration) []*ranks.Executor {
+	execs := make([]*ranks.Executor, len(comms))
+	S := sched.Stages()
+	for r := range comms {
+		stages := map[int]ranks.Stage{}
+		for _, s := range sched.StagesOf(r) {
+			stages[s] = &fixedStage{first: s == 0, last: s == S-1, cost: cost, act: tensor.New(1, 1, max(actElems, 1)), mu: mu, took: took}
+		}
+		execs[r] = &ranks.Executor{Sched: sched, PRank: r, Stages: stages, Comm: comms[r], Peer: func(p int) int { return p },
+			MicroSize: 1, Timeout: time.Minute}
+	}
+	return execs
+}
+
+// runSteps runs steps steps on all executors at once and returns the time of
+// each but the first (a warm-up).
+func runSteps(ctx context.Context, execs []*ranks.Executor, steps int) ([]time.Duration, error) {
+	none := func(int) ([]int32, []int32, error) { return nil, nil, nil }
+	errs := make([]error, len(execs))
+	var wg sync.WaitGroup
+	var times []time.Duration
+	for step := range steps {
+		res := make([]*ranks.StepResult, len(execs))
+		for r := range execs {
+			wg.Go(func() { res[r], errs[r] = execs[r].Step(ctx, step, none) })
+		}
+		wg.Wait()
+		for r := range res {
+			if errs[r] != nil {
+				return nil, fmt.Errorf("rank %d: %w", r, errs[r])
+			}
+		}
+		if step > 0 {
+			times = append(times, computeSpan(res))
+		}
+	}
+	return times, nil
+}
+
+// computeSpan is one step's time over all ranks: from the first compute
+// action's start to the last one's end.
+func computeSpan(res []*ranks.StepResult) time.Duration {
+	var first, last time.Time
+	for _, sr := range res {
+		for _, sp := range sr.Spans {
+			if !sp.Action.Kind.IsCompute() {
+				continue
+			}
+			a, b := sr.Start.Add(secs(sp.Start)), sr.Start.Add(secs(sp.End))
+			if first.IsZero() || a.Before(first) {
+				first = a
+			}
+			if b.After(last) {
+				last = b
+			}
+		}
+	}
+	return last.Sub(first)
+}
+
+// calibrated is the mean time each kind of action really took; kinds the
+// schedule did not run are filled from the others (B is I then W) or from
+// the nominal cost.
+func calibrated(took map[schedules.Kind][]time.Duration, cost schedules.StageCost) schedules.StageCost {
+	mean := func(k schedules.Kind) float64 {
+		var sum time.Duration
+		for _, d := range took[k] {
+			sum += d
+		}
+		if len(took[k]) == 0 {
+			return 0
+		}
+		return (sum / time.Duration(len(took[k]))).Seconds()
+	}
+	c := schedules.StageCost{F: mean(schedules.F), B: mean(schedules.B), I: mean(schedules.I), W: mean(schedules.W)}
+	if c.B == 0 { // split backward only: B is I then W
+		c.B = c.I + c.W
+	}
+	if c.I == 0 {
+		c.I, c.W = cost.I, cost.W
+	}
+	return c
 }
 
 func secs(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }

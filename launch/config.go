@@ -69,6 +69,7 @@ type Config struct {
 }
 
 // Resolve turns flags and the environment (getenv) into the agent's Config.
+// On an error the Config returned holds what was resolved before it.
 func Resolve(f Flags, getenv func(string) string) (Config, error) {
 	c := Config{
 		MaxRestarts: f.MaxRestarts,
@@ -81,20 +82,8 @@ func Resolve(f Flags, getenv func(string) string) (Config, error) {
 		Cores:       runtime.NumCPU(),
 		From:        "flags",
 	}
-	if f.Tag && f.NoTag {
-		return c, fmt.Errorf("--tag and --no-tag: give one")
-	}
-	if f.Tee && f.LogDir == "" {
-		return c, fmt.Errorf("--tee needs --log-dir")
-	}
-	if f.MaxRestarts < 0 {
-		return c, fmt.Errorf("--max-restarts %d: must be 0 or more", f.MaxRestarts)
-	}
-	if f.RdzvTimeout <= 0 {
-		return c, fmt.Errorf("--rdzv-timeout %v: must be positive", f.RdzvTimeout)
-	}
-	if f.GracePeriod < 0 {
-		return c, fmt.Errorf("--grace-period %v: must be 0 (SIGKILL at once) or more", f.GracePeriod)
+	if err := checkAgentFlags(f); err != nil {
+		return c, err
 	}
 	var err error
 	if c.NProc, err = parseNProc(f.NProc, getenv); err != nil {
@@ -103,18 +92,65 @@ func Resolve(f Flags, getenv func(string) string) (Config, error) {
 	if c.ShowLocal, err = parseFilter(f.LocalRanksFilter, c.NProc); err != nil {
 		return c, err
 	}
-	slurm, err := slurmStep(getenv)
+	slurm, err := agentSlurmStep(getenv)
 	if err != nil {
 		return c, err
 	}
 	if slurm != nil {
-		if slurm.ntasks != slurm.nnodes {
-			return c, fmt.Errorf("slurm step %s has %d tasks on %d nodes: the agent runs once per node (srun --ntasks-per-node=1 pplaunch ...), or give --direct to make each task one rank",
-				slurm.id, slurm.ntasks, slurm.nnodes)
-		}
 		c.From = "slurm step " + slurm.id
 	}
+	if err := c.placeNode(f, slurm); err != nil {
+		return c, err
+	}
+	if err := c.placeStore(f, slurm); err != nil {
+		return c, err
+	}
+	if err := c.nameRun(f, slurm, getenv); err != nil {
+		return c, err
+	}
+	if c.LogDir != "" {
+		c.LogDir = filepath.Clean(c.LogDir)
+	}
+	return c, nil
+}
 
+// checkAgentFlags rejects flag values that are wrong whatever the environment.
+func checkAgentFlags(f Flags) error {
+	if f.Tag && f.NoTag {
+		return fmt.Errorf("--tag and --no-tag: give one")
+	}
+	if f.Tee && f.LogDir == "" {
+		return fmt.Errorf("--tee needs --log-dir")
+	}
+	if f.MaxRestarts < 0 {
+		return fmt.Errorf("--max-restarts %d: must be 0 or more", f.MaxRestarts)
+	}
+	if f.RdzvTimeout <= 0 {
+		return fmt.Errorf("--rdzv-timeout %v: must be positive", f.RdzvTimeout)
+	}
+	if f.GracePeriod < 0 {
+		return fmt.Errorf("--grace-period %v: must be 0 (SIGKILL at once) or more", f.GracePeriod)
+	}
+	return nil
+}
+
+// agentSlurmStep is the srun step the agent runs in (nil outside one). The
+// agent is one per node, so a step with more tasks than nodes is refused.
+func agentSlurmStep(getenv func(string) string) (*slurmInfo, error) {
+	slurm, err := slurmStep(getenv)
+	if err != nil || slurm == nil {
+		return slurm, err
+	}
+	if slurm.ntasks != slurm.nnodes {
+		return nil, fmt.Errorf("slurm step %s has %d tasks on %d nodes: the agent runs once per node (srun --ntasks-per-node=1 pplaunch ...), or give --direct to make each task one rank",
+			slurm.id, slurm.ntasks, slurm.nnodes)
+	}
+	return slurm, nil
+}
+
+// placeNode sets the node count and this node's rank: flags first, then the
+// srun step (unless --standalone), else one node.
+func (c *Config) placeNode(f Flags, slurm *slurmInfo) error {
 	c.NNodes = 1
 	switch {
 	case f.NNodes != nil:
@@ -123,7 +159,7 @@ func Resolve(f Flags, getenv func(string) string) (Config, error) {
 		c.NNodes = slurm.nnodes
 	}
 	if c.NNodes < 1 {
-		return c, fmt.Errorf("--nnodes %d: must be 1 or more", c.NNodes)
+		return fmt.Errorf("--nnodes %d: must be 1 or more", c.NNodes)
 	}
 	switch {
 	case f.NodeRank != nil:
@@ -132,40 +168,50 @@ func Resolve(f Flags, getenv func(string) string) (Config, error) {
 		c.NodeRank = slurm.nodeID
 	}
 	if c.NodeRank < 0 || c.NodeRank >= c.NNodes {
-		return c, fmt.Errorf("--node-rank %d: must be in 0..%d for --nnodes %d", c.NodeRank, c.NNodes-1, c.NNodes)
+		return fmt.Errorf("--node-rank %d: must be in 0..%d for --nnodes %d", c.NodeRank, c.NNodes-1, c.NNodes)
 	}
+	return nil
+}
 
+// placeStore sets where the rendezvous store listens.
+func (c *Config) placeStore(f Flags, slurm *slurmInfo) error {
 	if f.Standalone {
 		if c.NNodes != 1 {
-			return c, fmt.Errorf("--standalone is one node, but --nnodes is %d", c.NNodes)
+			return fmt.Errorf("--standalone is one node, but --nnodes is %d", c.NNodes)
 		}
 		if f.RdzvEndpoint != "" {
-			return c, fmt.Errorf("--standalone picks its own endpoint: drop --rdzv-endpoint %s", f.RdzvEndpoint)
+			return fmt.Errorf("--standalone picks its own endpoint: drop --rdzv-endpoint %s", f.RdzvEndpoint)
 		}
 		c.StoreHost, c.StorePort = "127.0.0.1", 0
-	} else {
-		c.StoreHost, c.StorePort, err = endpoint(f, slurm)
-		if err != nil {
-			return c, err
+		return nil
+	}
+	var err error
+	c.StoreHost, c.StorePort, err = endpoint(f, slurm)
+	if err != nil {
+		return err
+	}
+	if c.StoreHost == "" {
+		if c.NNodes > 1 {
+			return fmt.Errorf("--nnodes %d needs --rdzv-endpoint HOST:PORT or --master-addr (or run inside srun)", c.NNodes)
 		}
-		if c.StoreHost == "" {
-			if c.NNodes > 1 {
-				return c, fmt.Errorf("--nnodes %d needs --rdzv-endpoint HOST:PORT or --master-addr (or run inside srun)", c.NNodes)
-			}
-			// One node and no endpoint: as --standalone, unless a port was asked for.
-			c.StoreHost = "127.0.0.1"
-			if f.MasterPort == nil {
-				c.StorePort = 0
-			}
+		// One node and no endpoint: as --standalone, unless a port was asked for.
+		c.StoreHost = "127.0.0.1"
+		if f.MasterPort == nil {
+			c.StorePort = 0
 		}
 	}
+	return nil
+}
 
+// nameRun sets the run id (it names the log folder) and the store's token.
+func (c *Config) nameRun(f Flags, slurm *slurmInfo, getenv func(string) string) error {
 	c.RunID = f.RdzvID
 	if c.RunID == "" && slurm != nil {
 		c.RunID = "slurm-" + slurm.id
 	}
+	var err error
 	if c.Token, err = jobToken(getenv(store.EnvToken), c.NNodes, fmt.Sprintf("--nnodes %d", c.NNodes)); err != nil {
-		return c, err
+		return err
 	}
 	if c.RunID == "" && c.NNodes == 1 {
 		c.RunID = "local-" + randomHex(6)
@@ -174,12 +220,9 @@ func Resolve(f Flags, getenv func(string) string) (Config, error) {
 		c.RunID = "rdzv-" + net.JoinHostPort(c.StoreHost, strconv.Itoa(c.StorePort))
 	}
 	if strings.ContainsAny(c.RunID, "/\\ \t\n") || c.RunID == "." || c.RunID == ".." {
-		return c, fmt.Errorf("--rdzv-id %q: must not contain '/', '\\' or white space (it names the log folder)", c.RunID)
+		return fmt.Errorf("--rdzv-id %q: must not contain '/', '\\' or white space (it names the log folder)", c.RunID)
 	}
-	if c.LogDir != "" {
-		c.LogDir = filepath.Clean(c.LogDir)
-	}
-	return c, nil
+	return nil
 }
 
 func randomHex(n int) string {

@@ -18,127 +18,177 @@ func DirectEnv(f Flags, getenv func(string) string) (map[string]string, error) {
 	if err := agentOnly(f); err != nil {
 		return nil, err
 	}
-	slurm, err := slurmStep(getenv)
+	p, err := launcherPlace(getenv)
 	if err != nil {
 		return nil, err
 	}
-	var rank, world, local, localSize, node, nnodes, restarts int
-	var host, runID string
-	port := DefaultPort
-	switch {
-	case slurm != nil:
-		rank, world, local, localSize = slurm.procID, slurm.ntasks, slurm.localID, slurm.localSize
-		node, nnodes, host, runID, port, restarts = slurm.nodeID, slurm.nnodes, slurm.firstHost, "slurm-"+slurm.id, slurm.port, slurm.restarts
-	case getenv("OMPI_COMM_WORLD_RANK") != "":
-		if err := readInts(getenv, []intVar{
-			{&rank, "OMPI_COMM_WORLD_RANK"}, {&world, "OMPI_COMM_WORLD_SIZE"},
-			{&local, "OMPI_COMM_WORLD_LOCAL_RANK"}, {&localSize, "OMPI_COMM_WORLD_LOCAL_SIZE"},
-		}); err != nil {
-			return nil, fmt.Errorf("--direct under mpirun: %w", err)
-		}
-		runID = "mpi-" + getenv("OMPI_MCA_ess_base_jobid")
-	case getenv("PMI_RANK") != "":
-		if err := readInts(getenv, []intVar{{&rank, "PMI_RANK"}, {&world, "PMI_SIZE"}}); err != nil {
-			return nil, fmt.Errorf("--direct under mpiexec: %w", err)
-		}
-		local, localSize = rank, world
-		if getenv("MPI_LOCALRANKID") != "" {
-			if err := readInts(getenv, []intVar{{&local, "MPI_LOCALRANKID"}, {&localSize, "MPI_LOCALNRANKS"}}); err != nil {
-				return nil, fmt.Errorf("--direct under mpiexec: %w", err)
-			}
-		}
-		runID = "pmi-" + getenv("PMI_ID")
-	default:
-		return nil, fmt.Errorf("--direct: no launcher found in the environment (neither SLURM_PROCID in an srun step, OMPI_COMM_WORLD_RANK nor PMI_RANK is set); run under srun or mpirun, or drop --direct")
-	}
-	if world < 1 || rank < 0 || rank >= world || local < 0 || local >= localSize {
-		return nil, fmt.Errorf("--direct: rank %d of %d, local rank %d of %d: inconsistent launcher variables", rank, world, local, localSize)
-	}
-	if slurm == nil {
-		// MPI launchers say nothing of nodes; ranks are laid out node by node.
-		// With uneven nodes the node rank is unknown (-1) unless flags give it.
-		nnodes, node = -1, -1
-		if world%localSize == 0 {
-			nnodes, node = world/localSize, rank/localSize
-		}
-		if localSize == world {
-			host = "127.0.0.1"
-		}
-	} else if nnodes == 1 {
-		// A step on one node: its ranks reach rank 0's store on loopback, and
-		// the store then listens there only (its token may derive from the run
-		// id, which is no secret).
-		host = "127.0.0.1"
-	}
-	// Flags (and their environment fallbacks) win.
-	if f.NodeRank != nil {
-		node = *f.NodeRank
-	}
-	if f.NNodes != nil {
-		nnodes = *f.NNodes
-	}
-	if f.RdzvID != "" {
-		runID = f.RdzvID
-	}
-	if f.MasterPort != nil {
-		port = *f.MasterPort
-	}
-	if f.MasterAddr != "" {
-		host = f.MasterAddr
-	}
-	switch {
-	case nnodes == -1 || node == -1:
-		return nil, fmt.Errorf("--direct: rank %d: %d ranks with %d on this node are not spread evenly over nodes, so the node count and rank are unknown; give --nnodes and --node-rank", rank, world, localSize)
-	case nnodes < 1:
-		return nil, fmt.Errorf("--direct: rank %d: --nnodes %d: must be 1 or more", rank, nnodes)
-	case node < 0 || node >= nnodes:
-		return nil, fmt.Errorf("--direct: rank %d: node rank %d is not in 0..%d (--nnodes %d)", rank, node, nnodes-1, nnodes)
+	p.applyFlags(f)
+	if err := p.checkNodes(); err != nil {
+		return nil, err
 	}
 	if f.RdzvTimeout <= 0 {
 		return nil, fmt.Errorf("--rdzv-timeout %v: must be positive", f.RdzvTimeout)
 	}
 	if f.RdzvEndpoint != "" {
-		h, p, err := endpoint(Flags{RdzvEndpoint: f.RdzvEndpoint, MasterPort: &port}, nil)
+		h, port, err := endpoint(Flags{RdzvEndpoint: f.RdzvEndpoint, MasterPort: &p.port}, nil)
 		if err != nil {
 			return nil, err
 		}
-		host, port = h, p
+		p.host, p.port = h, port
 	}
-	if host == "" {
-		return nil, fmt.Errorf("--direct: rank %d: the job spans nodes and nothing names node 0's host; give --master-addr (or MASTER_ADDR)", rank)
+	if p.host == "" {
+		return nil, fmt.Errorf("--direct: rank %d: the job spans nodes and nothing names node 0's host; give --master-addr (or MASTER_ADDR)", p.rank)
 	}
 	token := getenv(store.EnvToken)
 	switch {
-	case token == "" && nnodes > 1:
-		return nil, errNoToken(fmt.Sprintf("--direct: rank %d of %d on %d nodes", rank, world, nnodes))
+	case token == "" && p.nnodes > 1:
+		return nil, errNoToken(fmt.Sprintf("--direct: rank %d of %d on %d nodes", p.rank, p.world, p.nnodes))
 	case token == "":
-		token = DeriveToken(runID)
+		token = DeriveToken(p.runID)
 	}
-	addr := joinHostPort(host, port)
+	return p.env(token), nil
+}
+
+// directPlace is where this process sits in a launcher-started job, and where
+// rank 0's store is.
+type directPlace struct {
+	rank, world, local, localSize, node, nnodes, restarts int
+	host, runID                                           string
+	port                                                  int
+}
+
+// launcherPlace reads the place from whichever launcher started the process:
+// a Slurm step, Open MPI or MPICH/Hydra, in that order.
+func launcherPlace(getenv func(string) string) (directPlace, error) {
+	slurm, err := slurmStep(getenv)
+	if err != nil {
+		return directPlace{}, err
+	}
+	if slurm != nil {
+		return slurmPlace(slurm)
+	}
+	p := directPlace{port: DefaultPort}
+	switch {
+	case getenv("OMPI_COMM_WORLD_RANK") != "":
+		if err := readInts(getenv, []intVar{
+			{&p.rank, "OMPI_COMM_WORLD_RANK"}, {&p.world, "OMPI_COMM_WORLD_SIZE"},
+			{&p.local, "OMPI_COMM_WORLD_LOCAL_RANK"}, {&p.localSize, "OMPI_COMM_WORLD_LOCAL_SIZE"},
+		}); err != nil {
+			return p, fmt.Errorf("--direct under mpirun: %w", err)
+		}
+		p.runID = "mpi-" + getenv("OMPI_MCA_ess_base_jobid")
+	case getenv("PMI_RANK") != "":
+		if err := readInts(getenv, []intVar{{&p.rank, "PMI_RANK"}, {&p.world, "PMI_SIZE"}}); err != nil {
+			return p, fmt.Errorf("--direct under mpiexec: %w", err)
+		}
+		p.local, p.localSize = p.rank, p.world
+		if getenv("MPI_LOCALRANKID") != "" {
+			if err := readInts(getenv, []intVar{{&p.local, "MPI_LOCALRANKID"}, {&p.localSize, "MPI_LOCALNRANKS"}}); err != nil {
+				return p, fmt.Errorf("--direct under mpiexec: %w", err)
+			}
+		}
+		p.runID = "pmi-" + getenv("PMI_ID")
+	default:
+		return p, fmt.Errorf("--direct: no launcher found in the environment (neither SLURM_PROCID in an srun step, OMPI_COMM_WORLD_RANK nor PMI_RANK is set); run under srun or mpirun, or drop --direct")
+	}
+	if err := p.checkRanks(); err != nil {
+		return p, err
+	}
+	// MPI launchers say nothing of nodes; ranks are laid out node by node.
+	// With uneven nodes the node rank is unknown (-1) unless flags give it.
+	p.nnodes, p.node = -1, -1
+	if p.world%p.localSize == 0 {
+		p.nnodes, p.node = p.world/p.localSize, p.rank/p.localSize
+	}
+	if p.localSize == p.world {
+		p.host = "127.0.0.1"
+	}
+	return p, nil
+}
+
+// slurmPlace is the place an srun step gives.
+func slurmPlace(s *slurmInfo) (directPlace, error) {
+	p := directPlace{
+		rank: s.procID, world: s.ntasks, local: s.localID, localSize: s.localSize,
+		node: s.nodeID, nnodes: s.nnodes, host: s.firstHost, runID: "slurm-" + s.id,
+		port: s.port, restarts: s.restarts,
+	}
+	if err := p.checkRanks(); err != nil {
+		return p, err
+	}
+	if p.nnodes == 1 {
+		// A step on one node: its ranks reach rank 0's store on loopback, and
+		// the store then listens there only (its token may derive from the run
+		// id, which is no secret).
+		p.host = "127.0.0.1"
+	}
+	return p, nil
+}
+
+func (p directPlace) checkRanks() error {
+	if p.world < 1 || p.rank < 0 || p.rank >= p.world || p.local < 0 || p.local >= p.localSize {
+		return fmt.Errorf("--direct: rank %d of %d, local rank %d of %d: inconsistent launcher variables", p.rank, p.world, p.local, p.localSize)
+	}
+	return nil
+}
+
+// applyFlags lets flags (and their environment fallbacks) win over the launcher.
+func (p *directPlace) applyFlags(f Flags) {
+	if f.NodeRank != nil {
+		p.node = *f.NodeRank
+	}
+	if f.NNodes != nil {
+		p.nnodes = *f.NNodes
+	}
+	if f.RdzvID != "" {
+		p.runID = f.RdzvID
+	}
+	if f.MasterPort != nil {
+		p.port = *f.MasterPort
+	}
+	if f.MasterAddr != "" {
+		p.host = f.MasterAddr
+	}
+}
+
+func (p directPlace) checkNodes() error {
+	switch {
+	case p.nnodes == -1 || p.node == -1:
+		return fmt.Errorf("--direct: rank %d: %d ranks with %d on this node are not spread evenly over nodes, so the node count and rank are unknown; give --nnodes and --node-rank", p.rank, p.world, p.localSize)
+	case p.nnodes < 1:
+		return fmt.Errorf("--direct: rank %d: --nnodes %d: must be 1 or more", p.rank, p.nnodes)
+	case p.node < 0 || p.node >= p.nnodes:
+		return fmt.Errorf("--direct: rank %d: node rank %d is not in 0..%d (--nnodes %d)", p.rank, p.node, p.nnodes-1, p.nnodes)
+	}
+	return nil
+}
+
+// env is the rank environment contract for this place.
+func (p directPlace) env(token string) map[string]string {
 	env := map[string]string{
 		store.EnvRole:           store.RoleRank,
-		store.EnvRank:           strconv.Itoa(rank),
-		store.EnvLocalRank:      strconv.Itoa(local),
-		store.EnvWorldSize:      strconv.Itoa(world),
-		store.EnvLocalWorldSize: strconv.Itoa(localSize),
-		store.EnvGroupRank:      strconv.Itoa(node),
-		store.EnvNodeRank:       strconv.Itoa(node),
-		store.EnvNumNodes:       strconv.Itoa(nnodes),
-		store.EnvMasterAddr:     host,
-		store.EnvMasterPort:     strconv.Itoa(port),
-		store.EnvStoreAddr:      addr,
-		store.EnvRunID:          runID,
+		store.EnvRank:           strconv.Itoa(p.rank),
+		store.EnvLocalRank:      strconv.Itoa(p.local),
+		store.EnvWorldSize:      strconv.Itoa(p.world),
+		store.EnvLocalWorldSize: strconv.Itoa(p.localSize),
+		store.EnvGroupRank:      strconv.Itoa(p.node),
+		store.EnvNodeRank:       strconv.Itoa(p.node),
+		store.EnvNumNodes:       strconv.Itoa(p.nnodes),
+		store.EnvMasterAddr:     p.host,
+		store.EnvMasterPort:     strconv.Itoa(p.port),
+		store.EnvStoreAddr:      joinHostPort(p.host, p.port),
+		store.EnvRunID:          p.runID,
 		store.EnvToken:          token,
-		store.EnvRestartCount:   strconv.Itoa(restarts),
+		store.EnvRestartCount:   strconv.Itoa(p.restarts),
 		store.EnvMaxRestarts:    "0",
-		store.EnvTERestartCount: strconv.Itoa(restarts),
+		store.EnvTERestartCount: strconv.Itoa(p.restarts),
 		store.EnvTEMaxRestarts:  "0",
-		store.EnvTERunID:        runID,
+		store.EnvTERunID:        p.runID,
 	}
-	if rank == 0 {
+	if p.rank == 0 {
 		env[store.EnvHostStore] = "1"
 	}
-	return env, nil
+	return env
 }
 
 type intVar struct {

@@ -118,51 +118,13 @@ func (s *Sampler) Generate(ctx context.Context, id uint32, prompt []int32, o Sam
 	text := slices.Clone(prompt)
 	var out []int32
 	for i := range o.Tokens {
-		var tok int32 // the token sampled; a middle stage's rank only counts it
 		window := text[max(0, len(text)-seq):]
 		tokens := make([]int32, seq)
 		copy(tokens, window)
-		var act *tensor.Tensor
-		for st := range S {
-			if s.Placement[st] != s.Rank {
-				continue
-			}
-			stage := s.Stages[st]
-			in := models.Input{Tokens: tokens}
-			if st > 0 {
-				if prev := s.Placement[st-1]; prev != s.Rank {
-					var err error
-					if act, err = s.recvAct(ctx, id, prev, st, i, stage); err != nil {
-						return nil, err
-					}
-				}
-				in = models.Input{Act: act}
-			}
-			a, probs, err := stage.Predict(in)
-			if act != nil {
-				stage.Backend().Free(act)
-			}
-			if err != nil {
-				return nil, fmt.Errorf("sample: token %d: %w", i, err)
-			}
-			act = a
-			if st < S-1 {
-				if next := s.Placement[st+1]; next != s.Rank {
-					if err := s.sendAct(ctx, id, next, st+1, i, stage, act); err != nil {
-						return nil, err
-					}
-					stage.Backend().Free(act)
-					act = nil
-				}
-				continue
-			}
-			row := positionRow(probs, len(window)-1, cfg.PaddedVocab(), vocab)
-			tok = int32(SampleToken(row, o.Temperature, o.TopK, rng.Float64()))
-			if first != s.Rank {
-				if err := s.xfer(ctx, true, first, id, uint32(i), []float64{float64(tok)}); err != nil {
-					return nil, err
-				}
-			}
+		// tok is the token sampled; a middle stage's rank only counts it.
+		tok, err := s.predict(ctx, id, i, tokens, len(window)-1, vocab, o, rng)
+		if err != nil {
+			return nil, err
 		}
 		if s.Rank == first && s.Rank != last {
 			v := []float64{0}
@@ -178,6 +140,59 @@ func (s *Sampler) Generate(ctx context.Context, id uint32, prompt []int32, o Sam
 		return nil, nil
 	}
 	return out, nil // the first stage's rank has every token
+}
+
+// predict runs this rank's stages on the window tokens for token i. The last
+// stage samples at position pos (over the vocabulary's tokens; the rows are
+// padded) and sends the token to the first stage's rank; its rank returns the
+// token, the others 0.
+func (s *Sampler) predict(ctx context.Context, id uint32, i int, tokens []int32, pos, vocab int, o SampleOptions, rng *rand.Rand) (int32, error) {
+	S := len(s.Placement)
+	first := s.Placement[0]
+	var tok int32
+	var act *tensor.Tensor
+	for st := range S {
+		if s.Placement[st] != s.Rank {
+			continue
+		}
+		stage := s.Stages[st]
+		in := models.Input{Tokens: tokens}
+		if st > 0 {
+			if prev := s.Placement[st-1]; prev != s.Rank {
+				var err error
+				if act, err = s.recvAct(ctx, id, prev, st, i, stage); err != nil {
+					return 0, err
+				}
+			}
+			in = models.Input{Act: act}
+		}
+		a, probs, err := stage.Predict(in)
+		if act != nil {
+			stage.Backend().Free(act)
+		}
+		if err != nil {
+			return 0, fmt.Errorf("sample: token %d: %w", i, err)
+		}
+		act = a
+		if st < S-1 {
+			if next := s.Placement[st+1]; next != s.Rank {
+				if err := s.sendAct(ctx, id, next, st+1, i, stage, act); err != nil {
+					return 0, err
+				}
+				stage.Backend().Free(act)
+				act = nil
+			}
+			continue
+		}
+		row := positionRow(probs, pos, stage.Config().PaddedVocab(), vocab)
+		tok = int32(SampleToken(row, o.Temperature, o.TopK, rng.Float64()))
+		if first != s.Rank {
+			if err := s.xfer(ctx, true, first, id, uint32(i), []float64{float64(tok)}); err != nil {
+				return 0, err
+			}
+		}
+	}
+	return tok, nil
 }
 
 // mine is one stage this rank holds.

@@ -94,75 +94,16 @@ func Simulate(s *Schedule, c Costs) (*Timeline, error) {
 			return nil, fmt.Errorf("costs: an override for stage %d, but the schedule has stages 0..%d", st, len(s.Placement)-1)
 		}
 	}
-	last := len(s.Placement) - 1
-	// ends[id] is when a compute action ended, NaN until it has run; the
-	// index is dense because the schedule is complete.
-	ends := make([]float64, len(ck.dense))
-	for i := range ends {
-		ends[i] = math.NaN()
-	}
-	endOf := func(a Action) (float64, bool) {
-		e := ends[ck.id(a)]
-		return e, !math.IsNaN(e)
-	}
-	// gradEnd is when the input gradient of (stage, micro) is ready, from B
-	// or I.
-	gradEnd := func(st, m int) (float64, bool) {
-		if e, ok := endOf(Action{B, st, m}); ok {
-			return e, true
-		}
-		return endOf(Action{I, st, m})
-	}
-	// arrive is when the output of producer stage ps is usable on rank r.
-	arrive := func(e float64, ps, r int) float64 {
-		if s.Placement[ps] != r {
-			return e + c.Comm
-		}
-		return e
-	}
+	sm := newSimulation(s, c, ck)
 	tl := &Timeline{Ranks: make([][]Span, s.P)}
-	free := make([]float64, s.P)
 	pc := make([]int, s.P)
 	for progress := true; progress; {
 		progress = false
 		for r := range s.P {
-		actions:
 			for pc[r] < len(s.Ranks[r]) {
-				a := s.Ranks[r][pc[r]]
-				st, m := a.Stage, a.Micro
-				var span Span
-				switch a.Kind {
-				case F, B, I, W:
-					ready := free[r]
-					if a.Kind == F && st > 0 {
-						e, _ := endOf(Action{F, st - 1, m})
-						ready = max(ready, arrive(e, st-1, r))
-					}
-					if (a.Kind == B || a.Kind == I) && st < last {
-						e, _ := gradEnd(st+1, m)
-						ready = max(ready, arrive(e, st+1, r))
-					}
-					span = Span{a, ready, ready + c.of(a)}
-					free[r] = span.End
-					ends[ck.id(a)] = span.End
-				case SendF:
-					e, _ := endOf(Action{F, st, m})
-					span = Span{a, e, e + c.Comm}
-				case SendB:
-					e, _ := gradEnd(st, m)
-					span = Span{a, e, e + c.Comm}
-				case RecvF:
-					e, ok := endOf(Action{F, st - 1, m})
-					if !ok {
-						break actions
-					}
-					span = Span{a, e, e + c.Comm}
-				case RecvB:
-					e, ok := gradEnd(st+1, m)
-					if !ok {
-						break actions
-					}
-					span = Span{a, e, e + c.Comm}
+				span, ok := sm.run(r, s.Ranks[r][pc[r]])
+				if !ok {
+					break
 				}
 				tl.Ranks[r] = append(tl.Ranks[r], span)
 				pc[r]++
@@ -178,6 +119,82 @@ func Simulate(s *Schedule, c Costs) (*Timeline, error) {
 		}
 	}
 	return tl, nil
+}
+
+// simulation is the state of Simulate between actions.
+type simulation struct {
+	s    *Schedule
+	c    Costs
+	ck   *checker
+	last int // the last stage
+	// ends[id] is when a compute action ended, NaN until it has run; the
+	// index is dense because the schedule is complete.
+	ends []float64
+	free []float64 // per rank, when its previous compute ended
+}
+
+func newSimulation(s *Schedule, c Costs, ck *checker) *simulation {
+	ends := make([]float64, len(ck.dense))
+	for i := range ends {
+		ends[i] = math.NaN()
+	}
+	return &simulation{s: s, c: c, ck: ck, last: len(s.Placement) - 1, ends: ends, free: make([]float64, s.P)}
+}
+
+func (sm *simulation) endOf(a Action) (float64, bool) {
+	e := sm.ends[sm.ck.id(a)]
+	return e, !math.IsNaN(e)
+}
+
+// gradEnd is when the input gradient of (stage, micro) is ready, from B or I.
+func (sm *simulation) gradEnd(st, m int) (float64, bool) {
+	if e, ok := sm.endOf(Action{B, st, m}); ok {
+		return e, true
+	}
+	return sm.endOf(Action{I, st, m})
+}
+
+// arrive is when the output of producer stage ps, ended at e, is usable on rank r.
+func (sm *simulation) arrive(e float64, ps, r int) float64 {
+	if sm.s.Placement[ps] != r {
+		return e + sm.c.Comm
+	}
+	return e
+}
+
+// run runs action a on rank r and returns its span; false when a is a
+// receive whose data has not been produced yet.
+func (sm *simulation) run(r int, a Action) (Span, bool) {
+	st, m := a.Stage, a.Micro
+	switch a.Kind {
+	case F, B, I, W:
+		ready := sm.free[r]
+		if a.Kind == F && st > 0 {
+			e, _ := sm.endOf(Action{F, st - 1, m})
+			ready = max(ready, sm.arrive(e, st-1, r))
+		}
+		if (a.Kind == B || a.Kind == I) && st < sm.last {
+			e, _ := sm.gradEnd(st+1, m)
+			ready = max(ready, sm.arrive(e, st+1, r))
+		}
+		span := Span{a, ready, ready + sm.c.of(a)}
+		sm.free[r] = span.End
+		sm.ends[sm.ck.id(a)] = span.End
+		return span, true
+	case SendF:
+		e, _ := sm.endOf(Action{F, st, m})
+		return Span{a, e, e + sm.c.Comm}, true
+	case SendB:
+		e, _ := sm.gradEnd(st, m)
+		return Span{a, e, e + sm.c.Comm}, true
+	case RecvF:
+		e, ok := sm.endOf(Action{F, st - 1, m})
+		return Span{a, e, e + sm.c.Comm}, ok
+	case RecvB:
+		e, ok := sm.gradEnd(st+1, m)
+		return Span{a, e, e + sm.c.Comm}, ok
+	}
+	return Span{}, true
 }
 
 // Stats summarises a timeline.

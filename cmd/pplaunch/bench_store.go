@@ -39,8 +39,6 @@ func (c *benchStoreCmd) job(stdout io.Writer) func(ctx context.Context, r *ranks
 		if err := store.Barrier(ctx, s, "bench/start", r.WorldSize); err != nil {
 			return err
 		}
-		key := "bench/key/" + strconv.Itoa(r.Rank)
-		val := make([]byte, 64)
 		// Barriers involve every rank; fewer of them keep the run short.
 		barriers := max(1, c.Iters/10)
 		res := storeLatency{Rank: r.Rank, P50: map[string]time.Duration{}, P99: map[string]time.Duration{}}
@@ -49,24 +47,9 @@ func (c *benchStoreCmd) job(stdout io.Writer) func(ctx context.Context, r *ranks
 			if op == "barrier" {
 				n = barriers
 			}
-			times := make([]time.Duration, n)
-			for i := range n {
-				t0 := time.Now()
-				var err error
-				switch op {
-				case "set":
-					err = s.Set(ctx, key, val)
-				case "get":
-					_, err = s.Get(ctx, key)
-				case "add":
-					_, err = s.Add(ctx, "bench/counter", 1)
-				case "barrier":
-					err = store.Barrier(ctx, s, "bench/b/"+strconv.Itoa(i), r.WorldSize)
-				}
-				if err != nil {
-					return fmt.Errorf("bench store: %s %d of %d: %w", op, i+1, n, err)
-				}
-				times[i] = time.Since(t0)
+			times, err := timeStoreOp(ctx, s, op, r.Rank, r.WorldSize, n)
+			if err != nil {
+				return err
 			}
 			slices.Sort(times)
 			res.P50[op], res.P99[op] = times[n/2], times[min(n-1, n*99/100)]
@@ -78,15 +61,9 @@ func (c *benchStoreCmd) job(stdout io.Writer) func(ctx context.Context, r *ranks
 		if r.Rank != 0 {
 			return nil
 		}
-		results := make([]storeLatency, r.WorldSize)
-		for i := range results {
-			v, err := s.Get(ctx, "bench/result/"+strconv.Itoa(i))
-			if err != nil {
-				return fmt.Errorf("bench store: result of rank %d: %w", i, err)
-			}
-			if err := json.Unmarshal(v, &results[i]); err != nil {
-				return fmt.Errorf("bench store: result of rank %d: %w", i, err)
-			}
+		results, err := gatherStoreLatency(ctx, s, r.WorldSize)
+		if err != nil {
+			return err
 		}
 		// Every rank published its result after its adds, so all have landed;
 		// each exactly once, or the store is wrong.
@@ -99,21 +76,67 @@ func (c *benchStoreCmd) job(stdout io.Writer) func(ctx context.Context, r *ranks
 		}
 		fmt.Fprintf(stdout, "store round trips: %d ranks, store at %s, %d set/get/add and %d barriers per rank (p50 / p99)\n",
 			r.WorldSize, r.StoreAddr, c.Iters, barriers)
-		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprint(tw, "rank\t")
+		return printStoreLatency(stdout, results)
+	}
+}
+
+// timeStoreOp times n round trips of op (one of storeOps) by rank of world.
+func timeStoreOp(ctx context.Context, s store.Store, op string, rank, world, n int) ([]time.Duration, error) {
+	key := "bench/key/" + strconv.Itoa(rank)
+	val := make([]byte, 64)
+	times := make([]time.Duration, n)
+	for i := range n {
+		t0 := time.Now()
+		var err error
+		switch op {
+		case "set":
+			err = s.Set(ctx, key, val)
+		case "get":
+			_, err = s.Get(ctx, key)
+		case "add":
+			_, err = s.Add(ctx, "bench/counter", 1)
+		case "barrier":
+			err = store.Barrier(ctx, s, "bench/b/"+strconv.Itoa(i), world)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("bench store: %s %d of %d: %w", op, i+1, n, err)
+		}
+		times[i] = time.Since(t0)
+	}
+	return times, nil
+}
+
+// gatherStoreLatency reads every rank's published result.
+func gatherStoreLatency(ctx context.Context, s store.Store, world int) ([]storeLatency, error) {
+	results := make([]storeLatency, world)
+	for i := range results {
+		v, err := s.Get(ctx, "bench/result/"+strconv.Itoa(i))
+		if err != nil {
+			return nil, fmt.Errorf("bench store: result of rank %d: %w", i, err)
+		}
+		if err := json.Unmarshal(v, &results[i]); err != nil {
+			return nil, fmt.Errorf("bench store: result of rank %d: %w", i, err)
+		}
+	}
+	return results, nil
+}
+
+// printStoreLatency writes one row per rank, one column per operation.
+func printStoreLatency(stdout io.Writer, results []storeLatency) error {
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(tw, "rank\t")
+	for _, op := range storeOps {
+		fmt.Fprintf(tw, "%s\t", op)
+	}
+	fmt.Fprintln(tw)
+	for _, res := range results {
+		fmt.Fprintf(tw, "%d\t", res.Rank)
 		for _, op := range storeOps {
-			fmt.Fprintf(tw, "%s\t", op)
+			fmt.Fprintf(tw, "%s / %s\t", us(res.P50[op]), us(res.P99[op]))
 		}
 		fmt.Fprintln(tw)
-		for _, res := range results {
-			fmt.Fprintf(tw, "%d\t", res.Rank)
-			for _, op := range storeOps {
-				fmt.Fprintf(tw, "%s / %s\t", us(res.P50[op]), us(res.P99[op]))
-			}
-			fmt.Fprintln(tw)
-		}
-		return tw.Flush()
 	}
+	return tw.Flush()
 }
 
 func us(d time.Duration) string {

@@ -104,93 +104,123 @@ func ParseReport(b []byte) (Rank, error) {
 // one MASTER_ADDR (one of masters: the first node's name or address) and one
 // MASTER_PORT for all. It returns every problem found, not just the first.
 func CheckWorld(ranks []Rank, nodes []string, perNode int, masters []string) error {
-	var errs []error
-	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
-	world := len(nodes) * perNode
-	if len(ranks) != world {
-		bad("%d ranks reported, want %d (%d nodes x %d)", len(ranks), world, len(nodes), perNode)
+	w := &worldCheck{nodes: nodes, perNode: perNode, world: len(nodes) * perNode,
+		seen: map[int]string{}, local: map[string]map[int]bool{}, same: map[string]map[string]bool{}}
+	if len(ranks) != w.world {
+		w.bad("%d ranks reported, want %d (%d nodes x %d)", len(ranks), w.world, len(nodes), perNode)
 	}
-	seen := map[int]string{}
-	local := map[string]map[int]bool{}
-	same := map[string]map[string]bool{} // variables that must agree across the world
 	for _, r := range ranks {
-		who := fmt.Sprintf("rank on %s (RANK=%q)", r.Host, r.Env["RANK"])
-		num := func(key string) int {
-			v, ok := r.Env[key]
-			if !ok {
-				bad("%s: %s not set", who, key)
-				return -1
-			}
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 0 {
-				bad("%s: %s=%q is not a non-negative integer", who, key, v)
-				return -1
-			}
-			return n
-		}
-		rank, lrank, node := num("RANK"), num("LOCAL_RANK"), num("NODE_RANK")
-		if ws := num("WORLD_SIZE"); ws >= 0 && ws != world {
-			bad("%s: WORLD_SIZE=%d, want %d", who, ws, world)
-		}
-		if lws := num("LOCAL_WORLD_SIZE"); lws >= 0 && lws != perNode {
-			bad("%s: LOCAL_WORLD_SIZE=%d, want %d", who, lws, perNode)
-		}
-		if g := num("GROUP_RANK"); g >= 0 && g != node {
-			bad("%s: GROUP_RANK=%d but NODE_RANK=%d", who, g, node)
-		}
-		if rank >= world {
-			bad("%s: RANK=%d outside 0..%d", who, rank, world-1)
-		} else if rank >= 0 {
-			if other, dup := seen[rank]; dup {
-				bad("RANK=%d reported twice: on %s and on %s", rank, other, r.Host)
-			}
-			seen[rank] = r.Host
-		}
-		if lrank >= perNode {
-			bad("%s: LOCAL_RANK=%d outside 0..%d", who, lrank, perNode-1)
-		}
-		if node >= len(nodes) {
-			bad("%s: NODE_RANK=%d outside 0..%d", who, node, len(nodes)-1)
-		} else if node >= 0 {
-			if r.Host != nodes[node] {
-				bad("%s: NODE_RANK=%d is %s, but the rank ran on %s", who, node, nodes[node], r.Host)
-			}
-			if lrank >= 0 && rank >= 0 && rank != node*perNode+lrank {
-				bad("%s: RANK=%d, want NODE_RANK*%d+LOCAL_RANK = %d", who, rank, perNode, node*perNode+lrank)
-			}
-		}
-		if local[r.Host] == nil {
-			local[r.Host] = map[int]bool{}
-		}
-		if lrank >= 0 && local[r.Host][lrank] {
-			bad("LOCAL_RANK=%d twice on %s", lrank, r.Host)
-		}
-		local[r.Host][lrank] = true
-		for _, k := range []string{"MASTER_ADDR", "MASTER_PORT"} {
-			if r.Env[k] == "" {
-				bad("%s: %s not set", who, k)
-				continue
-			}
-			if same[k] == nil {
-				same[k] = map[string]bool{}
-			}
-			same[k][r.Env[k]] = true
-		}
+		w.rank(r)
 	}
+	w.agreed(masters)
+	return errors.Join(w.errs...)
+}
+
+// worldCheck is CheckWorld's state: what the ranks seen so far claimed, and
+// the problems found, in the order found.
+type worldCheck struct {
+	nodes   []string
+	perNode int
+	world   int
+	seen    map[int]string             // RANK -> host that reported it
+	local   map[string]map[int]bool    // host -> LOCAL_RANKs on it
+	same    map[string]map[string]bool // variables that must agree across the world: values seen
+	errs    []error
+}
+
+func (w *worldCheck) bad(format string, a ...any) { w.errs = append(w.errs, fmt.Errorf(format, a...)) }
+
+// num is r's variable key as a non-negative integer, or -1 (and a problem)
+// when it is missing or not one.
+func (w *worldCheck) num(r Rank, who, key string) int {
+	v, ok := r.Env[key]
+	if !ok {
+		w.bad("%s: %s not set", who, key)
+		return -1
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		w.bad("%s: %s=%q is not a non-negative integer", who, key, v)
+		return -1
+	}
+	return n
+}
+
+// rank checks one rank's variables against the world and the ranks before it.
+func (w *worldCheck) rank(r Rank) {
+	who := fmt.Sprintf("rank on %s (RANK=%q)", r.Host, r.Env["RANK"])
+	rank, lrank, node := w.num(r, who, "RANK"), w.num(r, who, "LOCAL_RANK"), w.num(r, who, "NODE_RANK")
+	if ws := w.num(r, who, "WORLD_SIZE"); ws >= 0 && ws != w.world {
+		w.bad("%s: WORLD_SIZE=%d, want %d", who, ws, w.world)
+	}
+	if lws := w.num(r, who, "LOCAL_WORLD_SIZE"); lws >= 0 && lws != w.perNode {
+		w.bad("%s: LOCAL_WORLD_SIZE=%d, want %d", who, lws, w.perNode)
+	}
+	if g := w.num(r, who, "GROUP_RANK"); g >= 0 && g != node {
+		w.bad("%s: GROUP_RANK=%d but NODE_RANK=%d", who, g, node)
+	}
+	w.placement(r.Host, who, rank, lrank, node)
+	if w.local[r.Host] == nil {
+		w.local[r.Host] = map[int]bool{}
+	}
+	if lrank >= 0 && w.local[r.Host][lrank] {
+		w.bad("LOCAL_RANK=%d twice on %s", lrank, r.Host)
+	}
+	w.local[r.Host][lrank] = true
 	for _, k := range []string{"MASTER_ADDR", "MASTER_PORT"} {
-		if len(same[k]) > 1 {
-			bad("ranks disagree on %s: %v", k, slices.Sorted(maps.Keys(same[k])))
+		if r.Env[k] == "" {
+			w.bad("%s: %s not set", who, k)
+			continue
+		}
+		if w.same[k] == nil {
+			w.same[k] = map[string]bool{}
+		}
+		w.same[k][r.Env[k]] = true
+	}
+}
+
+// placement checks that a rank's RANK, LOCAL_RANK and NODE_RANK (-1 where
+// unreadable) are in range, unique, and put it on the host it ran on.
+func (w *worldCheck) placement(host, who string, rank, lrank, node int) {
+	if rank >= w.world {
+		w.bad("%s: RANK=%d outside 0..%d", who, rank, w.world-1)
+	} else if rank >= 0 {
+		if other, dup := w.seen[rank]; dup {
+			w.bad("RANK=%d reported twice: on %s and on %s", rank, other, host)
+		}
+		w.seen[rank] = host
+	}
+	if lrank >= w.perNode {
+		w.bad("%s: LOCAL_RANK=%d outside 0..%d", who, lrank, w.perNode-1)
+	}
+	if node >= len(w.nodes) {
+		w.bad("%s: NODE_RANK=%d outside 0..%d", who, node, len(w.nodes)-1)
+	} else if node >= 0 {
+		if host != w.nodes[node] {
+			w.bad("%s: NODE_RANK=%d is %s, but the rank ran on %s", who, node, w.nodes[node], host)
+		}
+		if lrank >= 0 && rank >= 0 && rank != node*w.perNode+lrank {
+			w.bad("%s: RANK=%d, want NODE_RANK*%d+LOCAL_RANK = %d", who, rank, w.perNode, node*w.perNode+lrank)
 		}
 	}
-	for addr := range same["MASTER_ADDR"] {
+}
+
+// agreed checks, once every rank is seen, that they agree on one master
+// (one of masters) and that each node ran perNode ranks.
+func (w *worldCheck) agreed(masters []string) {
+	for _, k := range []string{"MASTER_ADDR", "MASTER_PORT"} {
+		if len(w.same[k]) > 1 {
+			w.bad("ranks disagree on %s: %v", k, slices.Sorted(maps.Keys(w.same[k])))
+		}
+	}
+	for addr := range w.same["MASTER_ADDR"] {
 		if !slices.Contains(masters, addr) {
-			bad("MASTER_ADDR=%s, want the first node (one of %v)", addr, masters)
+			w.bad("MASTER_ADDR=%s, want the first node (one of %v)", addr, masters)
 		}
 	}
-	for _, n := range nodes {
-		if got := len(local[n]); got != perNode {
-			bad("%s ran %d ranks, want %d", n, got, perNode)
+	for _, n := range w.nodes {
+		if got := len(w.local[n]); got != w.perNode {
+			w.bad("%s ran %d ranks, want %d", n, got, w.perNode)
 		}
 	}
-	return errors.Join(errs...)
 }
