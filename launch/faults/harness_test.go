@@ -261,21 +261,30 @@ func killJob(id string) []int {
 	return pids
 }
 
-// rankPID waits for the process of the given rank of the job (a child of
-// one of its agents) and returns its pid, or 0 when the job ends first.
+// keeperEnv marks the keeper pplaunch runs each rank under (launch/keeper.go:
+// the agent's own executable, re-executed): it carries the rank's whole
+// environment too, and strips this variable before it starts the rank.
+const keeperEnv = "PPLAUNCH_KEEPER=1"
+
+// rankPID waits for the process of the given rank of the job (under its
+// keeper, a child of one of the agents) and returns its pid, or 0 when the
+// job ends first. A signal to the keeper would not reach the rank: the rank
+// runs in its own process group, and a stopped keeper only stops reaping.
 func (j *job) rankPID(rank int) int {
 	want := store.EnvRank + "=" + strconv.Itoa(rank)
 	role := store.EnvRole + "=" + store.RoleRank
 	for {
 		for _, cmd := range j.cmds {
-			for _, pid := range children(cmd.Process.Pid) {
-				p, err := procfs.NewProc(pid)
-				if err != nil {
-					continue
-				}
-				env, _ := p.Environ()
-				if slices.Contains(env, want) && slices.Contains(env, role) {
-					return pid
+			for _, keeper := range children(cmd.Process.Pid) {
+				for _, pid := range children(keeper) {
+					p, err := procfs.NewProc(pid)
+					if err != nil {
+						continue
+					}
+					env, _ := p.Environ()
+					if slices.Contains(env, want) && slices.Contains(env, role) && !slices.Contains(env, keeperEnv) {
+						return pid
+					}
 				}
 			}
 		}
