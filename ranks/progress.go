@@ -145,8 +145,11 @@ func (p *Progress) write(rec, payload []byte) {
 func Classify(err error) (class string, peer int) {
 	peer = -1
 	var ae *ActionError
+	var pe *collective.PeerError
 	if errors.As(err, &ae) {
 		peer = ae.Peer
+	} else if errors.As(err, &pe) {
+		peer = pe.Peer // a wait for one rank at the start (connecting, rank 0's flags, clocks)
 	}
 	msg := err.Error()
 	switch {

@@ -70,6 +70,10 @@ func TestClassify(t *testing.T) {
 		{fmt.Errorf("all-reduce: %w", collective.ErrAborted), FailPeerGone, -1},
 		{&ActionError{Peer: -1, Err: errors.New("NaN loss")}, FailError, -1},
 		{errors.New("--metrics: no space left on device"), FailError, -1},
+		{fmt.Errorf("communicator: %w", errors.Join(&collective.PeerError{Peer: 1, Err: fmt.Errorf("waiting for ranks [1 2] to connect: %w", context.DeadlineExceeded)},
+			errors.New("refused 127.0.0.1:5: no hello"))), FailTimeout, 1},
+		{&collective.PeerError{Peer: 0, Err: fmt.Errorf("waiting for rank 0's training flags: %w", context.DeadlineExceeded)}, FailTimeout, 0},
+		{&collective.PeerError{Peer: 0, Err: errors.New("connect to rank 0: connection refused")}, FailError, 0},
 	}
 	for _, c := range cases {
 		if class, peer := Classify(c.err); class != c.class || peer != c.peer {
