@@ -156,7 +156,8 @@ func Classify(err error) (class string, peer int) {
 	case errors.Is(err, context.DeadlineExceeded) && peer >= 0:
 		return FailTimeout, peer
 	case errors.Is(err, collective.ErrClosed), errors.Is(err, collective.ErrAborted),
-		strings.Contains(msg, "is gone: connection closed"), strings.Contains(msg, "connection to rank"):
+		strings.Contains(msg, "is gone: connection closed"), strings.Contains(msg, "connection to rank"),
+		strings.Contains(msg, "closed its communicator"): // a peer that failed and left (collective's tcprecv, mem)
 		return FailPeerGone, peer
 	}
 	return FailError, peer
