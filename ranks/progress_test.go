@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/pplaunch/pplaunch/collective"
+	"github.com/pplaunch/pplaunch/ranks/store"
 	"github.com/pplaunch/pplaunch/schedules"
 )
 
@@ -75,7 +76,8 @@ func TestClassify(t *testing.T) {
 		{fmt.Errorf("communicator: %w", errors.Join(&collective.PeerError{Peer: 1, Err: fmt.Errorf("waiting for ranks [1 2] to connect: %w", context.DeadlineExceeded)},
 			errors.New("refused 127.0.0.1:5: no hello"))), FailTimeout, 1},
 		{&collective.PeerError{Peer: 0, Err: fmt.Errorf("waiting for rank 0's training flags: %w", context.DeadlineExceeded)}, FailTimeout, 0},
-		{&collective.PeerError{Peer: 0, Err: errors.New("connect to rank 0: connection refused")}, FailError, 0},
+		{&collective.PeerError{Peer: 0, Err: errors.New("connect to rank 0 at 127.0.0.1:5: read greeting: EOF")}, FailPeerGone, 0},
+		{&collective.PeerError{Peer: 0, Err: fmt.Errorf("connect to rank 0 at 127.0.0.1:5: rank 0 %w", &store.RefusedError{Reason: store.WrongToken})}, FailError, 0},
 	}
 	for _, c := range cases {
 		if class, peer := Classify(c.err); class != c.class || peer != c.peer {
