@@ -116,6 +116,17 @@ func TestSupervisorDecisions(t *testing.T) {
 				repEv(0, repTimeout, 1, "step 1: 0RECV_B2 with rank 1: timeout after 3s", ms(3000)),
 				exitEv(0, 1, 0, ms(3001), false), exitEv(1, 0, syscall.SIGTERM, ms(3002), true), exitEv(2, 1, 0, ms(3003), true)},
 			done: true, rank: 1, how: "was silent: its process was stopped", code: 1},
+		{name: "a stopped rank that saw the rank that waited on it go is still the silent one", nnodes: 1, nproc: 2,
+			// rank 1 is SIGSTOPped; rank 0 times out on it and exits; the
+			// stop's SIGCONT lets rank 1 see rank 0's links closed before
+			// it acts on the SIGTERM. Blame runs 0 -> 1 -> 0.
+			events: []event{snapEv(1, "step 2 1B0", true), repEv(0, repTimeout, 1, "step 2: 0RECV_B0 with rank 1: timeout after 4s", ms(4000)),
+				exitEv(0, 1, 0, ms(4001), false), repEv(1, repPeerGone, 0, "rank 0 is gone: connection closed", ms(4002)), exitEv(1, 1, 0, ms(4003), true)},
+			done: true, rank: 1, how: "was silent: its process was stopped", code: 1},
+		{name: "blame in a circle of consequences ends", nnodes: 1, nproc: 2,
+			events: []event{repEv(0, repPeerGone, 1, "rank 1 is gone", ms(10)), repEv(1, repPeerGone, 0, "rank 0 is gone", ms(10)),
+				exitEv(0, 1, 0, ms(11), false), exitEv(1, 1, 0, ms(11), false)},
+			done: true, rank: 0, how: "rank 1 is gone", code: 1},
 		{name: "a chain of timeouts ends at the silent rank", nnodes: 1, nproc: 3,
 			events: []event{snapEv(0, "step 4 0F1", false),
 				repEv(2, repTimeout, 1, "with rank 1: timeout", ms(3000)), repEv(1, repTimeout, 0, "with rank 0: timeout", ms(3001)),
