@@ -104,7 +104,7 @@ var supervisionCases = []fcase{
 	{name: "jobctl/ctrl-z-then-sigcont", args: steps(300), during: suspendAndResume, code: 0,
 		want: []string{`received SIGTSTP: suspending the ranks and this agent`, `received SIGCONT: resumed the ranks`, `summary: steps 1\.\.300`}},
 	{name: "mismatch/nnodes", nodes: 2, nproc: 1, env: token, args: steps(3), launcher1: []string{"--nnodes", "3"},
-		code: 1, want: []string{`--nnodes differs between agents: node 1 has --nnodes 3, node 0 has --nnodes 2; give every agent the same --nnodes`}, notWant: []string{`\[rank`}},
+		code: 1, want: []string{`--nnodes differs between agents: (node 1 has --nnodes 3, node 0 has --nnodes 2|node 0 has --nnodes 2, node 1 has --nnodes 3); give every agent the same --nnodes`}, notWant: []string{`\[rank`}},
 	// Lines of 200000 bytes from two ranks at once are split, each part
 	// tagged with its rank, and nothing is lost or mixed.
 	{name: "output/long-lines-two-ranks", fast: true, program: sh(longLines), code: 0, check: wholeAndTagged},

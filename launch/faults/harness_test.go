@@ -229,8 +229,16 @@ func (j *job) wait(t *testing.T, limit time.Duration) {
 		select {
 		case <-ch:
 		case <-ctx.Done():
+			// A hung agent's goroutines (Go's SIGQUIT dump) say where it hangs.
+			var states []string
+			for _, cmd := range j.cmds {
+				states = append(states, fmt.Sprintf("agent %d: state %s", cmd.Process.Pid, procState(cmd.Process.Pid)))
+				cmd.Process.Signal(syscall.SIGCONT)
+				cmd.Process.Signal(syscall.SIGQUIT)
+			}
+			j.waitFor(5*time.Second, func() bool { return false })
 			left := killJob(j.id)
-			t.Fatalf("job still running after %v (killed pids %v):\n%s", limit, left, j.output())
+			t.Fatalf("job still running after %v (%s; killed pids %v):\n%s", limit, strings.Join(states, ", "), left, j.output())
 		}
 	}
 }
