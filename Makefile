@@ -23,9 +23,10 @@ test: lint
 
 # Every case of the fault suite (launch/faults) against a fresh build: real
 # jobs killed, stopped, preempted, given damaged checkpoints, bad flags,
-# mismatched nodes and full disks. `make test` runs the cases marked fast.
+# mismatched nodes, full disks, hostile connections; -v lists every case with
+# its result. `make test` runs the cases marked fast.
 faults:
-	$(GO) test -count=1 -timeout 30m ./launch/faults -all
+	$(GO) test -v -count=1 -timeout 30m ./launch/faults -all
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

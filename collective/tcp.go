@@ -171,7 +171,7 @@ func (t *tcpTransport) connect(ctx context.Context, st store.Store) error {
 	for peer := t.rank + 1; peer < t.size; peer++ {
 		a, err := st.Get(ctx, t.key(peer))
 		if err != nil {
-			return fmt.Errorf("look up the address of rank %d: %w", peer, err)
+			return &PeerError{Peer: peer, Err: fmt.Errorf("look up the address of rank %d: %w", peer, err)}
 		}
 		t.addrs[peer] = string(a)
 	}
@@ -190,19 +190,19 @@ func advertised(a *net.TCPAddr) string {
 func (t *tcpTransport) dial(ctx context.Context, st store.Store, peer int) error {
 	a, err := st.Get(ctx, t.key(peer))
 	if err != nil {
-		return fmt.Errorf("look up the address of rank %d: %w", peer, err)
+		return &PeerError{Peer: peer, Err: fmt.Errorf("look up the address of rank %d: %w", peer, err)}
 	}
 	addr := string(a)
 	t.addrs[peer] = addr
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
-		return fmt.Errorf("connect to rank %d at %s: %w", peer, addr, err)
+		return &PeerError{Peer: peer, Err: fmt.Errorf("connect to rank %d at %s: %w", peer, addr, err)}
 	}
 	conn := c.(*net.TCPConn)
 	if err := t.handshakeDial(ctx, conn, peer); err != nil {
 		conn.Close()
-		return fmt.Errorf("connect to rank %d at %s: %w", peer, addr, err)
+		return &PeerError{Peer: peer, Err: fmt.Errorf("connect to rank %d at %s: %w", peer, addr, err)}
 	}
 	t.addPeer(peer, conn)
 	return nil

@@ -348,3 +348,21 @@ func TestTCPSteadyStateAllocatesNoPayloads(t *testing.T) {
 		}
 	}
 }
+
+// A rank that gives up waiting for a peer at the start says which one
+// (PeerError): the lowest missing rank it accepts from, or the rank whose
+// address it looked up in vain.
+func TestTCPWaitNamesThePeer(t *testing.T) {
+	for _, tc := range []struct{ rank, want int }{{0, 1}, {2, 0}} {
+		ctx, cancel := context.WithTimeout(testCtx(t), 50*time.Millisecond)
+		c, err := NewTCP(ctx, store.NewMemory(), tc.rank, 3, TCPOptions{Token: testToken})
+		cancel()
+		if c != nil {
+			c.Close()
+		}
+		var pe *PeerError
+		if !errors.As(err, &pe) || pe.Peer != tc.want || !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("rank %d alone: %v (%#v), want a PeerError for rank %d with the deadline", tc.rank, err, pe, tc.want)
+		}
+	}
+}

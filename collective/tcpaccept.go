@@ -141,7 +141,10 @@ func (t *tcpTransport) acceptPeers(ctx context.Context) error {
 		}
 	}
 	// Every handshake has ended (wg), so every refusal is in.
-	return errors.Join(append([]error{fmt.Errorf("waiting for ranks %v to connect: %w", missing, why)}, refused.all()...)...)
+	// The lowest missing rank is the one named as waited on (PeerError); the
+	// text lists them all.
+	wait := &PeerError{Peer: missing[0], Err: fmt.Errorf("waiting for ranks %v to connect: %w", missing, why)}
+	return errors.Join(append([]error{wait}, refused.all()...)...)
 }
 
 // acceptLoop accepts connections until the listener closes, each after taking

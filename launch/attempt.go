@@ -124,14 +124,14 @@ func (a *agent) exitEvents(g *group, r *rank, sv *supervisor) []event {
 			if r.sig != 0 {
 				code = 128 + int(r.sig)
 			}
-			if r.stopped {
+			if r.stoppedByAgent() {
 				code = 0 // the stop's code, not the failure's
 			}
 			evs = append([]event{{kind: evReport, at: r.end, rank: r.global, local: r.local, pid: r.pid, rep: rep, code: code}}, evs...)
 		}
 	}
 	return append(evs, event{kind: evExit, at: r.end, rank: r.global, local: r.local, pid: r.pid,
-		code: r.code, sig: r.sig, stopped: r.stopped})
+		code: r.code, sig: r.sig, stopped: r.stoppedByAgent()})
 }
 
 // snapshots are the progress of every rank but skip: what each live rank is

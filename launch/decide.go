@@ -360,6 +360,23 @@ func exitHow(code int, sig syscall.Signal, stopped bool) string {
 	}
 }
 
+// signalSet is a set of signals (bit N: signal N).
+type signalSet uint64
+
+func (s signalSet) with(sig syscall.Signal) signalSet { return s | 1<<uint(sig) }
+func (s signalSet) has(sig syscall.Signal) bool       { return s&(1<<uint(sig)) != 0 }
+
+// endedByStop reports whether a rank's end was the agent's stop: the agent
+// had sent it a signal to stop it (sent), and no signal other than one of
+// those ended it. A rank that died of a signal the agent did not send (a
+// SIGKILL from outside, a crash) had ended on its own before the stop reached
+// it: its keeper had not yet reaped it when another rank's failure (a peer
+// that saw its links close) made the agent stop the group. Such a rank is a
+// failure, and the root cause before the peers that saw it go.
+func endedByStop(sent signalSet, sig syscall.Signal) bool {
+	return sent != 0 && (sig == 0 || sent.has(sig))
+}
+
 // nextAttempt decides after an attempt: restart the group, or end with code.
 func nextAttempt(f *failure, restart, maxRestarts int) (again bool, code int) {
 	switch {

@@ -98,6 +98,13 @@ func TestSupervisorDecisions(t *testing.T) {
 			events: []event{repEv(1, repPeerGone, 0, "rank 0 is gone", ms(10)), exitEv(1, 1, 0, ms(11), false),
 				exitEv(0, -1, syscall.SIGSEGV, ms(9), false)},
 			done: true, rank: 0, how: "killed by SIGSEGV", code: 128 + int(syscall.SIGSEGV)},
+		{name: "a killed rank heard of after the peer that saw it go and the stop", nnodes: 1, nproc: 4,
+			// rank 2 is SIGKILLed; rank 3 reports its link closing and exits
+			// before rank 2's keeper has reaped it; the group's stop finds
+			// rank 2 dead already (endedByStop: not stopped).
+			events: []event{repEv(3, repPeerGone, 2, "rank 2 is gone: connection closed", ms(10)), exitEv(3, 1, 0, ms(11), false),
+				exitEv(0, 143, 0, ms(13), true), exitEv(1, 143, 0, ms(13), true), exitEv(2, -1, syscall.SIGKILL, ms(12), false)},
+			done: true, rank: 2, how: "killed by SIGKILL", code: 137},
 		{name: "a later independent failure is not the root cause", nnodes: 1, nproc: 2,
 			events: []event{exitEv(1, 3, 0, ms(10), false), repEv(0, repError, -1, "late", ms(5000)), exitEv(0, 1, 0, ms(5001), true)},
 			done:   true, rank: 1, how: "exited with code 3", code: 3},
@@ -109,6 +116,17 @@ func TestSupervisorDecisions(t *testing.T) {
 				repEv(0, repTimeout, 1, "step 1: 0RECV_B2 with rank 1: timeout after 3s", ms(3000)),
 				exitEv(0, 1, 0, ms(3001), false), exitEv(1, 0, syscall.SIGTERM, ms(3002), true), exitEv(2, 1, 0, ms(3003), true)},
 			done: true, rank: 1, how: "was silent: its process was stopped", code: 1},
+		{name: "a stopped rank that saw the rank that waited on it go is still the silent one", nnodes: 1, nproc: 2,
+			// rank 1 is SIGSTOPped; rank 0 times out on it and exits; the
+			// stop's SIGCONT lets rank 1 see rank 0's links closed before
+			// it acts on the SIGTERM. Blame runs 0 -> 1 -> 0.
+			events: []event{snapEv(1, "step 2 1B0", true), repEv(0, repTimeout, 1, "step 2: 0RECV_B0 with rank 1: timeout after 4s", ms(4000)),
+				exitEv(0, 1, 0, ms(4001), false), repEv(1, repPeerGone, 0, "rank 0 is gone: connection closed", ms(4002)), exitEv(1, 1, 0, ms(4003), true)},
+			done: true, rank: 1, how: "was silent: its process was stopped", code: 1},
+		{name: "blame in a circle of consequences ends", nnodes: 1, nproc: 2,
+			events: []event{repEv(0, repPeerGone, 1, "rank 1 is gone", ms(10)), repEv(1, repPeerGone, 0, "rank 0 is gone", ms(10)),
+				exitEv(0, 1, 0, ms(11), false), exitEv(1, 1, 0, ms(11), false)},
+			done: true, rank: 0, how: "rank 1 is gone", code: 1},
 		{name: "a chain of timeouts ends at the silent rank", nnodes: 1, nproc: 3,
 			events: []event{snapEv(0, "step 4 0F1", false),
 				repEv(2, repTimeout, 1, "with rank 1: timeout", ms(3000)), repEv(1, repTimeout, 0, "with rank 0: timeout", ms(3001)),
@@ -182,6 +200,41 @@ func TestSupervisorDecisions(t *testing.T) {
 					f.Rank, f.Node, f.Code, f.Final, f.How, tc.rank, tc.node0, tc.code, tc.final, tc.how)
 			}
 		})
+	}
+}
+
+// A rank that died of a signal the agent did not send had ended before the
+// agent's stop reached it (its keeper had not yet reaped it): its end is its
+// own failure, not the stop's.
+func TestEndedByStop(t *testing.T) {
+	term := signalSet(0).with(syscall.SIGTERM)
+	cases := []struct {
+		name string
+		sent signalSet
+		sig  syscall.Signal
+		want bool
+	}{
+		{"not signalled", 0, syscall.SIGKILL, false},
+		{"not signalled, exited", 0, 0, false},
+		{"exited after SIGTERM", term, 0, true},
+		{"killed by the SIGTERM sent", term, syscall.SIGTERM, true},
+		{"killed by SIGKILL the agent did not send", term, syscall.SIGKILL, false},
+		{"crashed after SIGTERM", term, syscall.SIGSEGV, false},
+		{"killed by the SIGKILL after the grace period", term.with(syscall.SIGKILL), syscall.SIGKILL, true},
+		{"killed by SIGTERM, then sent SIGKILL too", term.with(syscall.SIGKILL), syscall.SIGTERM, true},
+		{"killed by the SIGINT forwarded to stop", signalSet(0).with(syscall.SIGINT), syscall.SIGINT, true},
+	}
+	for _, tc := range cases {
+		if got := endedByStop(tc.sent, tc.sig); got != tc.want {
+			t.Errorf("%s: endedByStop(%b, %v) = %v, want %v", tc.name, tc.sent, tc.sig, got, tc.want)
+		}
+		r := &rank{exited: true, code: -1, sig: tc.sig, stopSent: tc.sent}
+		if tc.sig == 0 {
+			r.code = 143
+		}
+		if got := strings.Contains(r.how(), "stopped"); got != tc.want {
+			t.Errorf("%s: summary says %q", tc.name, r.how())
+		}
 	}
 }
 

@@ -31,7 +31,7 @@ type rank struct {
 	exited        bool
 	code          int            // exit code; -1 when a signal ended it
 	sig           syscall.Signal // the signal that ended it, or 0
-	stopped       bool           // the agent signalled it to stop before it ended
+	stopSent      signalSet      // the signals the agent sent it to stop it (stoppedByAgent)
 	stderr        tail
 	errDone       chan struct{} // closed when its stderr is drained
 	use           usage
@@ -53,8 +53,11 @@ func (r *rank) how() string {
 	if !r.exited {
 		return "still running"
 	}
-	return exitHow(r.code, r.sig, r.stopped)
+	return exitHow(r.code, r.sig, r.stoppedByAgent())
 }
+
+// stoppedByAgent reports whether the agent's stop ended the rank (endedByStop).
+func (r *rank) stoppedByAgent() bool { return endedByStop(r.stopSent, r.sig) }
 
 // keeperPath is this executable, which runs each rank's keeper.
 var keeperPath, keeperErr = os.Executable()
@@ -259,7 +262,7 @@ func (g *group) stop(sig syscall.Signal) {
 	defer g.mu.Unlock()
 	for _, r := range g.ranks {
 		if !r.exited {
-			r.stopped = true
+			r.stopSent = r.stopSent.with(sig)
 			syscall.Kill(-r.pid, sig)
 			if sig != syscall.SIGKILL {
 				syscall.Kill(-r.pid, syscall.SIGCONT)

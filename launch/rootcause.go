@@ -88,11 +88,14 @@ func (s *supervisor) rootCause() *failure {
 	if c == nil {
 		return nil
 	}
-	seen := map[*candidate]bool{}
-	for c.peer >= 0 && !seen[c] {
-		seen[c] = true
+	seen := map[int]bool{} // by rank: blame can run in a circle (0 waited on 1, 1 then saw 0 go)
+	for c.peer >= 0 && !seen[c.f.Rank] {
+		seen[c.f.Rank] = true
 		next := s.cands[c.peer]
-		if next == nil {
+		// A peer whose only failure is a consequence that came after the
+		// wait for it ran out (it saw the waiting rank go, or was stopped)
+		// did not answer before then: it is the silent rank.
+		if next == nil || (c.timeout && next.class == consequence && !next.at.Before(c.at)) {
 			if c.timeout {
 				f := s.silent(c)
 				return &f

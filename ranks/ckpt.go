@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/pplaunch/pplaunch/collective"
 	"github.com/pplaunch/pplaunch/models/checkpoint"
 )
 
@@ -202,7 +203,7 @@ func (t *trainer) resumePoint(ctx context.Context) (resumeChoice, error) {
 	if t.job.Rank != 0 {
 		b, err := t.job.Store.Get(wctx, resumeKey)
 		if err != nil {
-			return resumeChoice{}, fmt.Errorf("resume: waiting for rank 0's choice of checkpoint: %w", err)
+			return resumeChoice{}, &collective.PeerError{Peer: 0, Err: fmt.Errorf("resume: waiting for rank 0's choice of checkpoint: %w", err)}
 		}
 		var p resumeChoice
 		if err := json.Unmarshal(b, &p); err != nil {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/pplaunch/pplaunch/collective"
 )
 
 // alignClocks measures this rank's clock against rank 0's through the store,
@@ -24,11 +26,11 @@ func (t *trainer) alignClocks(ctx context.Context) error {
 		for r := 1; r < t.job.Size; r++ {
 			for i := range rounds {
 				if _, err := st.Get(wctx, fmt.Sprintf("clock/%d/req/%d", r, i)); err != nil {
-					return fmt.Errorf("clock alignment with rank %d: %w", r, err)
+					return &collective.PeerError{Peer: r, Err: fmt.Errorf("clock alignment with rank %d: %w", r, err)}
 				}
 				now := strconv.FormatInt(time.Now().UnixNano(), 10)
 				if err := st.Set(wctx, fmt.Sprintf("clock/%d/resp/%d", r, i), []byte(now)); err != nil {
-					return fmt.Errorf("clock alignment with rank %d: %w", r, err)
+					return &collective.PeerError{Peer: r, Err: fmt.Errorf("clock alignment with rank %d: %w", r, err)}
 				}
 			}
 		}
@@ -36,7 +38,7 @@ func (t *trainer) alignClocks(ctx context.Context) error {
 	}
 	b, err := st.Get(wctx, "clock/origin")
 	if err != nil {
-		return fmt.Errorf("clock alignment: origin from rank 0: %w", err)
+		return &collective.PeerError{Peer: 0, Err: fmt.Errorf("clock alignment: origin from rank 0: %w", err)}
 	}
 	o, err := strconv.ParseInt(string(b), 10, 64)
 	if err != nil {
@@ -51,7 +53,7 @@ func (t *trainer) alignClocks(ctx context.Context) error {
 		}
 		b, err := st.Get(wctx, fmt.Sprintf("clock/%d/resp/%d", t.job.Rank, i))
 		if err != nil {
-			return fmt.Errorf("clock alignment: answer from rank 0: %w", err)
+			return &collective.PeerError{Peer: 0, Err: fmt.Errorf("clock alignment: answer from rank 0: %w", err)}
 		}
 		t2 := time.Now()
 		r0, err := strconv.ParseInt(string(b), 10, 64)

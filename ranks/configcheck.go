@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/pplaunch/pplaunch/collective"
 )
 
 // FlagValue is one training flag as a rank sees it: the command-line name
@@ -131,7 +133,7 @@ func (t *trainer) checkConfig(ctx context.Context) error {
 	}
 	b, err := t.job.Store.Get(wctx, configKey)
 	if err != nil {
-		return fmt.Errorf("waiting for rank 0's training flags: %w", err)
+		return &collective.PeerError{Peer: 0, Err: fmt.Errorf("waiting for rank 0's training flags: %w", err)}
 	}
 	var rank0 []FlagValue
 	if err := json.Unmarshal(b, &rank0); err != nil {

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/pplaunch/pplaunch/collective"
+	"github.com/pplaunch/pplaunch/ranks/store"
 	"github.com/pplaunch/pplaunch/schedules"
 )
 
@@ -145,15 +146,28 @@ func (p *Progress) write(rec, payload []byte) {
 func Classify(err error) (class string, peer int) {
 	peer = -1
 	var ae *ActionError
+	var pe *collective.PeerError
+	var refused *store.RefusedError
+	atStart := false
 	if errors.As(err, &ae) {
 		peer = ae.Peer
+	} else if errors.As(err, &pe) {
+		// A wait for one rank at the start (connecting, rank 0's flags,
+		// clocks, checkpoint choice).
+		peer, atStart = pe.Peer, true
 	}
 	msg := err.Error()
 	switch {
 	case errors.Is(err, context.DeadlineExceeded) && peer >= 0:
 		return FailTimeout, peer
+	case atStart && !errors.As(err, &refused):
+		// The peer's end went away (refused to connect, closed mid-handshake):
+		// it failed, this rank saw it. A refusal (the wrong token) is this
+		// rank's own.
+		return FailPeerGone, peer
 	case errors.Is(err, collective.ErrClosed), errors.Is(err, collective.ErrAborted),
-		strings.Contains(msg, "is gone: connection closed"), strings.Contains(msg, "connection to rank"):
+		strings.Contains(msg, "is gone: connection closed"), strings.Contains(msg, "connection to rank"),
+		strings.Contains(msg, "closed its communicator"): // a peer that failed and left (collective's tcprecv, mem)
 		return FailPeerGone, peer
 	}
 	return FailError, peer

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/pplaunch/pplaunch/collective"
+	"github.com/pplaunch/pplaunch/ranks/store"
 	"github.com/pplaunch/pplaunch/schedules"
 )
 
@@ -68,8 +69,15 @@ func TestClassify(t *testing.T) {
 		{&ActionError{Peer: 2, Err: fmt.Errorf("timeout after 3s (%w)", context.DeadlineExceeded)}, FailTimeout, 2},
 		{&ActionError{Peer: 1, Err: errors.New("rank 1 is gone: connection closed (process exited or aborted)")}, FailPeerGone, 1},
 		{fmt.Errorf("all-reduce: %w", collective.ErrAborted), FailPeerGone, -1},
+		// A peer that failed on its own closes its links on the way out.
+		{&ActionError{Peer: 2, Err: errors.New("recv gradient chunk=1 step=1 mb=0 from rank 2: rank 2 closed its communicator")}, FailPeerGone, 2},
 		{&ActionError{Peer: -1, Err: errors.New("NaN loss")}, FailError, -1},
 		{errors.New("--metrics: no space left on device"), FailError, -1},
+		{fmt.Errorf("communicator: %w", errors.Join(&collective.PeerError{Peer: 1, Err: fmt.Errorf("waiting for ranks [1 2] to connect: %w", context.DeadlineExceeded)},
+			errors.New("refused 127.0.0.1:5: no hello"))), FailTimeout, 1},
+		{&collective.PeerError{Peer: 0, Err: fmt.Errorf("waiting for rank 0's training flags: %w", context.DeadlineExceeded)}, FailTimeout, 0},
+		{&collective.PeerError{Peer: 0, Err: errors.New("connect to rank 0 at 127.0.0.1:5: read greeting: EOF")}, FailPeerGone, 0},
+		{&collective.PeerError{Peer: 0, Err: fmt.Errorf("connect to rank 0 at 127.0.0.1:5: rank 0 %w", &store.RefusedError{Reason: store.WrongToken})}, FailError, 0},
 	}
 	for _, c := range cases {
 		if class, peer := Classify(c.err); class != c.class || peer != c.peer {

@@ -28,8 +28,12 @@ type fcase struct {
 	direct                 bool
 	args                   []string // train flags after the base model's
 	node1                  []string // more train flags for node 1 only
-	env                    []string // for every process of the job
-	timeout, grace         time.Duration
+	launcher1              []string // more launcher flags for node 1 only
+	// program, if set, is what the ranks run instead of train (the launcher
+	// runs it after "--"; args, ckpt and timeout do not apply).
+	program        []string
+	env            []string // for every process of the job
+	timeout, grace time.Duration
 	// setup prepares the case's directory before the job (ck is the
 	// --checkpoint-dir the job gets with ckpt true).
 	ckpt  bool
@@ -61,8 +65,9 @@ type fcase struct {
 
 // env is what a case works with.
 type env struct {
-	dir string // the case's own directory
-	ck  string // its checkpoint root
+	dir  string // the case's own directory
+	ck   string // its checkpoint root
+	rdzv string // the rendezvous endpoint (host:port) of a job on several nodes
 }
 
 // base is a model small enough for many short jobs.
@@ -90,6 +95,8 @@ func TestFaults(t *testing.T) {
 	cases = append(cases, killCases...)
 	cases = append(cases, checkpointCases...)
 	cases = append(cases, flagCases...)
+	cases = append(cases, supervisionCases...)
+	cases = append(cases, hostileCases...)
 	names := map[string]bool{}
 	for _, c := range cases {
 		if names[c.name] {
@@ -173,8 +180,9 @@ func (c fcase) run(t *testing.T, e *env) outcome {
 	}
 	// Far more than the bound: a slow start is not the fault's.
 	j.wait(t, c.timeout+c.grace+slack+2*time.Minute)
-	if left := killJob(id); len(left) > 0 {
-		t.Errorf("processes of the job left after its agents exited: %v", left)
+	if left := leftovers(id, 5*time.Second); len(left) > 0 {
+		t.Errorf("processes of the job left after its agents exited: %v (%s)", left, describe(left))
+		killJob(id)
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -237,16 +245,18 @@ func (c fcase) jobNodes(t *testing.T, e *env) []node {
 	}
 	launcher := []string{"--nproc", strconv.Itoa(c.nproc), "--max-restarts", strconv.Itoa(c.restarts), "--grace-period", c.grace.String()}
 	if c.nodes < 2 {
-		return []node{{launcher: append(launcher, "--standalone"), train: c.trainArgs(e)}}
+		return []node{{launcher: append(launcher, "--standalone"), train: c.trainArgs(e), program: c.program}}
 	}
 	port := freePort(t)
+	e.rdzv = "127.0.0.1:" + port
 	var nodes []node
 	for i := range c.nodes {
 		l := append(append([]string{}, launcher...), "--nnodes", strconv.Itoa(c.nodes), "--node-rank", strconv.Itoa(i),
 			"--rdzv-endpoint", "127.0.0.1:"+port, "--rdzv-id", filepath.Base(e.dir), "--rdzv-timeout", "60s")
-		n := node{launcher: l, train: c.trainArgs(e)}
+		n := node{launcher: l, train: c.trainArgs(e), program: c.program}
 		if i == 1 {
 			n.train = append(n.train, c.node1...)
+			n.launcher = append(n.launcher, c.launcher1...)
 		}
 		nodes = append(nodes, n)
 	}

@@ -76,6 +76,14 @@ type node struct {
 	launcher []string // launcher flags before "train"
 	train    []string // train flags
 	env      []string // this process's own environment (--direct: its task's)
+	program  []string // a program to run as the ranks instead of train (after "--")
+}
+
+func (n node) argv() []string {
+	if n.program != nil {
+		return append(append(append([]string{}, n.launcher...), "--"), n.program...)
+	}
+	return append(append(append([]string{}, n.launcher...), "train"), n.train...)
 }
 
 // job is a running job: its agents, their output line by line, and the
@@ -107,8 +115,7 @@ func startJob(t *testing.T, id, dir string, nodes []node, env []string) *job {
 	j := &job{id: id, start: time.Now(), outs: make([]strings.Builder, len(nodes)), changed: make(chan struct{}), codes: make([]int, len(nodes))}
 	var wg sync.WaitGroup
 	for i, n := range nodes {
-		argv := append(append(append([]string{}, n.launcher...), "train"), n.train...)
-		cmd := exec.Command(binary(t), argv...)
+		cmd := exec.Command(binary(t), n.argv()...)
 		cmd.Env = append(append(append(os.Environ(), env...), n.env...), runIDEnv+"="+id)
 		cmd.Dir = dir
 		r, w, err := os.Pipe()
@@ -222,8 +229,16 @@ func (j *job) wait(t *testing.T, limit time.Duration) {
 		select {
 		case <-ch:
 		case <-ctx.Done():
+			// A hung agent's goroutines (Go's SIGQUIT dump) say where it hangs.
+			var states []string
+			for _, cmd := range j.cmds {
+				states = append(states, fmt.Sprintf("agent %d: state %s", cmd.Process.Pid, procState(cmd.Process.Pid)))
+				cmd.Process.Signal(syscall.SIGCONT)
+				cmd.Process.Signal(syscall.SIGQUIT)
+			}
+			j.waitFor(5*time.Second, func() bool { return false })
 			left := killJob(j.id)
-			t.Fatalf("job still running after %v (killed pids %v):\n%s", limit, left, j.output())
+			t.Fatalf("job still running after %v (%s; killed pids %v):\n%s", limit, strings.Join(states, ", "), left, j.output())
 		}
 	}
 }
@@ -250,6 +265,25 @@ func jobProcs(id string) []procfs.Proc {
 	return out
 }
 
+// leftovers waits a bounded while for the job's processes to go and returns
+// those still there. After the agents exited normally there are none; after
+// an agent was SIGKILLed its keepers kill what remains of their ranks as they
+// see its end of their sockets close, which takes them a moment.
+func leftovers(id string, bound time.Duration) []int {
+	deadline := time.Now().Add(bound)
+	for {
+		procs := jobProcs(id)
+		if len(procs) == 0 || time.Now().After(deadline) {
+			var pids []int
+			for _, p := range procs {
+				pids = append(pids, p.PID)
+			}
+			return pids
+		}
+		time.Sleep(10 * time.Millisecond) // polling /proc: nothing to wait on
+	}
+}
+
 // killJob SIGKILLs every process of the job (cleanup) and returns their pids.
 func killJob(id string) []int {
 	var pids []int
@@ -261,21 +295,30 @@ func killJob(id string) []int {
 	return pids
 }
 
-// rankPID waits for the process of the given rank of the job (a child of
-// one of its agents) and returns its pid, or 0 when the job ends first.
+// keeperEnv marks the keeper pplaunch runs each rank under (launch/keeper.go:
+// the agent's own executable, re-executed): it carries the rank's whole
+// environment too, and strips this variable before it starts the rank.
+const keeperEnv = "PPLAUNCH_KEEPER=1"
+
+// rankPID waits for the process of the given rank of the job (under its
+// keeper, a child of one of the agents) and returns its pid, or 0 when the
+// job ends first. A signal to the keeper would not reach the rank: the rank
+// runs in its own process group, and a stopped keeper only stops reaping.
 func (j *job) rankPID(rank int) int {
 	want := store.EnvRank + "=" + strconv.Itoa(rank)
 	role := store.EnvRole + "=" + store.RoleRank
 	for {
 		for _, cmd := range j.cmds {
-			for _, pid := range children(cmd.Process.Pid) {
-				p, err := procfs.NewProc(pid)
-				if err != nil {
-					continue
-				}
-				env, _ := p.Environ()
-				if slices.Contains(env, want) && slices.Contains(env, role) {
-					return pid
+			for _, keeper := range children(cmd.Process.Pid) {
+				for _, pid := range children(keeper) {
+					p, err := procfs.NewProc(pid)
+					if err != nil {
+						continue
+					}
+					env, _ := p.Environ()
+					if slices.Contains(env, want) && slices.Contains(env, role) && !slices.Contains(env, keeperEnv) {
+						return pid
+					}
 				}
 			}
 		}
@@ -334,4 +377,92 @@ func (j *job) hasEnded() bool {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	return j.ended
+}
+
+// describe names each pid's command line, for an error about leftovers.
+func describe(pids []int) string {
+	var out []string
+	for _, pid := range pids {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		out = append(out, fmt.Sprintf("%d: %s", pid, strings.TrimSpace(strings.ReplaceAll(string(b), "\x00", " "))))
+	}
+	return strings.Join(out, "; ")
+}
+
+// procState is the state letter of pid in /proc ("T": stopped), "" when gone.
+func procState(pid int) string {
+	p, err := procfs.NewProc(pid)
+	if err != nil {
+		return ""
+	}
+	st, err := p.Stat()
+	if err != nil {
+		return ""
+	}
+	return st.State
+}
+
+// listeners are the IPv4 TCP addresses pid listens on: its sockets' inodes
+// (/proc/PID/fd) looked up among the listening sockets of /proc/PID/net/tcp.
+func listeners(pid int) []string {
+	fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	inodes := map[string]bool{}
+	for _, fd := range fds {
+		tg, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name()))
+		if ino, ok := strings.CutPrefix(tg, "socket:["); ok && err == nil {
+			inodes[strings.TrimSuffix(ino, "]")] = true
+		}
+	}
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/net/tcp", pid))
+	var out []string
+	for _, line := range strings.Split(string(b), "\n")[1:] {
+		// sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
+		f := strings.Fields(line)
+		if len(f) < 10 || f[3] != "0A" || !inodes[f[9]] { // 0A: TCP_LISTEN
+			continue
+		}
+		hexIP, hexPort, _ := strings.Cut(f[1], ":")
+		ip, err1 := strconv.ParseUint(hexIP, 16, 32)
+		port, err2 := strconv.ParseUint(hexPort, 16, 16)
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		addr := net.IPv4(byte(ip), byte(ip>>8), byte(ip>>16), byte(ip>>24)) // little endian
+		if addr.IsUnspecified() {
+			addr = net.IPv4(127, 0, 0, 1)
+		}
+		out = append(out, net.JoinHostPort(addr.String(), strconv.FormatUint(port, 10)))
+	}
+	return out
+}
+
+// waitFor polls cond (reading /proc: nothing to wait on) until it holds
+// (true) or the job ends or bound passes (false).
+func (j *job) waitFor(bound time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(bound)
+	for !cond() {
+		if j.hasEnded() || time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return true
+}
+
+// vm reads a field of /proc/PID/status in bytes ("VmRSS", "VmHWM").
+func vm(pid int, field string) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			var kb int64
+			if _, err := fmt.Sscanf(strings.TrimSpace(v), "%d kB", &kb); err != nil {
+				return 0, fmt.Errorf("%s %q: %v", field, v, err)
+			}
+			return kb << 10, nil
+		}
+	}
+	return 0, fmt.Errorf("no %s in /proc/%d/status", field, pid)
 }
