@@ -76,6 +76,12 @@ func pythonSitePackages() []string {
 	return dirs
 }
 
+// hostGlob is the glob the search of this process uses; the loader tests
+// point the system prefixes (/usr, /opt) of a child process into a tree of
+// their own, so that wheels installed on the test machine (as CI installs them
+// under /opt) do not hide the scenario of a machine without them.
+var hostGlob = globDirs
+
 func globDirs(pat string) []string {
 	m, _ := filepath.Glob(pat)
 	return m
@@ -90,7 +96,7 @@ func fileExists(p string) bool {
 func hostSearchInputs() searchInputs {
 	return searchInputs{
 		Getenv: os.Getenv,
-		Sites:  sitePackages(os.Getenv, pythonSitePackages, globDirs),
+		Sites:  sitePackages(os.Getenv, pythonSitePackages, hostGlob),
 		Exists: fileExists,
 	}
 }

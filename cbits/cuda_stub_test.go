@@ -256,7 +256,15 @@ func wantDeviceError(t *testing.T, prefix string) {
 }
 
 // scenarioMissing: nothing anywhere; the error names every library and place.
+// The system prefixes the search scans (/usr, /opt) are looked for under
+// root, which holds none: the test machine's own wheels stay out of it.
 func scenarioMissing(t *testing.T, root, env, site string) {
+	hostGlob = func(pat string) []string {
+		if strings.HasPrefix(pat, "/usr/") || strings.HasPrefix(pat, "/opt/") {
+			return globDirs(filepath.Join(root, "sys", pat))
+		}
+		return globDirs(pat)
+	}
 	_, err := LoadCUDA()
 	if err == nil {
 		t.Skip("CUDA libraries found on this machine's loader path")
