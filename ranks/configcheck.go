@@ -48,6 +48,7 @@ func (c *TrainConfig) Flags(cut []int) []FlagValue {
 		{"--weight-decay", f(c.WeightDecay)}, {"--clip", f(c.Clip)},
 		{"--steps", i(c.Steps)}, {"--eval-every", i(c.EvalEvery)}, {"--eval-batches", i(c.EvalBatches)},
 		{"--seed", strconv.FormatUint(c.Seed, 10)}, {"--data", c.Data}, {"--init-from", c.InitFrom},
+		{"--check-transfers", b(c.CheckTransfers)},
 		{"--timeout", c.Timeout.String()},
 		{"--checkpoint-dir", c.CheckpointDir}, {"--checkpoint-every", i(c.CheckpointEvery)},
 		{"--resume", b(c.Resume)}, {"--overwrite", b(c.Overwrite)},

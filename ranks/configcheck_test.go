@@ -56,6 +56,7 @@ func TestFlagsCoverConfig(t *testing.T) {
 		"Warmup": "--warmup", "WeightDecay": "--weight-decay", "Clip": "--clip", "Steps": "--steps", "EvalEvery": "--eval-every",
 		"EvalBatches": "--eval-batches", "Seed": "--seed", "Data": "--data", "InitFrom": "--init-from", "Timeout": "--timeout",
 		"CheckpointDir": "--checkpoint-dir", "CheckpointEvery": "--checkpoint-every", "Resume": "--resume", "Overwrite": "--overwrite",
+		"CheckTransfers": "--check-transfers",
 	}
 	ty := reflect.TypeOf(base)
 	for i := range ty.NumField() {
