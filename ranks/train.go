@@ -108,7 +108,7 @@ func (t *trainer) setup(ctx context.Context) error {
 	}
 	if d := t.job.Device; d != nil {
 		if _, ok := t.job.Backend.(devicePointers); !ok && collective.MovesDevice(d) {
-			return errors.New("the device communicator moves GPU tensors, and the compute backend's live in host memory (use --device cuda, or --backend tcp)")
+			return errors.New("the device communicator moves GPU tensors, and the compute backend's tensors live in host memory (use --device cuda, or --backend tcp)")
 		}
 		if d.Rank() != t.job.Rank || d.Size() != t.job.Size {
 			return fmt.Errorf("device communicator is rank %d of %d, the job rank %d of %d", d.Rank(), d.Size(), t.job.Rank, t.job.Size)

@@ -15,6 +15,7 @@ import (
 	"github.com/pplaunch/pplaunch/collective"
 	"github.com/pplaunch/pplaunch/collective/ncclfake"
 	"github.com/pplaunch/pplaunch/models/tensor"
+	"github.com/pplaunch/pplaunch/ranks/store"
 	"github.com/pplaunch/pplaunch/schedules"
 )
 
@@ -210,5 +211,26 @@ func TestTrainNCCLTimeoutNamesPeer(t *testing.T) {
 	}
 	if !errors.Is(errs[0], context.DeadlineExceeded) {
 		t.Errorf("rank 0: %v is not a deadline", errs[0])
+	}
+}
+
+// TestTrainNCCLRefusesHostTensors: a device communicator beside a backend
+// whose tensors live in host memory is refused before any transfer, saying
+// what to use.
+func TestTrainNCCLRefusesHostTensors(t *testing.T) {
+	f := ncclfake.New(nil)
+	api := f.Rank()
+	dev := ncclfake.NewDevice(api)
+	defer dev.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := collective.NewNCCL(ctx, store.NewMemory(), 0, 1, collective.NCCLOptions{Device: dev, API: api})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_, errs := trainInProcess(t, tiny(t), func(_ int, _ <-chan struct{}, job *Job) { job.Device = c })
+	if err := errs[0]; err == nil || !strings.Contains(err.Error(), "host memory (use --device cuda, or --backend tcp)") {
+		t.Fatalf("got %v, want the refusal of host tensors", err)
 	}
 }

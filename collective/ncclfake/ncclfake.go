@@ -35,6 +35,7 @@ type NCCL struct {
 	streams map[cbits.Stream]*fakeStream
 	events  map[cbits.Event][]*fakeGroup
 	splits  map[string]*fakeSplit
+	matched int // point-to-point pairs completed
 }
 
 type fakeClique struct {
@@ -322,6 +323,7 @@ func (f *NCCL) post(o *fakeOp) {
 				continue
 			}
 			s.done, r.done = true, true
+			f.matched++
 		}
 	default:
 		ops := append(cl.colls[o.seq], o)
@@ -481,6 +483,13 @@ func (f *NCCL) Download(p cbits.DevPtr, n int) []float32 {
 		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
 	}
 	return out
+}
+
+// Pairs is how many sends have met their receives so far.
+func (f *NCCL) Pairs() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.matched
 }
 
 // FailAll sets an asynchronous error on every member, as NCCL does when a
