@@ -189,7 +189,7 @@ func TestTrainNCCLSameBits(t *testing.T) {
 func TestTrainNCCLTimeoutNamesPeer(t *testing.T) {
 	open, _ := cudaRanks(t)
 	cfg := tiny(t)
-	cfg.PP, cfg.Timeout = 2, 2*time.Second
+	cfg.PP, cfg.Timeout = 2, 5*time.Second
 	_, hook := ncclDevice(t, 2, cfg.Timeout, func(rank int, failed <-chan struct{}, job *Job) {
 		if rank != 1 {
 			return
