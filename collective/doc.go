@@ -9,6 +9,7 @@
 // It imports only ranks/store (to find its peers) and cbits (NCCL and the
 // CUDA stream calls); it must never import
 // ranks, models, schedules, launch, bench or cmd/pplaunch: those build on it.
+// Its subpackage ncclfake stands in for NCCL in tests (NCCLOptions.API).
 //
 // # Messages
 //

@@ -26,7 +26,9 @@ type NCCLOptions struct {
 	CUDA *cbits.CUDALibs
 	NCCL *cbits.NCCLLib
 
-	api ncclAPI // tests: a fake in place of the libraries
+	// API, when set, stands in for the libraries (CUDA and NCCL are then
+	// unused): tests on machines without a GPU pass collective/ncclfake's.
+	API NCCLAPI
 }
 
 // NewNCCL joins the NCCL communicator of rank among size ranks, on the GPU of
@@ -50,7 +52,7 @@ func NewNCCL(ctx context.Context, st store.Store, rank, size int, opts NCCLOptio
 	if opts.Device == nil {
 		return nil, errors.New("collective: nccl needs the device thread of the rank's GPU (NCCLOptions.Device)")
 	}
-	api := opts.api
+	api := opts.API
 	if api == nil {
 		var err error
 		if opts.NCCL == nil {
@@ -95,7 +97,7 @@ func NewNCCL(ctx context.Context, st store.Store, rank, size int, opts NCCLOptio
 
 // ncclWorld is what the world communicator and its groups share.
 type ncclWorld struct {
-	api        ncclAPI
+	api        NCCLAPI
 	dev        DeviceThread
 	opts       Options
 	wd         *watchdog

@@ -8,11 +8,11 @@ import (
 	"github.com/pplaunch/pplaunch/cbits"
 )
 
-// ncclAPI is what the NCCL backend calls: NCCL and the few CUDA runtime calls
-// for its stream and events. ncclLibs adapts the real libraries; the tests
-// add an in-process fake beside it. Every method is called on the device's
+// NCCLAPI is what the NCCL backend calls: NCCL and the few CUDA runtime calls
+// for its stream and events. ncclLibs adapts the real libraries;
+// collective/ncclfake is an in-process fake beside it, for tests. Every method is called on the device's
 // thread (DeviceThread.Call), except UniqueID, which needs no device.
-type ncclAPI interface {
+type NCCLAPI interface {
 	UniqueID() (cbits.NCCLUniqueID, error)
 	CommInitRank(nranks int, id cbits.NCCLUniqueID, rank int, blocking bool) (cbits.NCCLComm, error)
 	CommSplit(comm cbits.NCCLComm, color, key int, blocking bool) (cbits.NCCLComm, error)
@@ -37,7 +37,7 @@ type ncclAPI interface {
 	Free(p cbits.DevPtr) error
 }
 
-// ncclLibs is the real ncclAPI.
+// ncclLibs is the real NCCLAPI.
 type ncclLibs struct {
 	n *cbits.NCCLLib
 	c *cbits.CUDALibs

@@ -10,32 +10,33 @@ import (
 	"time"
 
 	"github.com/pplaunch/pplaunch/cbits"
+	"github.com/pplaunch/pplaunch/collective/ncclfake"
 	"github.com/pplaunch/pplaunch/ranks/store"
 )
 
 // These tests run the NCCL backend's logic (unique id through the store,
 // polling set-up, groups, events, deadlines, aborts, error names) over the
-// in-process fake of nccl_fake_test.go. The real libraries on a GPU are
+// in-process fake of collective/ncclfake. The real libraries on a GPU are
 // checked by bench/gpu/check.sh.
 
 type fakeWorld struct {
-	f     *fakeNCCL
+	f     *ncclfake.NCCL
 	comms []Comm
 }
 
 func newFakeWorld(t *testing.T, n int, timeout time.Duration) *fakeWorld {
 	t.Helper()
-	f := newFakeNCCL()
+	f := ncclfake.New(nil)
 	st := store.NewMemory()
 	w := &fakeWorld{f: f, comms: make([]Comm, n)}
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for r := range n {
-		api := &fakeRank{f: f}
-		dev := newFakeDevice(api)
-		t.Cleanup(dev.stop)
+		api := f.Rank()
+		dev := ncclfake.NewDevice(api)
+		t.Cleanup(dev.Stop)
 		wg.Go(func() {
-			w.comms[r], errs[r] = NewNCCL(testCtx(t), st, r, n, NCCLOptions{Options: Options{Timeout: timeout}, Device: dev, api: api})
+			w.comms[r], errs[r] = NewNCCL(testCtx(t), st, r, n, NCCLOptions{Options: Options{Timeout: timeout}, Device: dev, API: api})
 		})
 	}
 	wg.Wait()
@@ -53,11 +54,11 @@ func newFakeWorld(t *testing.T, n int, timeout time.Duration) *fakeWorld {
 }
 
 func (w *fakeWorld) dev(v ...float32) Buffer {
-	return OnDevice(Float32, uintptr(w.f.upload(v)), len(v))
+	return OnDevice(Float32, uintptr(w.f.Upload(v)), len(v))
 }
 
 func (w *fakeWorld) read(b Buffer) []float32 {
-	return w.f.download(cbits.DevPtr(b.Device.Ptr), b.Len())
+	return w.f.Download(cbits.DevPtr(b.Device.Ptr), b.Len())
 }
 
 // TestNCCLPointToPoint: a send and a receive, then the 1F1B steady state as
@@ -136,7 +137,7 @@ func TestNCCLDefaultTimeout(t *testing.T) {
 func TestNCCLAsyncError(t *testing.T) {
 	w := newFakeWorld(t, 2, 10*time.Second)
 	h := w.comms[0].Irecv(1, Tag{Kind: Activation, Chunk: 1, Step: 7, MicroBatch: 1}, w.dev(0))
-	w.f.failAll(&cbits.CUDAError{Lib: "NCCL", Call: "communicator state", Code: cbits.NCCLRemoteError, Name: "ncclRemoteError", Message: "remote process exited or there was a network error"})
+	w.f.FailAll(&cbits.CUDAError{Lib: "NCCL", Call: "communicator state", Code: cbits.NCCLRemoteError, Name: "ncclRemoteError", Message: "remote process exited or there was a network error"})
 	err := h.Wait(testCtx(t))
 	for _, want := range []string{"recv activation chunk=1 step=7 mb=1 from rank 1", "NCCL failed: communicator state: ncclRemoteError (6)"} {
 		if err == nil || !strings.Contains(err.Error(), want) {

@@ -50,6 +50,9 @@ type TrainConfig struct {
 	Data                        string // corpus path; "" the embedded default
 	InitFrom                    string // safetensors weights to start from instead of the seed
 	Timeout                     time.Duration
+	// CheckTransfers compares every rank's transfer shapes before every
+	// step (shapes.go), not only before the first on a device communicator.
+	CheckTransfers bool
 
 	CheckpointDir   string
 	CheckpointEvery int

@@ -53,6 +53,7 @@ func (c *TrainConfig) Flags(cut []int) []FlagValue {
 		{"--adam-beta1", f(c.Beta1)}, {"--adam-beta2", f(c.Beta2)}, {"--adam-eps", f(c.Eps)}, {"--momentum", f(c.Momentum)},
 		{"--steps", i(c.Steps)}, {"--eval-every", i(c.EvalEvery)}, {"--eval-batches", i(c.EvalBatches)},
 		{"--seed", strconv.FormatUint(c.Seed, 10)}, {"--data", c.Data}, {"--init-from", c.InitFrom},
+		{"--check-transfers", b(c.CheckTransfers)},
 		{"--timeout", c.Timeout.String()},
 		{"--checkpoint-dir", c.CheckpointDir}, {"--checkpoint-every", i(c.CheckpointEvery)},
 		{"--resume", b(c.Resume)}, {"--overwrite", b(c.Overwrite)},

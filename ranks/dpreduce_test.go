@@ -76,7 +76,7 @@ func TestDPExchangeBitsAndMemory(t *testing.T) {
 					grads[d] = make([]float32, n)
 					counts[d] = &countingComm{Comm: comms[d], grad: grads[d]}
 					g, _ := tensor.From(grads[d], n)
-					exs[d] = newDPExchange(newXfer(counts[d], be), be, peers, d, g)
+					exs[d] = newDPExchange(newXfer(counts[d], nil, be), be, peers, d, g)
 				}
 				for step := range 2 {
 					want := make([][]float32, dp)

@@ -71,12 +71,17 @@ type Batches func(globalMicro int) (tokens, targets []int32, err error)
 // validated schedule therefore cannot deadlock here. On a backend whose
 // tensors live in device memory (tensor.Stager) a send goes on the wire once
 // its copy to pinned host memory is done, from a goroutine of its own
-// (xfer.go): the TCP communicator pairs transfers by tag, not by order.
+// (xfer.go): the TCP communicator pairs transfers by tag, not by order. A
+// Device communicator (NCCL) gets device tensors as they are, in list order.
 type Executor struct {
 	Sched  *schedules.Schedule
 	PRank  int           // this rank's pipeline rank (its list in Sched)
 	Stages map[int]Stage // the virtual stages this rank holds, by stage index
 	Comm   collective.Comm
+	// Device, when set, moves the device tensors instead of Comm: a
+	// communicator of device memory (collective.MovesDevice: NCCL) over the
+	// same ranks. Comm then carries only host messages.
+	Device collective.Comm
 	// Peer maps a pipeline rank to its rank in Comm (the same data-parallel replica).
 	Peer func(pipelineRank int) int
 	// First is the global index of this replica's micro-batch 0 (replica·M).
@@ -159,7 +164,7 @@ func (x *Executor) init() {
 		}
 	}
 	x.pool = newBufPool(recvs, x.Backend)
-	x.xf = newXfer(x.Comm, x.Backend)
+	x.xf = newXfer(x.Comm, x.Device, x.Backend)
 }
 
 // Step runs the rank's action list once for training step step. After an

@@ -134,17 +134,24 @@ func (r *stepRun) afterCompute(i int, a schedules.Action, st Stage) error {
 // consumes it, the step and the global micro-batch.
 func (r *stepRun) tag(a schedules.Action) collective.Tag {
 	t := collective.Tag{Step: uint32(r.step), MicroBatch: uint32(r.x.First + a.Micro)}
+	t.Kind, t.Chunk, _ = transferKind(a)
+	return t
+}
+
+// transferKind is the kind and chunk of transfer action a's tag; ok is
+// false for a compute.
+func transferKind(a schedules.Action) (kind collective.Kind, chunk uint16, ok bool) {
 	switch a.Kind {
 	case schedules.RecvF:
-		t.Kind, t.Chunk = collective.Activation, uint16(a.Stage)
+		return collective.Activation, uint16(a.Stage), true
 	case schedules.SendF:
-		t.Kind, t.Chunk = collective.Activation, uint16(a.Stage+1)
+		return collective.Activation, uint16(a.Stage + 1), true
 	case schedules.RecvB:
-		t.Kind, t.Chunk = collective.Gradient, uint16(a.Stage)
+		return collective.Gradient, uint16(a.Stage), true
 	case schedules.SendB:
-		t.Kind, t.Chunk = collective.Gradient, uint16(a.Stage-1)
+		return collective.Gradient, uint16(a.Stage - 1), true
 	}
-	return t
+	return 0, 0, false
 }
 
 // recv posts a receive into a pooled buffer of the stage's own shape (its

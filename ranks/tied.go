@@ -16,19 +16,7 @@ func (t *trainer) syncTied(ctx context.Context, step int) error {
 	if !t.cfg.Model.Tied {
 		return nil
 	}
-	S := t.sched.Stages()
-	first, last := t.stages[0], t.stages[S-1]
-	var emb, head *models.Param
-	for _, p := range t.cfg.Model.Params() {
-		if p.TiedTo != "" {
-			if last != nil {
-				head = last.Param(p.Name)
-			}
-			if first != nil {
-				emb = first.Param(p.TiedTo)
-			}
-		}
-	}
+	first, last, emb, head := t.tiedParams()
 	be := t.job.Backend
 	switch {
 	case first != nil && last != nil && first == last:
@@ -41,12 +29,7 @@ func (t *trainer) syncTied(ctx context.Context, step int) error {
 	case emb == nil && head == nil:
 		return nil
 	}
-	peerStage := S - 1
-	mine := emb
-	if head != nil {
-		peerStage, mine = 0, head
-	}
-	peer := t.world(t.sched.Placement[peerStage], t.dRank)
+	peer, mine := t.tiedPeer(emb, head)
 	recv := be.Alloc(mine.Grad.Shape...)
 	defer be.Free(recv)
 	tag := collective.Tag{Kind: collective.Control, Chunk: chunkTied, Step: uint32(step)}
@@ -62,4 +45,31 @@ func (t *trainer) syncTied(ctx context.Context, step int) error {
 		be.Add(emb.Grad, emb.Grad, recv)
 	}
 	return nil
+}
+
+// tiedParams are the first and last stages (nil where not on this rank)
+// and the tied embedding and head this rank holds (nil where it does not).
+func (t *trainer) tiedParams() (first, last *models.Stage, emb, head *models.Param) {
+	first, last = t.stages[0], t.stages[t.sched.Stages()-1]
+	for _, p := range t.cfg.Model.Params() {
+		if p.TiedTo != "" {
+			if last != nil {
+				head = last.Param(p.Name)
+			}
+			if first != nil {
+				emb = first.Param(p.TiedTo)
+			}
+		}
+	}
+	return first, last, emb, head
+}
+
+// tiedPeer is, on a rank holding only one of the tied embedding (emb) and
+// head, the rank holding the other, and this rank's parameter.
+func (t *trainer) tiedPeer(emb, head *models.Param) (int, *models.Param) {
+	peerStage, mine := t.sched.Stages()-1, emb
+	if head != nil {
+		peerStage, mine = 0, head
+	}
+	return t.world(t.sched.Placement[peerStage], t.dRank), mine
 }

@@ -20,8 +20,15 @@ type Job struct {
 	Node       int // this rank's node, for messages
 	Store      store.Store
 	Comm       collective.Comm // the whole world
-	Restart    int             // restart count (0: first attempt)
-	Backend    tensor.Backend
+	// Device, when set, moves the device tensors (activations, gradients,
+	// the data-parallel exchange, the tied embedding's gradient, validation
+	// activations): a communicator of device memory over the same world
+	// (collective.NewNCCL on Backend's GPU), with Comm carrying the host
+	// messages (the scalar all-reduce, reports, validation losses, the
+	// configuration and transfer-shape checks). nil: Comm carries everything.
+	Device  collective.Comm
+	Restart int // restart count (0: first attempt)
+	Backend tensor.Backend
 	// Report receives rank 0's per-step records (nil on other ranks' Job is fine).
 	Report func(StepRecord)
 	// Stall, if set, runs before every action: the test-only fault hooks of
@@ -106,6 +113,14 @@ func (t *trainer) setup(ctx context.Context) error {
 	if t.job.Backend == nil {
 		return errors.New("no compute backend")
 	}
+	if d := t.job.Device; d != nil {
+		if _, ok := t.job.Backend.(devicePointers); !ok && collective.MovesDevice(d) {
+			return errors.New("the device communicator moves GPU tensors, and the compute backend's tensors live in host memory (use --device cuda, or --backend tcp)")
+		}
+		if d.Rank() != t.job.Rank || d.Size() != t.job.Size {
+			return fmt.Errorf("device communicator is rank %d of %d, the job rank %d of %d", d.Rank(), d.Size(), t.job.Rank, t.job.Size)
+		}
+	}
 	var err error
 	if t.corpus, err = LoadData(c); err != nil {
 		return err
@@ -147,7 +162,7 @@ func (t *trainer) setup(ctx context.Context) error {
 		t.execSt[s] = st
 	}
 	t.exec = &Executor{
-		Sched: t.sched, PRank: t.pRank, Stages: t.execSt, Comm: t.job.Comm,
+		Sched: t.sched, PRank: t.pRank, Stages: t.execSt, Comm: t.job.Comm, Device: t.job.Device,
 		Peer:      func(p int) int { return t.world(p, t.dRank) },
 		First:     t.dRank * c.Micro,
 		MicroSize: c.MicroSize,
@@ -181,6 +196,11 @@ func (t *trainer) loop(ctx context.Context) (*Result, error) {
 		t.curStep, t.ctx = step, ctx
 		if d, ok := t.job.Backend.(deviceMemory); ok {
 			d.ResetPeakMemory()
+		}
+		if shapesDue(c.CheckTransfers, t.job.Device != nil && collective.MovesDevice(t.job.Device), step, first) {
+			if err := t.checkShapes(ctx, step); err != nil {
+				return nil, err
+			}
 		}
 		start, cpu0 := time.Now(), cpuTime()
 		sr, err := t.exec.Step(ctx, step, batches)

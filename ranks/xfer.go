@@ -16,13 +16,32 @@ import (
 // goroutine of its own once the copy is done, so compute goes on meanwhile;
 // a receive lands in a pinned buffer, is copied in on the copy stream as soon
 // as it has arrived (land), and the compute that needs it waits for that
-// copy on the device (Wait).
+// copy on the device (Wait). A communicator that moves device memory itself
+// (NCCL) gets the device tensors as they are: it orders its transfers
+// against the backend's compute stream, and a request list is one group.
 type xfer struct {
 	comm collective.Comm
-	stg  tensor.Stager // nil: host tensors
+	stg  tensor.Stager  // nil: host tensors, or a communicator of device memory
+	dev  devicePointers // set when comm moves device memory
 }
 
-func newXfer(comm collective.Comm, be tensor.Memory) xfer {
+// devicePointers is a backend whose tensors a communicator of device memory
+// can move (tensor.CUDA).
+type devicePointers interface {
+	DevicePtr(t *tensor.Tensor) uintptr
+}
+
+// newXfer moves be's tensors through device when it is set (Job.Device),
+// else through host.
+func newXfer(host, device collective.Comm, be tensor.Memory) xfer {
+	comm := host
+	if device != nil {
+		comm = device
+	}
+	if collective.MovesDevice(comm) {
+		dev, _ := be.(devicePointers)
+		return xfer{comm: comm, dev: dev}
+	}
 	stg, _ := be.(tensor.Stager)
 	return xfer{comm: comm, stg: stg}
 }
@@ -44,7 +63,10 @@ func recvReq(peer int, tag collective.Tag, t *tensor.Tensor) req {
 }
 
 func (r req) op(data []float32) collective.Op {
-	b := collective.F32(data, r.t.Shape...)
+	return r.opOf(collective.F32(data, r.t.Shape...))
+}
+
+func (r req) opOf(b collective.Buffer) collective.Op {
 	if r.recv {
 		return collective.RecvOp(r.peer, r.tag, b)
 	}
@@ -72,6 +94,14 @@ type landing struct {
 // communicator's own timeout bounds each wait in it as well).
 func (x xfer) start(ctx context.Context, reqs ...req) *transfer {
 	tr := &transfer{stg: x.stg}
+	if collective.MovesDevice(x.comm) {
+		ops := make([]collective.Op, len(reqs))
+		for i, r := range reqs {
+			ops[i] = r.opOf(collective.OnDevice(collective.Float32, x.dev.DevicePtr(r.t), r.t.Len(), r.t.Shape...))
+		}
+		tr.h = x.comm.Batch(ops...)
+		return tr
+	}
 	if x.stg == nil {
 		if len(reqs) == 1 { // as a Batch of one, but without the batch's bookkeeping
 			r := reqs[0]

@@ -117,12 +117,17 @@ for r in $(seq "$rounds"); do # PyTorch NCCL on the same GPU, same sizes, altern
 	"$B" --nproc 2 --no-tag bench allreduce --backend nccl --min 8 --max "$nmax" --reps 1 --json >>"$out/nccl-ours-allreduce.jsonl" 2>>"$out/nccl-ours.log" || fail "ours allreduce round $r"
 done
 tail -n 40 "$out/nccl-torch.log" | sed 's/^/  torch: /'
-# The same run over NCCL and over TCP must end with the same bits.
+# The same run over NCCL (device tensors; host messages over TCP) and over TCP (staged
+# through host memory) must end with the same bits; interleaved also compares every
+# rank's transfer shapes before every step (--check-transfers).
 for sched in 1f1b interleaved; do
+	check=""
+	[ $sched = interleaved ] && check=--check-transfers
 	for be in tcp nccl; do
 		run "nccl-train-$sched-$be" "$B" --nproc 2 train --device cuda --backend $be --schedule $sched --steps 5 --eval-every 0 \
-			--checkpoint-dir "$out/ck-nccl-$sched-$be"
+			$check --checkpoint-dir "$out/ck-nccl-$sched-$be"
 	done
+	if grep -q 'device tensors over nccl' "$out/nccl-train-$sched-nccl.log"; then pass "nccl-start-line-$sched"; else fail "nccl-start-line-$sched (no 'device tensors over nccl' in $out/nccl-train-$sched-nccl.log)"; fi
 	run "nccl-same-bits-$sched" "$B" checkpoint compare "$out/ck-nccl-$sched-nccl" "$out/ck-nccl-$sched-tcp"
 done
 # A rank killed at step 3 (its peer is then mid-transfer): the job ends within the deadline

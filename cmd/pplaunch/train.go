@@ -57,7 +57,8 @@ type trainCmd struct {
 	TraceSVG        string        `arg:"--trace-svg" placeholder:"FILE" help:"measured timeline as an SVG Gantt picture"`
 	Device          string        `arg:"--device" default:"cpu" help:"where the model computes: cpu or cuda (a rank's GPU is its LOCAL_RANK modulo the visible GPUs)"`
 	TF32            bool          `arg:"--tf32" help:"on cuda, let matrix products use TF32 tensor cores"`
-	Backend         string        `arg:"--backend" default:"tcp" help:"communicator: tcp, nccl or auto (nccl when every rank has a GPU and NCCL loads; says which it chose)"`
+	Backend         string        `arg:"--backend" default:"tcp" help:"communicator of the device tensors: tcp, nccl or auto (nccl when every rank has a GPU and NCCL loads; says which it chose); host messages always go over tcp"`
+	CheckTransfers  bool          `arg:"--check-transfers" help:"compare every rank's transfer shapes before every step (with nccl, which carries no shapes, they are compared before the first step anyway)"`
 
 	Profile string    `arg:"--profile" placeholder:"FILE" help:"time every block's forward and backward passes and the transfers, and write the medians after the first step as JSON (for plan --profile and --balance profile:FILE)"`
 	batch   batchSpec // what --config gave of the batch sizes (resolveWorld)
@@ -91,6 +92,7 @@ func (c *trainCmd) config() (ranks.TrainConfig, error) {
 		InitFrom: c.InitFrom, Timeout: c.Timeout.D(), CheckpointDir: c.CheckpointDir, CheckpointEvery: c.CheckpointEvery, Resume: c.Resume, Overwrite: c.Overwrite,
 		LRSchedule: c.LRSchedule, WarmupStart: c.WarmupStartLR, LRDecaySteps: c.LRDecaySteps,
 		Beta1: c.AdamBeta1, Beta2: c.AdamBeta2, Eps: c.AdamEps, Momentum: c.Momentum,
+		CheckTransfers: c.CheckTransfers,
 	}, nil
 }
 
@@ -107,13 +109,14 @@ func (c *trainCmd) run(f launch.Flags, argv []string, stdout, stderr io.Writer) 
 		fmt.Fprintln(stderr, "pplaunch: train:", err)
 		return 2
 	}
-	// The tensors are host tensors, and the stage loop hands the
-	// communicator host buffers: chooseBackend says what nccl needs.
-	if _, err := resolveBackend(c.Backend, c.Device, false, f, os.Getenv, os.Setenv, stderr); err != nil {
+	// The stage loop hands NCCL the device tensors as they are (ranks
+	// Job.Device): chooseBackend says what else nccl needs.
+	choice, err := resolveBackend(c.Backend, c.Device, true, f, os.Getenv, os.Setenv, stderr)
+	if err != nil {
 		fmt.Fprintln(stderr, "pplaunch: train:", err)
 		return 2
 	}
-	return runAsRanks(f, argv, stdout, stderr, c.job(stdout))
+	return runAsRanks(f, argv, stdout, stderr, c.job(stdout, choice))
 }
 
 // precheck is the agent's check of the configuration, with the world size
@@ -175,7 +178,8 @@ func (c *trainCmd) precheck(f launch.Flags, getenv func(string) string) error {
 }
 
 // job is the rank job the launcher runs on every rank (see runAsRanks).
-func (c *trainCmd) job(stdout io.Writer) func(ctx context.Context, r *ranks.Rank) error {
+// backend is the communicator of the device tensors: "tcp" or "nccl".
+func (c *trainCmd) job(stdout io.Writer, backend string) func(ctx context.Context, r *ranks.Rank) error {
 	if os.Getenv(store.EnvRole) != store.RoleRank && isTerminal(stdout) {
 		// In the agent: the ranks inherit this environment.
 		os.Setenv(terminalEnv, "1")
@@ -213,6 +217,13 @@ func (c *trainCmd) job(stdout io.Writer) func(ctx context.Context, r *ranks.Rank
 		job := ranks.Job{
 			Rank: r.Rank, Size: r.WorldSize, Node: r.NodeRank, Store: r.Store, Comm: comm, Restart: r.RestartCount, Backend: be, Logf: logf,
 		}
+		if backend == "nccl" {
+			if job.Device, err = openDeviceComm(ctx, r, be, cfg.Timeout); err != nil {
+				return err
+			}
+			defer job.Device.Close()
+		}
+		what += transfersOver(backend)
 		if cfg.CheckpointDir != "" {
 			job.Stop = pre.Requested
 			// SIGTERM, SIGINT and SIGHUP also cancel ctx (runRank): the
@@ -240,6 +251,12 @@ func (c *trainCmd) job(stdout io.Writer) func(ctx context.Context, r *ranks.Rank
 		}
 		res, err := ranks.Train(ctx, cfg, job)
 		if err != nil {
+			if job.Device != nil {
+				// NCCL may still use the rank's buffers, and its
+				// communicator could hang on a peer that is gone: abort
+				// it before the deferred Close.
+				job.Device.Abort(err)
+			}
 			return err
 		}
 		if res != nil && res.Profile != nil {

@@ -147,3 +147,22 @@ func TestTrainCUDAMissing(t *testing.T) {
 		t.Logf("with nothing to load: %s", out)
 	})
 }
+
+// TestTrainCUDABackendChoice: with tensors on the (emulated) GPU, train
+// accepts --backend nccl|auto as far as the machine allows: two ranks on the
+// one GPU without NCCL_MULTI_RANK_GPU_ENABLE (or without NCCL) are refused
+// before anything starts, naming why and not the stage loop; auto runs over
+// tcp, says so, and the start line says where the transfers go.
+func TestTrainCUDABackendChoice(t *testing.T) {
+	env := []string{"PPLAUNCH_CUDA_LIBS=" + cudaemu.Dir(t), "XDG_CACHE_HOME=" + t.TempDir(), "NCCL_MULTI_RANK_GPU_ENABLE="}
+	args := append([]string{"--no-tag", "--nproc", "2", "--standalone", "train", "--device", "cuda"}, cudaModel...)
+	args = append(args, "--steps", "1", "--microbatches", "2", "--check-transfers")
+	out, code := runPPLaunch(t, env, append(args, "--backend", "nccl")...)
+	if code != 2 || !strings.Contains(out, "--backend nccl: ") || strings.Contains(out, "stage loop") {
+		t.Errorf("--backend nccl with 2 ranks on one GPU: exit %d\n%s", code, out)
+	}
+	out, code = runPPLaunch(t, env, append(args, "--backend", "auto")...)
+	if code != 0 || !strings.Contains(out, "pplaunch: backend tcp (auto: ") || !strings.Contains(out, "; transfers over tcp") {
+		t.Errorf("--backend auto: exit %d\n%s", code, out)
+	}
+}

@@ -1,11 +1,16 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
+	"github.com/pplaunch/pplaunch/collective"
 	"github.com/pplaunch/pplaunch/launch"
 	"github.com/pplaunch/pplaunch/models/tensor"
+	"github.com/pplaunch/pplaunch/ranks"
 	"github.com/pplaunch/pplaunch/ranks/store"
 )
 
@@ -87,4 +92,28 @@ func cudaPlacement(name string, localRanks, gpus int) string {
 		share = fmt.Sprintf(", %d local ranks sharing %s", localRanks, them)
 	}
 	return fmt.Sprintf("%s (GPU = LOCAL_RANK mod %d visible GPU%s%s)", name, gpus, plural, share)
+}
+
+// openDeviceComm joins the NCCL communicator of the job on the GPU of the
+// rank's CUDA backend be, whose device thread makes every NCCL call; the
+// unique id travels through the job's store, under a key of this restart.
+// timeout bounds the joining as well as every later wait.
+func openDeviceComm(ctx context.Context, r *ranks.Rank, be tensor.Backend, timeout time.Duration) (collective.Comm, error) {
+	cu, ok := be.(*tensor.CUDA)
+	if !ok {
+		return nil, errors.New("train: --backend nccl moves GPU tensors: use --device cuda")
+	}
+	dctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	return collective.NewNCCL(dctx, r.Store, r.Rank, r.WorldSize, collective.NCCLOptions{
+		Options: collective.Options{Timeout: timeout}, Device: cu, StorePrefix: fmt.Sprintf("nccl/restart%d", r.RestartCount),
+	})
+}
+
+// transfersOver is the start line's note of where the transfers go.
+func transfersOver(backend string) string {
+	if backend == "nccl" {
+		return "; device tensors over nccl, host messages over tcp"
+	}
+	return "; transfers over tcp"
 }

@@ -1,4 +1,13 @@
-package collective
+// Package ncclfake is an in-process stand-in for NCCL and the few CUDA
+// stream, event and memory calls the NCCL backend of package collective
+// makes (collective.NCCLAPI), for tests on machines without a GPU. Device
+// memory is a Memory: host memory behind fake addresses (HostMemory), or a
+// CUDA emulator's device memory, so that a CUDA tensor backend's tensors go
+// through it as they would go through NCCL.
+//
+// Only tests import it. It imports only cbits: collective's own tests use it,
+// so it must never import collective (nor anything that builds on it).
+package ncclfake
 
 import (
 	"crypto/rand"
@@ -11,22 +20,22 @@ import (
 	"github.com/pplaunch/pplaunch/cbits"
 )
 
-// fakeNCCL is an in-process stand-in for NCCL and the CUDA stream calls the
-// NCCL backend makes, beside the real libraries (which need a GPU): device
-// memory is host memory behind fake addresses, each stream runs its groups
-// one after another, point-to-point operations pair by order per (sender,
-// receiver) and run only while their group is at the head of its stream,
+// NCCL is the fake: one per test, shared by the ranks of a world. Each
+// stream runs its groups one after another, point-to-point operations pair
+// by order per (sender, receiver) and run only while their group is at the
+// head of its stream,
 // exactly the rules that make NCCL deadlock or pair wrongly. Aborted
 // members' operations never complete, as a dead peer's would not.
-type fakeNCCL struct {
+type NCCL struct {
 	mu      sync.Mutex
 	next    uintptr
-	mem     map[cbits.DevPtr][]byte
+	mem     Memory
 	cliques map[cbits.NCCLUniqueID]*fakeClique
 	members map[cbits.NCCLComm]*fakeMember
 	streams map[cbits.Stream]*fakeStream
 	events  map[cbits.Event][]*fakeGroup
 	splits  map[string]*fakeSplit
+	matched int // point-to-point pairs completed
 }
 
 type fakeClique struct {
@@ -74,29 +83,37 @@ type fakeSplit struct {
 	news    map[int]*fakeMember
 }
 
-func newFakeNCCL() *fakeNCCL {
-	return &fakeNCCL{next: 0x1000, mem: map[cbits.DevPtr][]byte{}, cliques: map[cbits.NCCLUniqueID]*fakeClique{},
+// New makes a fake whose device memory is mem (nil: a new HostMemory).
+func New(mem Memory) *NCCL {
+	if mem == nil {
+		mem = NewHostMemory()
+	}
+	return &NCCL{mem: mem, next: 0x1000, cliques: map[cbits.NCCLUniqueID]*fakeClique{},
 		members: map[cbits.NCCLComm]*fakeMember{}, streams: map[cbits.Stream]*fakeStream{}, events: map[cbits.Event][]*fakeGroup{},
 		splits: map[string]*fakeSplit{}}
 }
 
-// fakeRank is one rank's view (its device thread's): the group being built.
-type fakeRank struct {
-	f     *fakeNCCL
+// Rank is one rank's collective.NCCLAPI (its device thread's): the group
+// being built.
+type Rank struct {
+	f     *NCCL
 	group *fakeGroup
 }
 
+// Rank returns a new rank's API, for collective.NCCLOptions.API.
+func (f *NCCL) Rank() *Rank { return &Rank{f: f} }
+
 var errInProgress = &cbits.CUDAError{Lib: "NCCL", Call: "fake", Code: cbits.NCCLInProgress, Name: "ncclInProgress"}
 
-func (f *fakeNCCL) handle() uintptr { f.next += 0x1000; return f.next }
+func (f *NCCL) handle() uintptr { f.next += 0x1000; return f.next }
 
-func (r *fakeRank) UniqueID() (cbits.NCCLUniqueID, error) {
+func (r *Rank) UniqueID() (cbits.NCCLUniqueID, error) {
 	var id cbits.NCCLUniqueID
 	_, _ = rand.Read(id[:])
 	return id, nil
 }
 
-func (r *fakeRank) CommInitRank(n int, id cbits.NCCLUniqueID, rank int, blocking bool) (cbits.NCCLComm, error) {
+func (r *Rank) CommInitRank(n int, id cbits.NCCLUniqueID, rank int, blocking bool) (cbits.NCCLComm, error) {
 	f := r.f
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -117,7 +134,7 @@ func newFakeClique(n int) *fakeClique {
 	return &fakeClique{n: n, members: make([]*fakeMember, n), pairs: map[[2]int]*fakePair{}, colls: map[int][]*fakeOp{}}
 }
 
-func (r *fakeRank) CommSplit(parent cbits.NCCLComm, color, key int, blocking bool) (cbits.NCCLComm, error) {
+func (r *Rank) CommSplit(parent cbits.NCCLComm, color, key int, blocking bool) (cbits.NCCLComm, error) {
 	f := r.f
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -152,7 +169,7 @@ func (r *fakeRank) CommSplit(parent cbits.NCCLComm, color, key int, blocking boo
 	return h, errInProgress
 }
 
-func (r *fakeRank) CommGetAsyncError(c cbits.NCCLComm) error {
+func (r *Rank) CommGetAsyncError(c cbits.NCCLComm) error {
 	r.f.mu.Lock()
 	defer r.f.mu.Unlock()
 	m := r.f.members[c]
@@ -167,7 +184,7 @@ func (r *fakeRank) CommGetAsyncError(c cbits.NCCLComm) error {
 	return nil
 }
 
-func (r *fakeRank) CommAbort(c cbits.NCCLComm) error {
+func (r *Rank) CommAbort(c cbits.NCCLComm) error {
 	r.f.mu.Lock()
 	defer r.f.mu.Unlock()
 	if m := r.f.members[c]; m != nil {
@@ -176,11 +193,11 @@ func (r *fakeRank) CommAbort(c cbits.NCCLComm) error {
 	return nil
 }
 
-func (r *fakeRank) CommDestroy(c cbits.NCCLComm) error { return r.CommAbort(c) }
+func (r *Rank) CommDestroy(c cbits.NCCLComm) error { return r.CommAbort(c) }
 
-func (r *fakeRank) GroupStart() error { r.group = &fakeGroup{}; return nil }
+func (r *Rank) GroupStart() error { r.group = &fakeGroup{}; return nil }
 
-func (r *fakeRank) GroupEnd() error {
+func (r *Rank) GroupEnd() error {
 	g := r.group
 	r.group = nil
 	if len(g.ops) > 0 {
@@ -192,7 +209,7 @@ func (r *fakeRank) GroupEnd() error {
 }
 
 // add puts o in the open group, or in a group of its own.
-func (r *fakeRank) add(c cbits.NCCLComm, s cbits.Stream, o *fakeOp) error {
+func (r *Rank) add(c cbits.NCCLComm, s cbits.Stream, o *fakeOp) error {
 	f := r.f
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -213,19 +230,19 @@ func (r *fakeRank) add(c cbits.NCCLComm, s cbits.Stream, o *fakeOp) error {
 	return nil
 }
 
-func (r *fakeRank) Send(buf cbits.DevPtr, n int, dt cbits.NCCLDataType, peer int, c cbits.NCCLComm, s cbits.Stream) error {
+func (r *Rank) Send(buf cbits.DevPtr, n int, dt cbits.NCCLDataType, peer int, c cbits.NCCLComm, s cbits.Stream) error {
 	return r.add(c, s, &fakeOp{kind: 's', peer: peer, buf: buf, bytes: n * fakeSize(dt)})
 }
 
-func (r *fakeRank) Recv(buf cbits.DevPtr, n int, dt cbits.NCCLDataType, peer int, c cbits.NCCLComm, s cbits.Stream) error {
+func (r *Rank) Recv(buf cbits.DevPtr, n int, dt cbits.NCCLDataType, peer int, c cbits.NCCLComm, s cbits.Stream) error {
 	return r.add(c, s, &fakeOp{kind: 'r', peer: peer, buf: buf, bytes: n * fakeSize(dt)})
 }
 
-func (r *fakeRank) AllReduce(send, recv cbits.DevPtr, n int, dt cbits.NCCLDataType, op cbits.NCCLRedOp, c cbits.NCCLComm, s cbits.Stream) error {
+func (r *Rank) AllReduce(send, recv cbits.DevPtr, n int, dt cbits.NCCLDataType, op cbits.NCCLRedOp, c cbits.NCCLComm, s cbits.Stream) error {
 	return r.add(c, s, &fakeOp{kind: 'a', buf: recv, bytes: n * fakeSize(dt), dt: dt, red: op})
 }
 
-func (r *fakeRank) Broadcast(send, recv cbits.DevPtr, n int, dt cbits.NCCLDataType, root int, c cbits.NCCLComm, s cbits.Stream) error {
+func (r *Rank) Broadcast(send, recv cbits.DevPtr, n int, dt cbits.NCCLDataType, root int, c cbits.NCCLComm, s cbits.Stream) error {
 	return r.add(c, s, &fakeOp{kind: 'b', buf: recv, bytes: n * fakeSize(dt), root: root})
 }
 
@@ -239,14 +256,14 @@ func fakeSize(dt cbits.NCCLDataType) int {
 	return 1
 }
 
-func (f *fakeNCCL) enqueue(g *fakeGroup) {
+func (f *NCCL) enqueue(g *fakeGroup) {
 	g.stream.queue = append(g.stream.queue, g)
 	f.progress()
 }
 
 // progress posts the head group of every stream and pairs what can be
 // paired, until nothing changes.
-func (f *fakeNCCL) progress() {
+func (f *NCCL) progress() {
 	for moved := true; moved; {
 		moved = false
 		for _, s := range f.streams {
@@ -277,7 +294,7 @@ func fakeAllDone(ops []*fakeOp) bool {
 }
 
 // post files o and completes whatever it pairs with.
-func (f *fakeNCCL) post(o *fakeOp) {
+func (f *NCCL) post(o *fakeOp) {
 	cl := o.m.cl
 	switch o.kind {
 	case 's', 'r':
@@ -301,8 +318,12 @@ func (f *fakeNCCL) post(o *fakeOp) {
 			if s.m.aborted || r.m.aborted {
 				continue
 			}
-			copy(f.mem[r.buf][:r.bytes], f.mem[s.buf][:s.bytes])
+			if err := f.mem.Copy(r.buf, s.buf, min(r.bytes, s.bytes)); err != nil {
+				s.m.err, r.m.err = err, err
+				continue
+			}
 			s.done, r.done = true, true
+			f.matched++
 		}
 	default:
 		ops := append(cl.colls[o.seq], o)
@@ -314,22 +335,40 @@ func (f *fakeNCCL) post(o *fakeOp) {
 }
 
 // collective runs one all-reduce or broadcast of every member (float32 only
-// for reductions, enough for the tests).
-func (f *fakeNCCL) collective(ops []*fakeOp) {
+// for reductions, enough for the tests). A memory failure fails the members.
+func (f *NCCL) collective(ops []*fakeOp) {
 	sort.Slice(ops, func(a, b int) bool { return ops[a].m.rank < ops[b].m.rank })
-	if ops[0].kind == 'b' {
-		src := f.mem[ops[ops[0].root].buf]
-		for _, o := range ops {
-			copy(f.mem[o.buf][:o.bytes], src[:o.bytes])
-			o.done = true
+	err := f.reduce(ops)
+	for _, o := range ops {
+		if err != nil {
+			o.m.err = err
+			continue
 		}
-		return
+		o.done = true
+	}
+}
+
+func (f *NCCL) reduce(ops []*fakeOp) error {
+	if ops[0].kind == 'b' {
+		src := ops[ops[0].root]
+		for _, o := range ops {
+			if o != src {
+				if err := f.mem.Copy(o.buf, src.buf, o.bytes); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
 	}
 	n := ops[0].bytes / 4
 	acc := make([]float32, n)
-	for i := range n {
-		for k, o := range ops {
-			v := math.Float32frombits(binary.LittleEndian.Uint32(f.mem[o.buf][4*i:]))
+	b := make([]byte, ops[0].bytes)
+	for k, o := range ops {
+		if err := f.mem.Read(o.buf, b); err != nil {
+			return err
+		}
+		for i := range n {
+			v := math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
 			switch {
 			case k == 0:
 				acc[i] = v
@@ -339,19 +378,22 @@ func (f *fakeNCCL) collective(ops []*fakeOp) {
 				acc[i] += v
 			}
 		}
+	}
+	for i := range acc {
 		if ops[0].red == cbits.NCCLAvg {
 			acc[i] /= float32(len(ops))
 		}
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(acc[i]))
 	}
 	for _, o := range ops {
-		for i, v := range acc {
-			binary.LittleEndian.PutUint32(f.mem[o.buf][4*i:], math.Float32bits(v))
+		if err := f.mem.Write(o.buf, b); err != nil {
+			return err
 		}
-		o.done = true
 	}
+	return nil
 }
 
-func (r *fakeRank) StreamCreate() (cbits.Stream, error) {
+func (r *Rank) StreamCreate() (cbits.Stream, error) {
 	r.f.mu.Lock()
 	defer r.f.mu.Unlock()
 	s := cbits.Stream(r.f.handle())
@@ -359,24 +401,40 @@ func (r *fakeRank) StreamCreate() (cbits.Stream, error) {
 	return s, nil
 }
 
-func (r *fakeRank) StreamDestroy(s cbits.Stream) error { return nil }
+func (r *Rank) StreamDestroy(s cbits.Stream) error { return nil }
 
-func (r *fakeRank) EventCreate() (cbits.Event, error) {
+func (r *Rank) EventCreate() (cbits.Event, error) {
 	r.f.mu.Lock()
 	defer r.f.mu.Unlock()
 	return cbits.Event(r.f.handle()), nil
 }
 
-func (r *fakeRank) EventDestroy(e cbits.Event) error { return nil }
+func (r *Rank) EventDestroy(e cbits.Event) error { return nil }
 
-func (r *fakeRank) EventRecord(e cbits.Event, s cbits.Stream) error {
+// EventRecord on a stream of the fake's notes the groups queued on it; on
+// another (the device's compute stream) it waits for that stream's work
+// (Memory.Await), so that the transfers issued after it, which on NCCL
+// would wait for the event on the device, move what that work wrote.
+func (r *Rank) EventRecord(e cbits.Event, s cbits.Stream) error {
+	r.f.mu.Lock()
+	fs := r.f.streams[s]
+	r.f.mu.Unlock()
+	if fs == nil {
+		if err := r.f.mem.Await(s); err != nil {
+			return err
+		}
+		r.f.mu.Lock()
+		r.f.events[e] = nil // done
+		r.f.mu.Unlock()
+		return nil
+	}
 	r.f.mu.Lock()
 	defer r.f.mu.Unlock()
-	r.f.events[e] = append([]*fakeGroup(nil), r.f.streams[s].queue...)
+	r.f.events[e] = append([]*fakeGroup(nil), fs.queue...)
 	return nil
 }
 
-func (r *fakeRank) EventQuery(e cbits.Event) (bool, error) {
+func (r *Rank) EventQuery(e cbits.Event) (bool, error) {
 	r.f.mu.Lock()
 	defer r.f.mu.Unlock()
 	for _, g := range r.f.events[e] {
@@ -387,74 +445,59 @@ func (r *fakeRank) EventQuery(e cbits.Event) (bool, error) {
 	return true, nil
 }
 
-// StreamWaitEvent: the fake's compute stream never has work, so there is
-// nothing to wait for.
-func (r *fakeRank) StreamWaitEvent(s cbits.Stream, e cbits.Event) error { return nil }
+// StreamWaitEvent has nothing to do: the fake's streams start a group's
+// operations only once it is at their head, and an event of another stream
+// was waited for when it was recorded.
+func (r *Rank) StreamWaitEvent(s cbits.Stream, e cbits.Event) error { return nil }
 
-func (r *fakeRank) Malloc(n int) (cbits.DevPtr, error) {
-	r.f.mu.Lock()
-	defer r.f.mu.Unlock()
-	p := cbits.DevPtr(r.f.handle())
-	r.f.mem[p] = make([]byte, n)
-	return p, nil
-}
+func (r *Rank) Malloc(n int) (cbits.DevPtr, error) { return r.f.mem.Malloc(n) }
+func (r *Rank) Free(p cbits.DevPtr) error          { return r.f.mem.Free(p) }
 
-func (r *fakeRank) Free(p cbits.DevPtr) error { return nil }
-
-// upload and download copy float32 values to and from fake device memory.
-func (f *fakeNCCL) upload(v []float32) cbits.DevPtr {
-	r := &fakeRank{f: f}
-	p, _ := r.Malloc(4 * len(v))
-	f.mu.Lock()
-	defer f.mu.Unlock()
+// Upload copies float32 values to new device memory of the fake's Memory.
+func (f *NCCL) Upload(v []float32) cbits.DevPtr {
+	p, err := f.mem.Malloc(4 * len(v))
+	if err != nil {
+		panic(err)
+	}
+	b := make([]byte, 4*len(v))
 	for i, x := range v {
-		binary.LittleEndian.PutUint32(f.mem[p][4*i:], math.Float32bits(x))
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
+	}
+	if err := f.mem.Write(p, b); err != nil {
+		panic(err)
 	}
 	return p
 }
 
-func (f *fakeNCCL) download(p cbits.DevPtr, n int) []float32 {
+// Download reads n float32 values from device memory at p.
+func (f *NCCL) Download(p cbits.DevPtr, n int) []float32 {
+	b := make([]byte, 4*n)
 	f.mu.Lock()
-	defer f.mu.Unlock()
+	err := f.mem.Read(p, b)
+	f.mu.Unlock()
+	if err != nil {
+		panic(err)
+	}
 	out := make([]float32, n)
 	for i := range out {
-		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(f.mem[p][4*i:]))
+		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
 	}
 	return out
 }
 
-// failAll sets an asynchronous error on every member, as NCCL does when a
+// Pairs is how many sends have met their receives so far.
+func (f *NCCL) Pairs() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.matched
+}
+
+// FailAll sets an asynchronous error on every member, as NCCL does when a
 // peer's connection breaks.
-func (f *fakeNCCL) failAll(err error) {
+func (f *NCCL) FailAll(err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, m := range f.members {
 		m.err = err
 	}
 }
-
-// fakeDevice is a device thread for the fake: one goroutine, one stream.
-type fakeDevice struct {
-	work   chan func()
-	stream cbits.Stream
-}
-
-func newFakeDevice(r *fakeRank) *fakeDevice {
-	d := &fakeDevice{work: make(chan func())}
-	d.stream, _ = r.StreamCreate()
-	go func() {
-		for f := range d.work {
-			f()
-		}
-	}()
-	return d
-}
-
-func (d *fakeDevice) Call(f func() error) error {
-	done := make(chan error, 1)
-	d.work <- func() { done <- f() }
-	return <-done
-}
-
-func (d *fakeDevice) ComputeStream() uintptr { return uintptr(d.stream) }
-func (d *fakeDevice) stop()                  { close(d.work) }
