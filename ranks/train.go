@@ -188,83 +188,20 @@ func (t *trainer) loop(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	res := &Result{FirstStep: first, Steps: c.Steps}
-	tokensPerStep := float64(c.DP * c.Micro * c.MicroSize * c.Model.Seq)
-	batches := func(g int) ([]int32, []int32, error) {
-		return t.corpus.Batch(c.Seed, t.curStep, g, c.MicroSize, c.Model.Seq)
-	}
 	for step := first; step < c.Steps; step++ {
-		t.curStep, t.ctx = step, ctx
-		if d, ok := t.job.Backend.(deviceMemory); ok {
-			d.ResetPeakMemory()
-		}
-		if shapesDue(c.CheckTransfers, t.job.Device != nil && collective.MovesDevice(t.job.Device), step, first) {
-			if err := t.checkShapes(ctx, step); err != nil {
-				return nil, err
-			}
-		}
 		start, cpu0 := time.Now(), cpuTime()
-		sr, err := t.exec.Step(ctx, step, batches)
+		o, err := t.runStep(ctx, step, first)
 		if err != nil {
 			return nil, err
 		}
-		if t.prof != nil {
-			t.prof.endStep(sr)
-		}
-		if c.DP > 1 {
-			if err := t.finishReduce(ctx, step); err != nil {
-				return nil, err
-			}
-		}
-		if err := t.syncTied(ctx, step); err != nil {
-			return nil, err
-		}
-		norm, loss, stop, err := t.reduceScalars(ctx, step, sr.Losses, t.job.Stop != nil && t.job.Stop())
-		if err == nil {
-			err = checkStep(step, loss, norm)
-		}
-		if err != nil {
-			return nil, err
-		}
-		lr := c.LRAt(step)
-		scale := models.ClipScale(norm, c.Clip)
-		for _, s := range t.order {
-			if err := t.opts[s].Step(t.stages[s].Params(), lr, scale); err != nil {
-				return nil, fmt.Errorf("step %d: optimizer of stage %d: %w", step, s, err)
-			}
-		}
-		var val *float64
 		last := step == c.Steps-1
-		stop = stop && !last
-		if (c.EvalEvery > 0 && (step+1)%c.EvalEvery == 0) || last {
-			v, err := t.evaluate(ctx, step)
-			if err != nil {
-				return nil, err
-			}
-			val = v
-		}
-		if (c.CheckpointEvery > 0 && (step+1)%c.CheckpointEvery == 0) || ((last || stop) && c.CheckpointDir != "") {
-			dir, err := t.save(ctx, step+1)
-			if err != nil {
-				return nil, err
-			}
-			res.Checkpoint = dir
-		}
-		stepS := time.Since(start).Seconds()
-		rec, err := t.report(ctx, step, sr, (cpuTime() - cpu0).Seconds())
+		o.stop = o.stop && !last
+		val, err := t.evalAndSave(ctx, step, last, o.stop, res)
 		if err != nil {
 			return nil, err
 		}
-		if t.job.Rank == 0 {
-			rec.Loss, rec.ValLoss, rec.GradNorm, rec.LR = loss, val, norm, lr
-			rec.StepS = stepS
-			rec.TokensPerS = tokensPerStep / stepS
-			res.Summary.Add(*rec)
-			if t.prof != nil {
-				t.prof.record(t.sched, rec)
-			}
-			if t.job.Report != nil {
-				t.job.Report(*rec)
-			}
+		if err := t.publish(ctx, step, o, val, start, cpu0, res); err != nil {
+			return nil, err
 		}
 		// After the step's record, whose time it is not part of.
 		if sampleDue(t.job.Sample, step, c.Steps) {
@@ -272,7 +209,7 @@ func (t *trainer) loop(ctx context.Context) (*Result, error) {
 				return nil, err
 			}
 		}
-		if stop {
+		if o.stop {
 			res.Steps, res.Stopped = step+1, true
 			break
 		}
@@ -281,4 +218,106 @@ func (t *trainer) loop(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	return res, nil
+}
+
+// stepOutcome is what one step's compute and update give the loop.
+type stepOutcome struct {
+	sr             *StepResult
+	norm, loss, lr float64
+	stop           bool // a rank was asked to stop (preemption)
+}
+
+// runStep runs step's schedule, combines the gradients across replicas and
+// the tied embedding, reduces the norm and losses, stops on a non-finite one,
+// and takes the optimizer step.
+func (t *trainer) runStep(ctx context.Context, step, first int) (stepOutcome, error) {
+	c := t.cfg
+	t.curStep, t.ctx = step, ctx
+	if d, ok := t.job.Backend.(deviceMemory); ok {
+		d.ResetPeakMemory()
+	}
+	if shapesDue(c.CheckTransfers, t.job.Device != nil && collective.MovesDevice(t.job.Device), step, first) {
+		if err := t.checkShapes(ctx, step); err != nil {
+			return stepOutcome{}, err
+		}
+	}
+	batches := func(g int) ([]int32, []int32, error) {
+		return t.corpus.Batch(c.Seed, t.curStep, g, c.MicroSize, c.Model.Seq)
+	}
+	sr, err := t.exec.Step(ctx, step, batches)
+	if err != nil {
+		return stepOutcome{}, err
+	}
+	if t.prof != nil {
+		t.prof.endStep(sr)
+	}
+	if c.DP > 1 {
+		if err := t.finishReduce(ctx, step); err != nil {
+			return stepOutcome{}, err
+		}
+	}
+	if err := t.syncTied(ctx, step); err != nil {
+		return stepOutcome{}, err
+	}
+	o := stepOutcome{sr: sr, lr: c.LRAt(step)}
+	o.norm, o.loss, o.stop, err = t.reduceScalars(ctx, step, sr.Losses, t.job.Stop != nil && t.job.Stop())
+	if err == nil {
+		err = checkStep(step, o.loss, o.norm)
+	}
+	if err != nil {
+		return stepOutcome{}, err
+	}
+	scale := models.ClipScale(o.norm, c.Clip)
+	for _, s := range t.order {
+		if err := t.opts[s].Step(t.stages[s].Params(), o.lr, scale); err != nil {
+			return stepOutcome{}, fmt.Errorf("step %d: optimizer of stage %d: %w", step, s, err)
+		}
+	}
+	return o, nil
+}
+
+// evalAndSave evaluates when due (every EvalEvery steps and after the last)
+// and checkpoints when due (every CheckpointEvery steps, and after the last or
+// a stop), returning the validation loss on rank 0 when evaluated.
+func (t *trainer) evalAndSave(ctx context.Context, step int, last, stop bool, res *Result) (*float64, error) {
+	c := t.cfg
+	var val *float64
+	if (c.EvalEvery > 0 && (step+1)%c.EvalEvery == 0) || last {
+		v, err := t.evaluate(ctx, step)
+		if err != nil {
+			return nil, err
+		}
+		val = v
+	}
+	if (c.CheckpointEvery > 0 && (step+1)%c.CheckpointEvery == 0) || ((last || stop) && c.CheckpointDir != "") {
+		dir, err := t.save(ctx, step+1)
+		if err != nil {
+			return nil, err
+		}
+		res.Checkpoint = dir
+	}
+	return val, nil
+}
+
+// publish sends this rank's measured step to rank 0, which completes the
+// record (loss, validation loss, norm, rate, time, throughput), adds it to the
+// summary and the profile, and hands it to Job.Report.
+func (t *trainer) publish(ctx context.Context, step int, o stepOutcome, val *float64, start time.Time, cpu0 time.Duration, res *Result) error {
+	c := t.cfg
+	stepS := time.Since(start).Seconds()
+	rec, err := t.report(ctx, step, o.sr, (cpuTime() - cpu0).Seconds())
+	if err != nil || t.job.Rank != 0 {
+		return err
+	}
+	rec.Loss, rec.ValLoss, rec.GradNorm, rec.LR = o.loss, val, o.norm, o.lr
+	rec.StepS = stepS
+	rec.TokensPerS = float64(c.DP*c.Micro*c.MicroSize*c.Model.Seq) / stepS
+	res.Summary.Add(*rec)
+	if t.prof != nil {
+		t.prof.record(t.sched, rec)
+	}
+	if t.job.Report != nil {
+		t.job.Report(*rec)
+	}
+	return nil
 }
