@@ -42,7 +42,7 @@ func (a *agent) rendezvous(ctx context.Context, restart int, storeAddr string) (
 	rec, err := a.worldRecord(ctx, pfx, keys)
 	if err != nil {
 		return w, fmt.Errorf("rendezvous of %d nodes at %s (restart %d): %w; missing: %s",
-			a.c.NNodes, storeAddr, restart, err, a.missing(keys))
+			a.c.NNodes, storeAddr, restart, err, a.missing(append(keys, pfx+"world")))
 	}
 	if w, err = rec.world(w, a.c.NodeRank); err != nil {
 		return w, fmt.Errorf("rendezvous: %w", err)
