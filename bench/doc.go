@@ -1,7 +1,8 @@
 // Package bench holds benchmark drivers and their reports (tables, JSON) over the
 // packages of pplaunch: transfers, training steps, pipeline overhead, launch time.
 // Step times one training step of a whole model in one process (pplaunch bench
-// step).
+// step). Rendezvous forms worlds of many simulated agents on one store
+// (pplaunch bench rendezvous); the agents' rendezvous comes in as a Joiner.
 //
 // It may import every package except cmd/pplaunch and launch (the agent); only
 // cmd/pplaunch imports it, so no library package must ever import bench.

@@ -173,15 +173,23 @@ func (a *agent) openStore(ctx context.Context) (string, error) {
 		addr = joinHostPort(a.c.StoreHost, s.Addr().(*net.TCPAddr).Port)
 	}
 	if a.c.NNodes > 1 {
-		dctx, cancel := context.WithTimeout(ctx, a.c.RdzvTimeout)
-		defer cancel()
-		cl, err := store.Dial(dctx, addr, a.c.Token, "agent/")
-		if err != nil {
-			return "", fmt.Errorf("node %d joins the rendezvous at %s: %w", a.c.NodeRank, addr, err)
+		if err := a.dialStore(ctx, addr); err != nil {
+			return "", err
 		}
-		a.client = cl
 	}
 	return addr, nil
+}
+
+// dialStore connects the agent to the store at addr, in the agents' namespace.
+func (a *agent) dialStore(ctx context.Context, addr string) error {
+	dctx, cancel := context.WithTimeout(ctx, a.c.RdzvTimeout)
+	defer cancel()
+	cl, err := store.Dial(dctx, addr, a.c.Token, "agent/")
+	if err != nil {
+		return fmt.Errorf("node %d joins the rendezvous at %s: %w", a.c.NodeRank, addr, err)
+	}
+	a.client = cl
+	return nil
 }
 
 // leave tells node 0 this agent is done with the store; node 0 waits (a

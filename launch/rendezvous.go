@@ -34,49 +34,96 @@ func (a *agent) rendezvous(ctx context.Context, restart int, storeAddr string) (
 	} else if !ok {
 		return w, fmt.Errorf("rendezvous: node rank %d joined twice (the other has %s ranks): give each agent its own --node-rank", a.c.NodeRank, cur)
 	}
-	if a.c.NodeRank == 0 {
-		port, err := freePort("")
-		if err != nil {
-			return w, err
-		}
-		if err := a.client.Set(ctx, pfx+"master-port", []byte(strconv.Itoa(port))); err != nil {
-			return w, fmt.Errorf("rendezvous: %w", err)
-		}
-	}
-	keys := []string{pfx + "master-port"}
-	for i := range a.c.NNodes {
-		keys = append(keys, pfx+"node/"+strconv.Itoa(i))
+	keys := make([]string, a.c.NNodes)
+	for i := range keys {
+		keys[i] = pfx + "node/" + strconv.Itoa(i)
 	}
 	start := time.Now()
-	if err := a.waitUnlessRefused(ctx, keys...); err != nil {
-		return w, fmt.Errorf("rendezvous of %d nodes at %s (restart %d): %w; missing: %s",
-			a.c.NNodes, storeAddr, restart, err, a.missing(keys))
-	}
-	for i := range a.c.NNodes {
-		v, err := a.client.Get(ctx, keys[i+1])
-		if err != nil {
-			return w, fmt.Errorf("rendezvous: %w", err)
-		}
-		n, err := strconv.Atoi(string(v))
-		if err != nil || n < 1 {
-			return w, fmt.Errorf("rendezvous: node %d announced %q ranks", i, v)
-		}
-		if i < a.c.NodeRank {
-			w.FirstRank += n
-		}
-		w.Size += n
-	}
-	v, err := a.client.Get(ctx, keys[0])
+	rec, err := a.worldRecord(ctx, pfx, keys)
 	if err != nil {
-		return w, fmt.Errorf("rendezvous: %w", err)
+		return w, fmt.Errorf("rendezvous of %d nodes at %s (restart %d): %w; missing: %s",
+			a.c.NNodes, storeAddr, restart, err, a.missing(append(keys, pfx+"world")))
 	}
-	if w.MasterPort, err = strconv.Atoi(string(v)); err != nil {
-		return w, fmt.Errorf("rendezvous: master port %q: %w", v, err)
+	if w, err = rec.world(w, a.c.NodeRank); err != nil {
+		return w, fmt.Errorf("rendezvous: %w", err)
 	}
 	if restart == 0 {
 		a.logf("joined a world of %d ranks on %d nodes in %v; this node's ranks are %d..%d",
 			w.Size, a.c.NNodes, time.Since(start).Round(time.Millisecond), w.FirstRank, w.FirstRank+a.c.NProc-1)
 	}
+	return w, nil
+}
+
+// worldRecord is what node 0 publishes once every node has announced its rank
+// count: the counts in node order and the ranks' master port. Every other node
+// waits for this one key rather than for every node's: with N nodes, the
+// store then serves O(N) requests to form the world instead of O(N²) (each
+// node reading each node's count), and wakes one waiter per node instead of
+// N scans of N keys on every join.
+type worldRecord struct {
+	Ranks      []int `json:"ranks"`
+	MasterPort int   `json:"master_port"`
+}
+
+// worldRecord returns the world of this attempt: node 0 waits for every
+// node's count, reads them and publishes them; the others read what it
+// published.
+func (a *agent) worldRecord(ctx context.Context, pfx string, keys []string) (worldRecord, error) {
+	var rec worldRecord
+	if a.c.NodeRank != 0 {
+		if err := a.waitUnlessRefused(ctx, pfx+"world"); err != nil {
+			return rec, err
+		}
+		v, err := a.client.Get(ctx, pfx+"world")
+		if err != nil {
+			return rec, err
+		}
+		if err := json.Unmarshal(v, &rec); err != nil {
+			return rec, fmt.Errorf("unreadable world record %q from node 0: %v", v, err)
+		}
+		return rec, nil
+	}
+	port, err := freePort("")
+	if err != nil {
+		return rec, err
+	}
+	if err := a.waitUnlessRefused(ctx, keys...); err != nil {
+		return rec, err
+	}
+	rec.MasterPort = port
+	for i, k := range keys {
+		v, err := a.client.Get(ctx, k)
+		if err != nil {
+			return rec, err
+		}
+		n, err := strconv.Atoi(string(v))
+		if err != nil || n < 1 {
+			return rec, fmt.Errorf("node %d announced %q ranks", i, v)
+		}
+		rec.Ranks = append(rec.Ranks, n)
+	}
+	b, _ := json.Marshal(rec)
+	return rec, a.client.Set(ctx, pfx+"world", b)
+}
+
+// world fills w from the record for node: its first global rank and the size.
+func (rec worldRecord) world(w World, node int) (World, error) {
+	if len(rec.Ranks) != w.NNodes {
+		return w, fmt.Errorf("node 0 published %d nodes' rank counts, this node expects %d (--nnodes differs?)", len(rec.Ranks), w.NNodes)
+	}
+	for i, n := range rec.Ranks {
+		if n < 1 {
+			return w, fmt.Errorf("node 0 published %d ranks for node %d", n, i)
+		}
+		if i < node {
+			w.FirstRank += n
+		}
+		w.Size += n
+	}
+	if rec.MasterPort < 1 || rec.MasterPort > 65535 {
+		return w, fmt.Errorf("node 0 published master port %d", rec.MasterPort)
+	}
+	w.MasterPort = rec.MasterPort
 	return w, nil
 }
 

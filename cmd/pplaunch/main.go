@@ -30,10 +30,11 @@ type cli struct {
 
 // benchCmd groups the benchmarks.
 type benchCmd struct {
-	Step      *benchStepCmd      `arg:"subcommand:step" help:"time one training step (forward, backward, AdamW) in one process"`
-	Store     *benchStoreCmd     `arg:"subcommand:store" help:"store round-trip latency, measured by every rank (a rank job: runs under the launcher flags)"`
-	P2P       *benchP2PCmd       `arg:"subcommand:p2p" help:"point-to-point bandwidth and latency, nccl-tests style, beside a plain socket (a rank job)"`
-	AllReduce *benchAllReduceCmd `arg:"subcommand:allreduce" help:"all-reduce time and bus bandwidth, nccl-tests style (a rank job)"`
+	Step       *benchStepCmd       `arg:"subcommand:step" help:"time one training step (forward, backward, AdamW) in one process"`
+	Store      *benchStoreCmd      `arg:"subcommand:store" help:"store round-trip latency, measured by every rank (a rank job: runs under the launcher flags)"`
+	P2P        *benchP2PCmd        `arg:"subcommand:p2p" help:"point-to-point bandwidth and latency, nccl-tests style, beside a plain socket (a rank job)"`
+	AllReduce  *benchAllReduceCmd  `arg:"subcommand:allreduce" help:"all-reduce time and bus bandwidth, nccl-tests style (a rank job)"`
+	Rendezvous *benchRendezvousCmd `arg:"subcommand:rendezvous" help:"time to form the world with many agents joining one store on loopback"`
 }
 
 func (cli) Description() string {
@@ -114,6 +115,8 @@ func run(argv []string, stdout, stderr io.Writer) int {
 		return c.Sample.run(c.Flags, argv, stdout, stderr)
 	case c.Plan != nil:
 		return runInProcess(stderr, func(ctx context.Context) error { return c.Plan.run(ctx, stdout, stderr) })
+	case c.Bench != nil && c.Bench.Rendezvous != nil:
+		return runInProcess(stderr, func(ctx context.Context) error { return c.Bench.Rendezvous.run(ctx, stdout) })
 	case c.Bench != nil && c.Bench.Step != nil:
 		return runInProcess(stderr, func(ctx context.Context) error { return c.Bench.Step.run(ctx, stdout, stderr) })
 	case c.Checkpoint != nil:

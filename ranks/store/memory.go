@@ -7,25 +7,47 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // Memory is an in-process Store for tests. It is safe for concurrent use.
+//
+// A blocked Get or Wait waits on the one key it lacks: a change wakes only
+// the waiters of the key it creates, so N clients waiting while N others
+// join cost O(N) wake-ups, not N on every join (the agents' rendezvous and
+// the ranks' barriers).
 type Memory struct {
-	mu     sync.Mutex
-	data   map[string][]byte
-	change chan struct{} // closed and replaced on every change, to wake waiters
-	closed bool
+	mu      sync.Mutex
+	data    map[string][]byte
+	waiters map[string]chan struct{} // per absent key: closed when it is stored
+	done    chan struct{}            // closed by Close
+	closed  bool
+	// blocked and woken count the times a Get or Wait blocked and woke (the
+	// tests check a change wakes only its own key's waiters).
+	blocked, woken atomic.Int64
 }
 
 // NewMemory returns an empty in-process store.
 func NewMemory() *Memory {
-	return &Memory{data: map[string][]byte{}, change: make(chan struct{})}
+	return &Memory{data: map[string][]byte{}, waiters: map[string]chan struct{}{}, done: make(chan struct{})}
 }
 
-// notify wakes every waiter; the caller holds mu.
-func (m *Memory) notify() {
-	close(m.change)
-	m.change = make(chan struct{})
+// stored wakes the waiters of key, which now exists; the caller holds mu.
+func (m *Memory) stored(key string) {
+	if ch, ok := m.waiters[key]; ok {
+		close(ch)
+		delete(m.waiters, key)
+	}
+}
+
+// arrival is the channel closed when key is next stored; the caller holds mu.
+func (m *Memory) arrival(key string) chan struct{} {
+	ch, ok := m.waiters[key]
+	if !ok {
+		ch = make(chan struct{})
+		m.waiters[key] = ch
+	}
+	return ch
 }
 
 func (m *Memory) Set(ctx context.Context, key string, value []byte) error {
@@ -35,7 +57,7 @@ func (m *Memory) Set(ctx context.Context, key string, value []byte) error {
 		return ErrClosed
 	}
 	m.data[key] = bytes.Clone(value)
-	m.notify()
+	m.stored(key)
 	return nil
 }
 
@@ -49,13 +71,19 @@ func (m *Memory) Get(ctx context.Context, key string) ([]byte, error) {
 			return nil, ErrClosed
 		}
 		v, ok := m.data[key]
-		ch := m.change
+		var ch chan struct{}
+		if !ok {
+			ch = m.arrival(key)
+		}
 		m.mu.Unlock()
 		if ok {
 			return bytes.Clone(v), nil
 		}
+		m.blocked.Add(1)
 		select {
 		case <-ch:
+			m.woken.Add(1)
+		case <-m.done:
 		case <-ctx.Done():
 			return nil, fmt.Errorf("store: get %q: %w", key, ctx.Err())
 		}
@@ -78,7 +106,7 @@ func (m *Memory) Add(ctx context.Context, key string, delta int64) (int64, error
 	}
 	cur += delta
 	m.data[key] = []byte(strconv.FormatInt(cur, 10))
-	m.notify()
+	m.stored(key)
 	return cur, nil
 }
 
@@ -91,7 +119,7 @@ func (m *Memory) CompareAndSet(ctx context.Context, key string, expected, desire
 	cur, ok := m.data[key]
 	if (!ok && expected == nil) || (ok && expected != nil && bytes.Equal(cur, expected)) {
 		m.data[key] = bytes.Clone(desired)
-		m.notify()
+		m.stored(key)
 		return bytes.Clone(desired), true, nil
 	}
 	return bytes.Clone(cur), false, nil
@@ -111,13 +139,17 @@ func (m *Memory) Wait(ctx context.Context, keys ...string) error {
 				break
 			}
 		}
-		ch := m.change
-		m.mu.Unlock()
 		if missing == "" {
+			m.mu.Unlock()
 			return nil
 		}
+		ch := m.arrival(missing)
+		m.mu.Unlock()
+		m.blocked.Add(1)
 		select {
 		case <-ch:
+			m.woken.Add(1)
+		case <-m.done:
 		case <-ctx.Done():
 			return fmt.Errorf("store: wait for key %q: %w", missing, ctx.Err())
 		}
@@ -131,10 +163,7 @@ func (m *Memory) Delete(ctx context.Context, key string) (bool, error) {
 		return false, ErrClosed
 	}
 	_, ok := m.data[key]
-	delete(m.data, key)
-	if ok {
-		m.notify()
-	}
+	delete(m.data, key) // waiters wait for keys to exist: none to wake
 	return ok, nil
 }
 
@@ -153,7 +182,7 @@ func (m *Memory) Close() error {
 	defer m.mu.Unlock()
 	if !m.closed {
 		m.closed = true
-		m.notify()
+		close(m.done)
 	}
 	return nil
 }

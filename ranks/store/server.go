@@ -213,11 +213,18 @@ func (s *Server) admit(c net.Conn, gate *Gate) (string, error) {
 	return string(ns), c.SetDeadline(time.Time{})
 }
 
+// connBuffer is the size of each admitted connection's read and write
+// buffers. The store's requests and replies are small (a rank count, a port,
+// an address); a larger value passes through in pieces. Node 0 holds one
+// connection per agent and rank, so this bounds what they cost it
+// (pplaunch bench rendezvous measures it).
+const connBuffer = 4 << 10
+
 // serveConn serves the requests of an admitted client. Its buffers are made
 // only now, once the client has proved the token.
 func (s *Server) serveConn(c net.Conn, ns string) {
-	r := bufio.NewReaderSize(c, 64<<10)
-	cn := &conn{s: s, c: c, ns: ns, w: bufio.NewWriterSize(c, 64<<10), cancel: map[uint64]context.CancelFunc{}}
+	r := bufio.NewReaderSize(c, connBuffer)
+	cn := &conn{s: s, c: c, ns: ns, w: bufio.NewWriterSize(c, connBuffer), cancel: map[uint64]context.CancelFunc{}}
 	var buf []byte
 	var err error
 	ctx, cancel := context.WithCancel(context.Background())

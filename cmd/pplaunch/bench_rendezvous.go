@@ -1,0 +1,72 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pplaunch/pplaunch/bench"
+	"github.com/pplaunch/pplaunch/launch"
+)
+
+// benchRendezvousCmd is `pplaunch bench rendezvous`: simulated agents join one
+// store on loopback at once and form the world.
+type benchRendezvousCmd struct {
+	Agents        string        `arg:"--agents" default:"64,256,1024" help:"world sizes in agents, comma-separated"`
+	RanksPerAgent int           `arg:"--ranks-per-agent" default:"4" help:"ranks each agent announces"`
+	Rounds        int           `arg:"--rounds" default:"3" help:"worlds formed per size; the median is reported"`
+	Timeout       time.Duration `arg:"--timeout" default:"60s" help:"give up on a world after this long"`
+	JSON          bool          `arg:"--json" help:"print one JSON object per size"`
+}
+
+func (c *benchRendezvousCmd) run(ctx context.Context, stdout io.Writer) error {
+	agents, err := intList("--agents", c.Agents)
+	if err != nil {
+		return err
+	}
+	rows, err := bench.Rendezvous(ctx, bench.RendezvousOptions{Agents: agents, RanksPerAgent: c.RanksPerAgent,
+		Rounds: c.Rounds, Timeout: c.Timeout, Join: joinWithin(c.Timeout)})
+	// The sizes that formed are printed even when a larger one did not.
+	var werr error
+	if c.JSON {
+		werr = bench.WriteRendezvousJSON(stdout, rows)
+	} else if len(rows) > 0 {
+		werr = bench.WriteRendezvousText(stdout, rows, c.RanksPerAgent, c.Rounds)
+	}
+	return errors.Join(err, werr)
+}
+
+// joinWithin is bench.Joiner over the agents' own rendezvous, with timeout
+// as the agents' --rdzv-timeout.
+func joinWithin(timeout time.Duration) bench.Joiner {
+	return func(ctx context.Context, node, nnodes, nproc int, storeAddr, token string) (int, int, func(), error) {
+		return launchJoin(ctx, node, nnodes, nproc, storeAddr, token, timeout)
+	}
+}
+
+func launchJoin(ctx context.Context, node, nnodes, nproc int, storeAddr, token string, timeout time.Duration) (int, int, func(), error) {
+	c := launch.Config{NProc: nproc, NNodes: nnodes, NodeRank: node, StoreHost: "127.0.0.1",
+		RunID: "bench-rendezvous", Token: token, RdzvTimeout: timeout, GracePeriod: time.Second}
+	j, err := launch.Join(ctx, c, storeAddr, io.Discard)
+	if err != nil {
+		return 0, 0, nil, err
+	}
+	return j.World.FirstRank, j.World.Size, j.Leave, nil
+}
+
+// intList parses "1,2,4" into positive integers.
+func intList(flag, s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%s %q: want positive integers separated by commas, e.g. 1,2,4", flag, s)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
