@@ -185,19 +185,10 @@ func (c *trainCmd) job(stdout io.Writer, backend string) func(ctx context.Contex
 		os.Setenv(terminalEnv, "1")
 	}
 	return func(ctx context.Context, r *ranks.Rank) error {
-		if err := c.resolveWorld(r.WorldSize); err != nil {
-			return fmt.Errorf("train: %w", err)
-		}
-		cfg, err := c.config()
+		cfg, err := c.rankConfig(r.WorldSize)
 		if err != nil {
 			return fmt.Errorf("train: %w", err)
 		}
-		l, err := cfg.Plan(r.WorldSize)
-		if err != nil {
-			return fmt.Errorf("train: %w", err)
-		}
-		cfg.PP = l.PP
-		cfg.Effective = c.effective(cfg)
 		be, what, closeBackend, err := c.openBackend(r.LocalRank, r.LocalWorldSize)
 		if err != nil {
 			return fmt.Errorf("train: %w", err)
@@ -224,23 +215,9 @@ func (c *trainCmd) job(stdout io.Writer, backend string) func(ctx context.Contex
 			defer job.Device.Close()
 		}
 		what += transfersOver(backend)
-		if cfg.CheckpointDir != "" {
-			job.Stop = pre.Requested
-			// SIGTERM, SIGINT and SIGHUP also cancel ctx (runRank): the
-			// step in flight finishes and the checkpoint is written
-			// anyway, within the agent's --grace-period.
-			ctx = context.WithoutCancel(ctx)
-		}
-		if job.Stall, err = ranks.FaultHooksFromEnv(os.Getenv, job.Rank, job.Restart, pre.Got()); err != nil {
+		if ctx, err = c.hooks(ctx, &job, cfg, pre); err != nil {
 			return fmt.Errorf("train: %w", err)
 		}
-		job.Stall = ranks.ProgressFrom(ctx).Before(job.Stall) // what this rank does, for the agent's summary
-		so, err := c.genFlags.options(cfg.Model.Vocab, cfg.Seed)
-		if err != nil {
-			return fmt.Errorf("train: %w", err)
-		}
-		so.Every = c.SampleEvery
-		job.Sample = &so
 		var out *trainOutput
 		if job.Rank == 0 {
 			if out, err = newTrainOutput(c, cfg, what, job.Size, stdout); err != nil {
@@ -269,6 +246,49 @@ func (c *trainCmd) job(stdout io.Writer, backend string) func(ctx context.Contex
 		}
 		return nil
 	}
+}
+
+// rankConfig is the run's configuration on a rank of a world of size ranks:
+// the flags (and --config) resolved for that world and checked.
+func (c *trainCmd) rankConfig(size int) (ranks.TrainConfig, error) {
+	if err := c.resolveWorld(size); err != nil {
+		return ranks.TrainConfig{}, err
+	}
+	cfg, err := c.config()
+	if err != nil {
+		return ranks.TrainConfig{}, err
+	}
+	l, err := cfg.Plan(size)
+	if err != nil {
+		return ranks.TrainConfig{}, err
+	}
+	cfg.PP = l.PP
+	cfg.Effective = c.effective(cfg)
+	return cfg, nil
+}
+
+// hooks gives the job what it calls back: the preemption stop (with
+// checkpoints, the returned context then outlives the signals, so the step in
+// flight finishes and the checkpoint is written within the agent's
+// --grace-period), the test-only fault hooks, the progress the agent reads,
+// and the sampling options.
+func (c *trainCmd) hooks(ctx context.Context, job *ranks.Job, cfg ranks.TrainConfig, pre *ranks.Preemption) (context.Context, error) {
+	if cfg.CheckpointDir != "" {
+		job.Stop = pre.Requested
+		ctx = context.WithoutCancel(ctx)
+	}
+	var err error
+	if job.Stall, err = ranks.FaultHooksFromEnv(os.Getenv, job.Rank, job.Restart, pre.Got()); err != nil {
+		return ctx, err
+	}
+	job.Stall = ranks.ProgressFrom(ctx).Before(job.Stall) // what this rank does, for the agent's summary
+	so, err := c.genFlags.options(cfg.Model.Vocab, cfg.Seed)
+	if err != nil {
+		return ctx, err
+	}
+	so.Every = c.SampleEvery
+	job.Sample = &so
+	return ctx, nil
 }
 
 // openComm joins the TCP communicator of the job. Each rank listens on the
