@@ -16,21 +16,8 @@ const colGrain = 256
 
 // MatMul computes c = alpha·op(a)·op(b) + beta·c.
 func (c *CPU) MatMul(cc, a *Tensor, ta bool, b *Tensor, tb bool, alpha, beta float32) {
-	ar, ac := a.Rows()
-	br, bc := b.Rows()
-	m, k := ar, ac
-	if ta {
-		m, k = ac, ar
-	}
-	k2, n := br, bc
-	if tb {
-		k2, n = bc, br
-	}
-	cr, ccols := cc.Rows()
-	if k != k2 || cr != m || ccols != n {
-		panic(fmt.Sprintf("matmul: op(a) %dx%d, op(b) %dx%d, c %v", m, k, k2, n, cc.Shape))
-	}
-	c.gemm(ta, tb, m, n, k, alpha, a.Data, ac, b.Data, bc, beta, cc.Data, n)
+	m, n, k, lda, ldb := matMulDims(cc, a, ta, b, tb)
+	c.gemm(ta, tb, m, n, k, alpha, a.Data, lda, b.Data, ldb, beta, cc.Data, n)
 }
 
 // Linear computes y = x·wᵀ + bias (+ residual).

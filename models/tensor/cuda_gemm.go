@@ -29,21 +29,8 @@ func (c *CUDA) gemmBatched(ta, tb bool, m, n, k int, alpha float32, a devPtr, ld
 
 // MatMul computes c = alpha·op(a)·op(b) + beta·c.
 func (c *CUDA) MatMul(cc, a *Tensor, ta bool, b *Tensor, tb bool, alpha, beta float32) {
-	ar, ac := a.Rows()
-	br, bc := b.Rows()
-	m, k := ar, ac
-	if ta {
-		m, k = ac, ar
-	}
-	k2, n := br, bc
-	if tb {
-		k2, n = bc, br
-	}
-	cr, ccols := cc.Rows()
-	if k != k2 || cr != m || ccols != n {
-		panic(fmt.Sprintf("matmul: op(a) %dx%d, op(b) %dx%d, c %v", m, k, k2, n, cc.Shape))
-	}
-	c.gemm(ta, tb, m, n, k, alpha, c.ptr("matmul", a), ac, c.ptr("matmul", b), bc, beta, c.ptr("matmul", cc), n)
+	m, n, k, lda, ldb := matMulDims(cc, a, ta, b, tb)
+	c.gemm(ta, tb, m, n, k, alpha, c.ptr("matmul", a), lda, c.ptr("matmul", b), ldb, beta, c.ptr("matmul", cc), n)
 }
 
 // Linear computes y = x·wᵀ + bias (+ residual): y starts as residual + bias and
