@@ -64,52 +64,27 @@ func (c *CUDA) LayerNormBackwardWeight(dgamma, dbeta, dy, x, mean, rstd *Tensor)
 
 // Gelu is GELU with the CPU backend's tanh approximation.
 func (c *CUDA) Gelu(y, th, x *Tensor) {
-	mustLen("gelu", "y", y, x.Len())
-	mustLen("gelu", "th", th, x.Len())
-	if n := x.Len(); n > 0 {
-		c.launch("gelu_forward", c.elementGrid(n), blk(elemBlock), 0, c.ptr("gelu", y), c.ptr("gelu", th), c.ptr("gelu", x), int64(n))
-	}
+	c.elementwise("gelu", "gelu_forward", x.Len(), operand{"y", y}, operand{"th", th}, operand{"x", x})
 }
 
 // GeluBackward computes dx = dy·gelu'(x) (dx may alias dy).
 func (c *CUDA) GeluBackward(dx, dy, x, th *Tensor) {
-	const op = "gelu backward"
-	mustLen(op, "dx", dx, x.Len())
-	mustLen(op, "dy", dy, x.Len())
-	mustLen(op, "th", th, x.Len())
-	if n := x.Len(); n > 0 {
-		c.launch("gelu_backward", c.elementGrid(n), blk(elemBlock), 0, c.ptr(op, dx), c.ptr(op, dy), c.ptr(op, x), c.ptr(op, th), int64(n))
-	}
+	c.elementwise("gelu backward", "gelu_backward", x.Len(), operand{"dx", dx}, operand{"dy", dy}, operand{"x", x}, operand{"th", th})
 }
 
 // GeluExact is the exact GELU x·Φ(x) (erff), keeping Φ(x) in cdf.
 func (c *CUDA) GeluExact(y, cdf, x *Tensor) {
-	const op = "gelu exact"
-	mustLen(op, "y", y, x.Len())
-	mustLen(op, "cdf", cdf, x.Len())
-	if n := x.Len(); n > 0 {
-		c.launch("gelu_exact_forward", c.elementGrid(n), blk(elemBlock), 0, c.ptr(op, y), c.ptr(op, cdf), c.ptr(op, x), int64(n))
-	}
+	c.elementwise("gelu exact", "gelu_exact_forward", x.Len(), operand{"y", y}, operand{"cdf", cdf}, operand{"x", x})
 }
 
 // GeluExactBackward computes dx = dy·(Φ(x) + x·φ(x)) (dx may alias dy).
 func (c *CUDA) GeluExactBackward(dx, dy, x, cdf *Tensor) {
-	const op = "gelu exact backward"
-	mustLen(op, "dx", dx, x.Len())
-	mustLen(op, "dy", dy, x.Len())
-	mustLen(op, "cdf", cdf, x.Len())
-	if n := x.Len(); n > 0 {
-		c.launch("gelu_exact_backward", c.elementGrid(n), blk(elemBlock), 0, c.ptr(op, dx), c.ptr(op, dy), c.ptr(op, x), c.ptr(op, cdf), int64(n))
-	}
+	c.elementwise("gelu exact backward", "gelu_exact_backward", x.Len(), operand{"dx", dx}, operand{"dy", dy}, operand{"x", x}, operand{"cdf", cdf})
 }
 
 // Add computes y = a + b.
 func (c *CUDA) Add(y, a, b *Tensor) {
-	mustLen("add", "a", a, y.Len())
-	mustLen("add", "b", b, y.Len())
-	if n := y.Len(); n > 0 {
-		c.launch("add_f32", c.elementGrid(n), blk(elemBlock), 0, c.ptr("add", y), c.ptr("add", a), c.ptr("add", b), int64(n))
-	}
+	c.elementwise("add", "add_f32", y.Len(), operand{"y", y}, operand{"a", a}, operand{"b", b})
 }
 
 // Embed computes y[b,t] = wte[token] + wpe[t]; the token ids are copied to the device.
@@ -218,4 +193,23 @@ func (c *CUDA) CrossEntropyBackward(dlogits, probs *Tensor, targets []int32, sca
 	grid := [3]uint32{uint32(n), uint32(min((V+elemBlock-1)/elemBlock, 64)), 1}
 	c.launch("crossentropy_backward", grid, blk(elemBlock), 0, c.ptr(op, dlogits), c.ptr(op, probs), ids.ptr, int32(V), scale/float32(n))
 	c.alloc.put(ids)
+}
+
+// operand is one tensor argument of an elementwise kernel, named for errors.
+type operand struct {
+	name string
+	t    *Tensor
+}
+
+// elementwise checks that every operand holds n elements and runs kernel over
+// them, one thread per element: the operands' pointers in order, then n.
+func (c *CUDA) elementwise(op, kernel string, n int, ops ...operand) {
+	args := make([]any, 0, len(ops)+1)
+	for _, o := range ops {
+		mustLen(op, o.name, o.t, n)
+		args = append(args, c.ptr(op, o.t))
+	}
+	if n > 0 {
+		c.launch(kernel, c.elementGrid(n), blk(elemBlock), 0, append(args, int64(n))...)
+	}
 }
