@@ -66,20 +66,7 @@ func trainStep(t *testing.T, be tensor.Backend, cfg Config, cut []int, M, B int,
 	}
 	r := rand.New(rand.NewPCG(23, 24))
 	res := trained{grads: map[string][]float32{}, params: map[string][]float32{}}
-	for mb := range M {
-		tokens, targets := batch(r, cfg, B)
-		var act *tensor.Tensor
-		for _, s := range stages {
-			out, err := s.Forward(mb, Input{Act: act, Tokens: tokens, Targets: targets})
-			if err != nil {
-				t.Fatal(err)
-			}
-			act = out.Act
-			if s.IsLast() {
-				res.losses = append(res.losses, out.Loss)
-			}
-		}
-	}
+	res.losses = forwardAll(t, stages, r, cfg, M, B)
 	for mb := M - 1; mb >= 0; mb-- {
 		var g *tensor.Tensor
 		for i := len(stages) - 1; i >= 0; i-- {

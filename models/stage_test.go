@@ -37,20 +37,7 @@ func pipelineStep(t *testing.T, be tensor.Backend, cfg Config, cut []int, opts S
 	}
 	r := rand.New(rand.NewPCG(21, 22))
 	res := stepResult{grads: map[string][]float32{}}
-	for mb := range M {
-		tokens, targets := batch(r, cfg, B)
-		var act *tensor.Tensor
-		for _, s := range stages {
-			out, err := s.Forward(mb, Input{Act: act, Tokens: tokens, Targets: targets})
-			if err != nil {
-				t.Fatal(err)
-			}
-			act = out.Act
-			if s.IsLast() {
-				res.losses = append(res.losses, out.Loss)
-			}
-		}
-	}
+	res.losses = forwardAll(t, stages, r, cfg, M, B)
 	for mb := M - 1; mb >= 0; mb-- {
 		var g *tensor.Tensor
 		for i := len(stages) - 1; i >= 0; i-- {
@@ -378,4 +365,27 @@ func TestRecycledBuffersGiveSameBits(t *testing.T) {
 			t.Fatalf("recompute=%v: the step on recycled buffers gives different gradients", rc)
 		}
 	}
+}
+
+// forwardAll runs M micro-batches of B random sequences forward through the
+// stages in order (a pipeline driven by hand) and returns the last stage's
+// losses.
+func forwardAll(t *testing.T, stages []*Stage, r *rand.Rand, cfg Config, M, B int) []float64 {
+	t.Helper()
+	var losses []float64
+	for mb := range M {
+		tokens, targets := batch(r, cfg, B)
+		var act *tensor.Tensor
+		for _, s := range stages {
+			out, err := s.Forward(mb, Input{Act: act, Tokens: tokens, Targets: targets})
+			if err != nil {
+				t.Fatal(err)
+			}
+			act = out.Act
+			if s.IsLast() {
+				losses = append(losses, out.Loss)
+			}
+		}
+	}
+	return losses
 }
