@@ -1,0 +1,257 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"flag"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+var updateScalingSVG = flag.Bool("update", false, "rewrite the scaling pictures under testdata")
+
+func TestScalingSVGNiceTicks(t *testing.T) {
+	for _, c := range []struct {
+		top  float64
+		want []float64
+	}{
+		{0, []float64{0, 1}},
+		{-3, []float64{0, 1}},
+		{1, []float64{0, 0.2, 0.4, 0.6, 0.8, 1}},
+		{10, []float64{0, 2, 4, 6, 8, 10}},
+		{11, []float64{0, 2.5, 5, 7.5, 10, 12.5}},
+		{1850, []float64{0, 500, 1000, 1500, 2000}},
+		{9028, []float64{0, 2000, 4000, 6000, 8000, 10000}},
+		{14800, []float64{0, 5000, 10000, 15000}},
+		{1.2e6, []float64{0, 250000, 500000, 750000, 1e6, 1.25e6}},
+		{0.907, []float64{0, 0.2, 0.4, 0.6, 0.8, 1}},
+		{1.15, []float64{0, 0.25, 0.5, 0.75, 1, 1.25}},
+	} {
+		got := niceTicks(c.top, 5)
+		if !slices.EqualFunc(got, c.want, func(a, b float64) bool { return math.Abs(a-b) <= 1e-9*max(1, b) }) {
+			t.Errorf("niceTicks(%v, 5) = %v, want %v", c.top, got, c.want)
+		}
+	}
+}
+
+func TestScalingSVGCompactNum(t *testing.T) {
+	for _, c := range []struct {
+		v    float64
+		want string
+	}{
+		{0, "0"}, {0.25, "0.25"}, {0.6000000000000001, "0.6"}, {7.5, "7.5"}, {10, "10"}, {950, "950"},
+		{999.9, "1k"}, {1000, "1k"}, {1234, "1.23k"}, {1250, "1.25k"}, {35000, "35k"}, {250000, "250k"},
+		{1.1e6, "1.1M"}, {1.25e6, "1.25M"}, {2.5e9, "2.5G"}, {-1500, "-1.5k"},
+	} {
+		if got := compactNum(c.v); got != c.want {
+			t.Errorf("compactNum(%v) = %q, want %q", c.v, got, c.want)
+		}
+	}
+}
+
+func TestScalingSVGLog2Pos(t *testing.T) {
+	for _, c := range []struct {
+		world, lo, hi int
+		want          float64
+	}{
+		{1, 1, 8, 100}, {8, 1, 8, 400}, {2, 1, 8, 200}, {4, 1, 8, 300},
+		{64, 1, 4096, 250}, {4096, 1, 4096, 400}, {4, 2, 8, 250}, {6, 6, 6, 250},
+	} {
+		if got := log2Pos(c.world, c.lo, c.hi, 100, 400); math.Abs(got-c.want) > 1e-9 {
+			t.Errorf("log2Pos(%d, %d, %d) = %v, want %v", c.world, c.lo, c.hi, got, c.want)
+		}
+	}
+}
+
+func TestScalingSVGThinLabels(t *testing.T) {
+	for _, c := range []struct {
+		xs   []float64
+		want []bool
+	}{
+		{[]float64{50}, []bool{true}},
+		{[]float64{0, 40, 80}, []bool{true, true, true}},
+		{[]float64{0, 10, 20, 30, 40}, []bool{true, false, false, false, true}},
+		{[]float64{0, 10, 20, 30, 40, 45}, []bool{true, false, false, false, false, true}},
+	} {
+		if got := thinLabels(c.xs, 30); !slices.Equal(got, c.want) {
+			t.Errorf("thinLabels(%v, 30) = %v, want %v", c.xs, got, c.want)
+		}
+	}
+}
+
+// scalingGoldens are the pictures under testdata: NAME.json holds the rows,
+// NAME.svg the picture drawn from them.
+var scalingGoldens = []struct {
+	name, title string
+	mode        ScalingMode
+}{
+	{"scaling_weak", "pplaunch bench scaling: gpt 8 layers × 256 wide, one rank per netns host", Weak},
+	{"scaling_strong", "pplaunch bench scaling: gpt 8 layers × 256 wide, ranks on one host", Strong},
+	{"scaling_one", "pplaunch bench scaling: one rank", Weak},
+}
+
+func TestScalingSVGGolden(t *testing.T) {
+	for _, g := range scalingGoldens {
+		t.Run(g.name, func(t *testing.T) {
+			rows := readScalingRows(t, filepath.Join("testdata", g.name+".json"))
+			var buf bytes.Buffer
+			if err := WriteScalingSVG(&buf, rows, g.title, g.mode); err != nil {
+				t.Fatal(err)
+			}
+			checkXML(t, buf.Bytes())
+			path := filepath.Join("testdata", g.name+".svg")
+			if *updateScalingSVG {
+				if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run go test ./bench -run ScalingSVG -update to create it)", err)
+			}
+			if !bytes.Equal(buf.Bytes(), want) {
+				t.Errorf("%s differs from the picture drawn now (rerun with -update if intended)", path)
+			}
+		})
+	}
+}
+
+func readScalingRows(t *testing.T, path string) []ScalingRow {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []ScalingRow
+	if err := json.Unmarshal(b, &rows); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return rows
+}
+
+// checkXML reads every token of b and fails the test if b is not well-formed
+// XML with an svg root.
+func checkXML(t *testing.T, b []byte) {
+	t.Helper()
+	d := xml.NewDecoder(bytes.NewReader(b))
+	root := ""
+	for {
+		tok, err := d.Token()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("not well-formed XML: %v", err)
+		}
+		if se, ok := tok.(xml.StartElement); ok && root == "" {
+			root = se.Name.Local
+		}
+	}
+	if root != "svg" {
+		t.Fatalf("root element %q, want svg", root)
+	}
+}
+
+func TestScalingSVGUnsortedAndEscaped(t *testing.T) {
+	rows := readScalingRows(t, filepath.Join("testdata", "scaling_weak.json"))
+	var sorted, shuffled bytes.Buffer
+	title := `a <b> & "c" 'd'`
+	if err := WriteScalingSVG(&sorted, rows, title, Weak); err != nil {
+		t.Fatal(err)
+	}
+	mixed := []ScalingRow{rows[2], rows[0], rows[3], rows[1]}
+	if err := WriteScalingSVG(&shuffled, mixed, title, Weak); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(sorted.Bytes(), shuffled.Bytes()) {
+		t.Error("rows out of order draw another picture than sorted rows")
+	}
+	if mixed[0].World != 4 || mixed[1].World != 1 {
+		t.Error("WriteScalingSVG reordered its argument")
+	}
+	checkXML(t, sorted.Bytes())
+	if !strings.Contains(sorted.String(), "a &lt;b&gt; &amp; &#34;c&#34; &#39;d&#39;") {
+		t.Error("the title is not escaped")
+	}
+}
+
+// wideScalingRows are 13 sizes from 1 to 4096 ranks whose tokens/s run from
+// 400 to about a million.
+func wideScalingRows() []ScalingRow {
+	var rows []ScalingRow
+	for i := range 13 {
+		w := 1 << i
+		eff := 1 - 0.03*float64(i)
+		step := 2.0 / eff
+		rows = append(rows, ScalingRow{
+			ScalingSize: ScalingSize{Nodes: max(1, w/8), NProc: min(w, 8), World: w, PP: min(w, 8), DP: max(1, w/8)},
+			Schedule:    "1f1b", TokensPerS: 400 * float64(w) * eff,
+			StepS: step, PredictedStepS: 0.9 * step, Efficiency: eff,
+			ComputeS: 1.6, TransferS: 0.03 * float64(i) * step, IdleS: step - 1.6 - 0.03*float64(i)*step,
+		})
+	}
+	return rows
+}
+
+func TestScalingSVGWide(t *testing.T) {
+	rows := wideScalingRows()
+	for _, mode := range []ScalingMode{Weak, Strong} {
+		var buf bytes.Buffer
+		if err := WriteScalingSVG(&buf, rows, "wide", mode); err != nil {
+			t.Fatal(err)
+		}
+		checkXML(t, buf.Bytes())
+		for _, want := range []string{">4096<", ">8×512<", "M<", string(mode) + " scaling"} {
+			if !strings.Contains(buf.String(), want) {
+				t.Errorf("%s picture lacks %q", mode, want)
+			}
+		}
+	}
+}
+
+func TestScalingSVGErrors(t *testing.T) {
+	good := readScalingRows(t, filepath.Join("testdata", "scaling_weak.json"))
+	with := func(f func(r *ScalingRow)) []ScalingRow {
+		rows := slices.Clone(good)
+		f(&rows[2])
+		return rows
+	}
+	for _, c := range []struct {
+		name string
+		rows []ScalingRow
+		mode ScalingMode
+		want []string
+	}{
+		{"no rows", nil, Weak, []string{"no rows"}},
+		{"NaN", with(func(r *ScalingRow) { r.TokensPerS = math.NaN() }), Weak, []string{"world 4", "tokens_per_s", "NaN"}},
+		{"Inf", with(func(r *ScalingRow) { r.IdleS = math.Inf(1) }), Weak, []string{"world 4", "idle_s", "+Inf"}},
+		{"negative", with(func(r *ScalingRow) { r.TransferS = -0.5 }), Weak, []string{"world 4", "transfer_s", "-0.5"}},
+		{"negative efficiency", with(func(r *ScalingRow) { r.Efficiency = -1 }), Weak, []string{"world 4", "efficiency"}},
+		{"world 0", with(func(r *ScalingRow) { r.World = 0 }), Weak, []string{"world 0", "at least 1"}},
+		{"same world twice", with(func(r *ScalingRow) { r.World = 2 }), Weak, []string{"two rows have world 2"}},
+		{"unknown mode", good, "sideways", []string{`"sideways"`}},
+	} {
+		var buf bytes.Buffer
+		err := WriteScalingSVG(&buf, c.rows, "t", c.mode)
+		if err == nil {
+			t.Errorf("%s: no error", c.name)
+			continue
+		}
+		for _, w := range c.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: error %q does not name %q", c.name, err, w)
+			}
+		}
+		if buf.Len() != 0 {
+			t.Errorf("%s: wrote %d bytes before failing", c.name, buf.Len())
+		}
+	}
+}
