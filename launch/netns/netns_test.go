@@ -72,7 +72,8 @@ func dial(timeout, addr string) int {
 
 func helper(ctx context.Context, h *Host, mode string, args ...string) *exec.Cmd {
 	cmd := h.Command(ctx, os.Args[0], append([]string{"-test.run=^$"}, args...)...)
-	cmd.Env = append(os.Environ(), "NETNS_TEST_HELPER="+mode)
+	// A race-enabled binary sleeps a second as it exits, unless told not to.
+	cmd.Env = append(os.Environ(), "NETNS_TEST_HELPER="+mode, "GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 	cmd.Stderr = os.Stderr
 	return cmd
 }
