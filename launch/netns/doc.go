@@ -8,6 +8,12 @@
 // everywhere. The namespaces get no default route and forwarding is left as it
 // is, so traffic stays on the private subnet.
 //
+// The hosts' links can be shaped with tc (iproute2): Net.LimitRate caps each
+// host's traffic, each way, with a tbf qdisc on both ends of its veth pair, and
+// Net.AddDelay delays what each host sends with netem, where the kernel has it
+// (DelayAvailable says whether it does). The qdiscs go with the veths and
+// namespaces when the network is closed.
+//
 // Several processes may build networks at once (go test runs packages in
 // parallel): each network takes a free slot S (a flock under /run/pplaunch-netns),
 // which names its subnet, bridge, veths and namespaces, and each host name is
@@ -18,6 +24,8 @@
 // Creating namespaces needs root (CAP_SYS_ADMIN and CAP_NET_ADMIN) and the
 // programs ip (iproute2), nsenter and unshare (util-linux); Available says which
 // is missing, and New skips the test, saying why, where they are not available.
+// Shaping links needs tc as well, which only LimitRate, AddDelay and
+// DelayAvailable look for.
 //
 // It serves two users, and no other library package of pplaunch may import it:
 // tests (through New, and launch/slurmtest), and the command

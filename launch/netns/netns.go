@@ -37,6 +37,8 @@ type Net struct {
 	slotLock  *os.File
 	nameLocks []*os.File
 	closed    bool
+	rate      uint64        // LimitRate's, in bit/s; 0 if unlimited
+	delay     time.Duration // AddDelay's; 0 if none
 }
 
 // Host is one simulated machine.
