@@ -14,7 +14,6 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"testing"
 	"time"
 )
 
@@ -38,6 +37,8 @@ type Net struct {
 	slotLock  *os.File
 	nameLocks []*os.File
 	closed    bool
+	rate      uint64        // LimitRate's, in bit/s; 0 if unlimited
+	delay     time.Duration // AddDelay's; 0 if none
 }
 
 // Host is one simulated machine.
@@ -74,11 +75,23 @@ func Available() error {
 	return nil
 }
 
+// TB is the part of testing.TB that New uses; *testing.T and *testing.B satisfy
+// it. The package takes this rather than testing.TB so that it does not import
+// package testing, which would be linked into pplaunch itself.
+type TB interface {
+	Helper()
+	Skip(args ...any)
+	Fatalf(format string, args ...any)
+	Errorf(format string, args ...any)
+	Logf(format string, args ...any)
+	Cleanup(func())
+}
+
 // New builds a network with one host per name for the test, and tears it down in
 // t.Cleanup. It skips the test, saying why, where namespaces are not available.
 // Register cleanups of processes running in the hosts after calling New, so they
 // run (and the processes end) before the network goes.
-func New(t testing.TB, names ...string) *Net {
+func New(t TB, names ...string) *Net {
 	t.Helper()
 	if err := Available(); err != nil {
 		t.Skip("netns: " + err.Error())

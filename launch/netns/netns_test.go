@@ -21,6 +21,16 @@ func TestMain(m *testing.M) {
 	case "dial":
 		n := len(os.Args)
 		os.Exit(dial(os.Args[n-2], os.Args[n-1]))
+	case "sink":
+		os.Exit(sink())
+	case "source":
+		n := len(os.Args)
+		os.Exit(source(os.Args[n-2], os.Args[n-1]))
+	case "listen":
+		os.Exit(listen())
+	case "connect":
+		n := len(os.Args)
+		os.Exit(connect(os.Args[n-2], os.Args[n-1]))
 	}
 	os.Exit(m.Run())
 }
@@ -72,7 +82,8 @@ func dial(timeout, addr string) int {
 
 func helper(ctx context.Context, h *Host, mode string, args ...string) *exec.Cmd {
 	cmd := h.Command(ctx, os.Args[0], append([]string{"-test.run=^$"}, args...)...)
-	cmd.Env = append(os.Environ(), "NETNS_TEST_HELPER="+mode)
+	// A race-enabled binary sleeps a second as it exits, unless told not to.
+	cmd.Env = append(os.Environ(), "NETNS_TEST_HELPER="+mode, "GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 	cmd.Stderr = os.Stderr
 	return cmd
 }
@@ -169,6 +180,13 @@ func leftovers(t *testing.T, s int) []string {
 		for _, e := range ents {
 			if strings.HasPrefix(e.Name(), fmt.Sprintf("pp%d-", s)) {
 				left = append(left, "/run/netns/"+e.Name())
+			}
+		}
+	}
+	if ents, err := os.ReadDir("/sys/class/net"); err == nil {
+		for _, e := range ents {
+			if strings.HasPrefix(e.Name(), fmt.Sprintf("pp%dv", s)) {
+				left = append(left, "veth "+e.Name())
 			}
 		}
 	}
