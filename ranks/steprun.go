@@ -32,6 +32,7 @@ type stepRun struct {
 	batches Batches
 	res     *StepResult
 	start   time.Time
+	cur     int // the action running, by its index in the list
 
 	recvF   map[key]*pending       // posted activation receives
 	recvB   map[key]*pending       // posted gradient receives
@@ -76,7 +77,7 @@ func (r *stepRun) run(i int, a schedules.Action) error {
 		return r.fail(a, -1, err)
 	}
 	t0 := r.since()
-	r.res.Spans[i] = schedules.Span{Action: a, Start: t0, End: t0}
+	r.cur, r.res.Spans[i] = i, schedules.Span{Action: a, Start: t0, End: t0}
 	st := r.x.Stages[a.Stage]
 	if st == nil && a.Kind != schedules.SendF && a.Kind != schedules.SendB {
 		return r.fail(a, -1, fmt.Errorf("stage %d is not on pipeline rank %d", a.Stage, r.x.PRank))
@@ -241,6 +242,9 @@ func (r *stepRun) take(k, from key, posted map[key]*pending, local map[key]*tens
 		if err := r.wait(p); err != nil {
 			return nil, false, err
 		}
+		// The compute starts once its input is there: the wait before is
+		// idle (or transfer) time, not compute.
+		r.res.Spans[r.cur].Start = r.since()
 		delete(posted, k)
 		return p.t, true, nil
 	}
