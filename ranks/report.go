@@ -14,13 +14,33 @@ import (
 
 // StepRecord is one step as rank 0 reports it (--metrics writes it as a JSON line).
 type StepRecord struct {
-	Step             int       `json:"step"`
-	Loss             float64   `json:"loss"`
-	ValLoss          *float64  `json:"val_loss"`
-	TokensPerS       float64   `json:"tokens_per_s"`
-	StepS            float64   `json:"step_s"`
-	BubbleMeasured   float64   `json:"bubble_measured"`
-	BubblePredicted  float64   `json:"bubble_predicted"`
+	Step            int      `json:"step"`
+	Loss            float64  `json:"loss"`
+	ValLoss         *float64 `json:"val_loss"`
+	TokensPerS      float64  `json:"tokens_per_s"`
+	StepS           float64  `json:"step_s"`
+	BubbleMeasured  float64  `json:"bubble_measured"`
+	BubblePredicted float64  `json:"bubble_predicted"`
+	// PipelineS is replica 0's pipeline makespan, from its first compute
+	// start to its last compute end; PredictedPipelineS is the simulator's
+	// for the step's mean action times with free transfers.
+	PipelineS          float64 `json:"pipeline_s"`
+	PredictedPipelineS float64 `json:"predicted_pipeline_s"`
+	// ComputeS is each rank's time in compute actions (forward and
+	// backward passes) in the step, ReduceS in the reductions after the
+	// pipeline (replicas' gradients, tied embedding, loss and norm: a rank
+	// that finished early waits there for the others), OptimizerS in the
+	// optimizer update.
+	ComputeS   []float64 `json:"compute_s"`
+	ReduceS    []float64 `json:"reduce_s"`
+	OptimizerS []float64 `json:"optimizer_s"`
+	// TransferWaitS is each rank's time waiting for messages on the wire:
+	// of the gaps before its computes, the part after the peer sent the
+	// input (the part before is the bubble). MessageS is the median time
+	// of one message from its send to its arrival, over those a waiting
+	// rank saw arrive (0 when no rank waited for one).
+	TransferWaitS    []float64 `json:"transfer_wait_s"`
+	MessageS         float64   `json:"message_latency_s"`
 	PeakActivation   []int64   `json:"peak_activation_bytes"`
 	PeakMicroBatches []float64 `json:"peak_activation_microbatches"`
 	// PeakDevice is each rank's most device memory held by tensors in the
@@ -44,8 +64,9 @@ type StepRecord struct {
 
 // reportHead is the report message's header: start, peak bytes, bytes per
 // micro-batch, CPU seconds, peak device bytes (-1 without a device), RSS
-// bytes; the spans follow, two values each.
-const reportHead = 6
+// bytes, reduction seconds, optimizer seconds; the spans follow, two values
+// each.
+const reportHead = 8
 
 // deviceMemory is a backend that counts the device memory its tensors hold
 // (tensor.CUDA).
@@ -66,18 +87,18 @@ func cpuTime() time.Duration {
 // report sends this rank's measured step to rank 0, which puts together the
 // record: measured and predicted bubble (replica 0's pipeline) and every
 // rank's peak activation bytes. Times travel on rank 0's clock.
-func (t *trainer) report(ctx context.Context, step int, sr *StepResult, cpuS float64) (*StepRecord, error) {
+func (t *trainer) report(ctx context.Context, step int, o stepOutcome, cpuS float64) (*StepRecord, error) {
 	tag := collective.Tag{Kind: collective.Control, Chunk: chunkReport, Step: uint32(step)}
 	wctx, cancel := t.waitCtx(ctx)
 	defer cancel()
 	if t.job.Rank != 0 {
-		if err := t.job.Comm.Send(wctx, 0, tag, collective.F64(t.encodeReport(sr, cpuS))); err != nil {
+		if err := t.job.Comm.Send(wctx, 0, tag, collective.F64(t.encodeReport(o, cpuS))); err != nil {
 			return nil, fmt.Errorf("step %d: report to rank 0: %w", step, err)
 		}
 		return nil, nil
 	}
 	all := make([][]float64, t.job.Size)
-	all[0] = t.encodeReport(sr, cpuS)
+	all[0] = t.encodeReport(o, cpuS)
 	var ops []collective.Op
 	for r := 1; r < t.job.Size; r++ {
 		all[r] = make([]float64, reportHead+2*len(t.sched.Ranks[r%t.cfg.PP]))
@@ -97,7 +118,8 @@ func (t *trainer) report(ctx context.Context, step int, sr *StepResult, cpuS flo
 
 // encodeReport is this rank's report message: the header, then every
 // span's start and end.
-func (t *trainer) encodeReport(sr *StepResult, cpuS float64) []float64 {
+func (t *trainer) encodeReport(o stepOutcome, cpuS float64) []float64 {
+	sr := o.sr
 	v := make([]float64, reportHead+2*len(sr.Spans))
 	var perMB int64
 	for _, n := range sr.PerMB {
@@ -108,7 +130,7 @@ func (t *trainer) encodeReport(sr *StepResult, cpuS float64) []float64 {
 	if d, ok := t.job.Backend.(deviceMemory); ok {
 		v[4] = float64(d.MemoryStats().Peak)
 	}
-	v[5] = float64(rssBytes())
+	v[5], v[6], v[7] = float64(rssBytes()), o.reduceS, o.optimS
 	for i, sp := range sr.Spans {
 		v[reportHead+2*i], v[reportHead+1+2*i] = sp.Start, sp.End
 	}
@@ -120,7 +142,7 @@ func (t *trainer) encodeReport(sr *StepResult, cpuS float64) []float64 {
 func (t *trainer) record(step int, all [][]float64) *StepRecord {
 	n := t.job.Size
 	rec := &StepRecord{Step: step, PeakActivation: make([]int64, n), PeakMicroBatches: make([]float64, n), CPUS: make([]float64, n),
-		RSS: make([]int64, n)}
+		RSS: make([]int64, n), ComputeS: make([]float64, n), ReduceS: make([]float64, n), OptimizerS: make([]float64, n)}
 	abs := &schedules.Timeline{Ranks: make([][]schedules.Span, n)}
 	for r, v := range all {
 		rec.PeakActivation[r] = int64(v[1])
@@ -131,19 +153,24 @@ func (t *trainer) record(step int, all [][]float64) *StepRecord {
 			}
 			rec.PeakDevice[r] = int64(v[4])
 		}
-		rec.RSS[r] = int64(v[5])
+		rec.RSS[r], rec.ReduceS[r], rec.OptimizerS[r] = int64(v[5]), v[6], v[7]
 		if v[2] > 0 {
 			rec.PeakMicroBatches[r] = v[1] / v[2]
 		}
 		list := t.sched.Ranks[r%t.cfg.PP]
 		abs.Ranks[r] = make([]schedules.Span, len(list))
 		for i, a := range list {
-			abs.Ranks[r][i] = schedules.Span{Action: a, Start: v[0] + v[reportHead+2*i], End: v[0] + v[reportHead+1+2*i]}
+			sp := schedules.Span{Action: a, Start: v[0] + v[reportHead+2*i], End: v[0] + v[reportHead+1+2*i]}
+			abs.Ranks[r][i] = sp
+			if a.Kind.IsCompute() {
+				rec.ComputeS[r] += sp.End - sp.Start
+			}
 		}
 	}
 	rec.Timeline = abs
 	m := t.cfg.Model
 	rec.Transfers = transfers(t.sched, t.cfg.PP, abs, int64(t.cfg.MicroSize*m.Seq*m.Width)*4)
+	rec.TransferWaitS, rec.MessageS = transferWaits(t.sched, t.cfg.PP, abs)
 	return rec
 }
 
@@ -167,7 +194,7 @@ func (t *trainer) bubbles(rec *StepRecord, all [][]float64) error {
 	if err != nil {
 		return fmt.Errorf("measured timeline: %w", err)
 	}
-	rec.BubbleMeasured = st.Bubble
+	rec.BubbleMeasured, rec.PipelineS = st.Bubble, st.Makespan
 	costs, err := schedules.MeanCosts(t.sched, pipe)
 	if err != nil {
 		return fmt.Errorf("measured costs: %w", err)
@@ -179,6 +206,6 @@ func (t *trainer) bubbles(rec *StepRecord, all [][]float64) error {
 	if st, err = schedules.Analyze(t.sched, sim, nil); err != nil {
 		return fmt.Errorf("simulated timeline: %w", err)
 	}
-	rec.BubblePredicted = st.Bubble
+	rec.BubblePredicted, rec.PredictedPipelineS = st.Bubble, st.Makespan
 	return nil
 }

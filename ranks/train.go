@@ -225,6 +225,10 @@ type stepOutcome struct {
 	sr             *StepResult
 	norm, loss, lr float64
 	stop           bool // a rank was asked to stop (preemption)
+	// reduceS is the time of the reductions after the pipeline (replicas'
+	// gradients, the tied embedding, the loss and norm), optimS the
+	// optimizer update's.
+	reduceS, optimS float64
 }
 
 // runStep runs step's schedule, combines the gradients across replicas and
@@ -251,6 +255,7 @@ func (t *trainer) runStep(ctx context.Context, step, first int) (stepOutcome, er
 	if t.prof != nil {
 		t.prof.endStep(sr)
 	}
+	reduceStart := time.Now()
 	if c.DP > 1 {
 		if err := t.finishReduce(ctx, step); err != nil {
 			return stepOutcome{}, err
@@ -267,12 +272,15 @@ func (t *trainer) runStep(ctx context.Context, step, first int) (stepOutcome, er
 	if err != nil {
 		return stepOutcome{}, err
 	}
+	optimStart := time.Now()
+	o.reduceS = optimStart.Sub(reduceStart).Seconds()
 	scale := models.ClipScale(o.norm, c.Clip)
 	for _, s := range t.order {
 		if err := t.opts[s].Step(t.stages[s].Params(), o.lr, scale); err != nil {
 			return stepOutcome{}, fmt.Errorf("step %d: optimizer of stage %d: %w", step, s, err)
 		}
 	}
+	o.optimS = time.Since(optimStart).Seconds()
 	return o, nil
 }
 
@@ -305,7 +313,7 @@ func (t *trainer) evalAndSave(ctx context.Context, step int, last, stop bool, re
 func (t *trainer) publish(ctx context.Context, step int, o stepOutcome, val *float64, start time.Time, cpu0 time.Duration, res *Result) error {
 	c := t.cfg
 	stepS := time.Since(start).Seconds()
-	rec, err := t.report(ctx, step, o.sr, (cpuTime() - cpu0).Seconds())
+	rec, err := t.report(ctx, step, o, (cpuTime() - cpu0).Seconds())
 	if err != nil || t.job.Rank != 0 {
 		return err
 	}

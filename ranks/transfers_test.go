@@ -37,3 +37,35 @@ func TestTransfers(t *testing.T) {
 		t.Fatalf("one stage: %+v, want none", got)
 	}
 }
+
+// TestTransferWaits: on the simulator's timeline of 1F1B over two stages,
+// one micro-batch, each rank waits once for a message of Comm seconds (the
+// last stage for its activation, the first for its gradient); the time
+// spent waiting for the peer's compute is not counted. Receives posted at
+// the start of the step, as the executor posts them, change nothing.
+func TestTransferWaits(t *testing.T) {
+	const pp, dp = 2, 2
+	sched, err := schedules.Generate("1f1b", pp, 1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, comm := range []float64{0, 0.5} {
+		sim, err := schedules.Simulate(sched, schedules.Costs{Default: schedules.StageCost{F: 1, B: 2, I: 1, W: 1}, Comm: comm})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tl := &schedules.Timeline{Ranks: make([][]schedules.Span, pp*dp)}
+		for r := range pp * dp {
+			for _, sp := range sim.Ranks[r%pp] {
+				if sp.Action.Kind == schedules.RecvF || sp.Action.Kind == schedules.RecvB {
+					sp.Start = 0 // posted early
+				}
+				tl.Ranks[r] = append(tl.Ranks[r], sp)
+			}
+		}
+		waits, latency := transferWaits(sched, pp, tl)
+		if !slices.Equal(waits, []float64{comm, comm, comm, comm}) || latency != comm {
+			t.Errorf("comm %v: waits %v, latency %v; want %v each", comm, waits, latency, comm)
+		}
+	}
+}
