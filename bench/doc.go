@@ -3,6 +3,10 @@
 // Step times one training step of a whole model in one process (pplaunch bench
 // step). Rendezvous forms worlds of many simulated agents on one store
 // (pplaunch bench rendezvous); the agents' rendezvous comes in as a Joiner.
+// ScalingPlan lays out the sizes of a scaling run, ScalingRun turns one
+// size's step records and profile into a ScalingRow, and ScalingReport and
+// WriteScalingSVG print them (pplaunch bench scaling, whose processes
+// cmd/pplaunch runs).
 //
 // It may import every package except cmd/pplaunch and launch (the agent); only
 // cmd/pplaunch imports it, so no library package must ever import bench.

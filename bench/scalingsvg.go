@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // The picture's frame, in SVG user units (pixels).
@@ -65,7 +66,12 @@ func WriteScalingSVG(w io.Writer, rows []ScalingRow, title string, mode ScalingM
 	s.printf(`<defs><pattern id="scaling-hatch" patternUnits="userSpaceOnUse" width="6" height="6" patternTransform="rotate(45)">` +
 		`<rect width="6" height="6" fill="#ffffff"/><line x1="0" y1="0" x2="0" y2="6" stroke="` + colPredicted + `" stroke-width="1.5"/></pattern></defs>` + "\n")
 	s.printf(`<rect width="%d" height="%d" fill="#ffffff"/>`+"\n", svgW, svgH)
-	s.text(svgW/2, 28, 17, "middle", "#000000", `font-weight="bold"`, title)
+	// A long title gets a smaller font rather than being clipped.
+	size := 17.0
+	if n := utf8.RuneCountInString(title); n > 90 {
+		size = max(9, 17*90/float64(n))
+	}
+	s.text(svgW/2, 28, size, "middle", "#000000", `font-weight="bold"`, title)
 	s.text(svgW/2, 48, 12, "middle", colMuted, "", sub)
 	drawScalingCurve(&s, rs)
 	drawScalingBars(&s, rs)

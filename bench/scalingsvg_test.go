@@ -15,7 +15,7 @@ import (
 	"testing"
 )
 
-var updateScalingSVG = flag.Bool("update", false, "rewrite the scaling pictures under testdata")
+var update = flag.Bool("update", false, "rewrite the goldens under testdata")
 
 func TestScalingSVGNiceTicks(t *testing.T) {
 	for _, c := range []struct {
@@ -107,7 +107,7 @@ func TestScalingSVGGolden(t *testing.T) {
 			}
 			checkXML(t, buf.Bytes())
 			path := filepath.Join("testdata", g.name+".svg")
-			if *updateScalingSVG {
+			if *update {
 				if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
 					t.Fatal(err)
 				}
