@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -35,6 +36,7 @@ type benchCmd struct {
 	P2P        *benchP2PCmd        `arg:"subcommand:p2p" help:"point-to-point bandwidth and latency, nccl-tests style, beside a plain socket (a rank job)"`
 	AllReduce  *benchAllReduceCmd  `arg:"subcommand:allreduce" help:"all-reduce time and bus bandwidth, nccl-tests style (a rank job)"`
 	Rendezvous *benchRendezvousCmd `arg:"subcommand:rendezvous" help:"time to form the world with many agents joining one store on loopback"`
+	Scaling    *benchScalingCmd    `arg:"subcommand:scaling" help:"a training run at several world sizes (nodes × ranks), across simulated hosts, a Slurm allocation or this machine: tokens/s, efficiency, bubble, transfer share, SVG curves (train flags after --)"`
 }
 
 func (cli) Description() string {
@@ -80,6 +82,9 @@ func run(argv []string, stdout, stderr io.Writer) int {
 		default:
 			fmt.Fprintln(stderr, "pplaunch:", err)
 			p.WriteUsageForSubcommand(stderr, p.SubcommandNames()...)
+			if slices.Equal(p.SubcommandNames(), []string{"bench", "scaling"}) {
+				fmt.Fprintln(stderr, "The train flags go after --, e.g. pplaunch bench scaling --netns 4 --nproc 1 -- --layers 8 --schedule zb-h1")
+			}
 			return 2
 		}
 	}
@@ -88,6 +93,15 @@ func run(argv []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "pplaunch: train:", err)
 			return 2
 		}
+	}
+	if c.Bench != nil && c.Bench.Scaling != nil {
+		// The parser hands --nproc to the launcher's flag, before or after
+		// the subcommand.
+		if givenFlags(torchrunNames(flagArgs))["--nproc"] {
+			c.Bench.Scaling.NProc = c.Flags.NProc
+		}
+		c.Bench.Scaling.train = program
+		return runInProcess(stderr, func(ctx context.Context) error { return c.Bench.Scaling.run(ctx, stdout, stderr) })
 	}
 	if hasProgram {
 		if p.Subcommand() != nil {

@@ -132,6 +132,12 @@ func (c *trainCmd) precheck(f launch.Flags, getenv func(string) string) error {
 	if lc, err := launch.Resolve(f, getenv); err == nil && lc.NNodes == 1 {
 		size = lc.NProc
 	}
+	return c.checkWorld(size)
+}
+
+// checkWorld checks the configuration for a world of size ranks (0: not
+// known, what depends on it is left out).
+func (c *trainCmd) checkWorld(size int) error {
 	if err := c.resolveWorld(size); err != nil {
 		return err
 	}

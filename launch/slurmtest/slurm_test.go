@@ -233,6 +233,40 @@ func TestSlurmTwoNodes(t *testing.T) {
 		})
 	}
 
+	// bench scaling in the batch script: one srun step per size, on 1 and
+	// then 2 of the allocation's nodes, a row each.
+	t.Run("bench scaling", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		if err := c.WaitIdle(ctx); err != nil {
+			t.Fatal(err)
+		}
+		csvPath := filepath.Join(c.Dir, "scaling.csv")
+		job := Job{
+			Script: filepath.Join(root, "examples", "slurm", "scaling.sbatch"),
+			Args: []string{"--steps", "1", "--warmup-steps", "0", "--", "--layers", "2", "--width", "32", "--heads", "2", "--seq", "16",
+				"--microbatch-size", "1", "--microbatches", "2", "--eval-batches", "1", "--timeout", "30s"},
+			Env:    []string{"PPLAUNCH=" + bin, "NPROC=1", "CSV=" + csvPath, "SVG=" + filepath.Join(c.Dir, "scaling.svg")},
+			Sbatch: []string{"--nodes=2"},
+		}
+		r, err := c.Run(ctx, job)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(csvPath)
+		if err != nil {
+			t.Fatalf("job %d wrote no rows: %v\n%s", r.ID, err, r.Output)
+		}
+		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+		if len(lines) != 3 || !strings.HasPrefix(lines[1], "1,1,1,1,1,") || !strings.HasPrefix(lines[2], "2,1,2,2,1,") {
+			t.Errorf("job %d: rows\n%s\nwant world 1 on one node, then world 2 (pp 2) on two; output:\n%s", r.ID, b, r.Output)
+		}
+		if !strings.Contains(r.Output, "the Slurm allocation's 2 nodes") {
+			t.Errorf("job %d: the table does not say where it ran:\n%s", r.ID, r.Output)
+		}
+		t.Logf("ran: %s\n  job %d %s in the allocation %s:\n%s", command(job, ""), r.ID, r.State, r.Nodes, r.Output)
+	})
+
 	// A rank on the second node fails: both agents stop their ranks (the
 	// others would sleep for a minute) and the job fails with the rank's exit
 	// code, the root cause named in the output.
@@ -265,5 +299,5 @@ func TestSlurmTwoNodes(t *testing.T) {
 		t.Logf("ran: %s\n  job %d %s (exit %s) in %v; %s",
 			command(job, ""), r.ID, r.State, r.ExitCode, time.Since(start).Round(time.Millisecond), strings.TrimSpace(cause))
 	})
-	t.Logf("slurm test: %v in all (install check, cluster start, build, four jobs)", time.Since(began).Round(time.Millisecond))
+	t.Logf("slurm test: %v in all (install check, cluster start, build, five jobs)", time.Since(began).Round(time.Millisecond))
 }

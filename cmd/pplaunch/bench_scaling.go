@@ -1,0 +1,246 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/alexflint/go-arg"
+
+	"github.com/pplaunch/pplaunch/bench"
+	"github.com/pplaunch/pplaunch/launch/netns"
+	"github.com/pplaunch/pplaunch/ranks"
+)
+
+// benchScalingCmd is `pplaunch bench scaling [FLAGS] -- TRAIN FLAGS`: the
+// training run at each size, one table row per size.
+type benchScalingCmd struct {
+	Nodes       string        `arg:"--nodes" placeholder:"N,..." help:"node counts [default: 1, 2, 4... up to --netns N or the Slurm allocation's nodes; 1 on one machine]"`
+	NProc       string        `arg:"--nproc" placeholder:"N,..." help:"ranks per node [default: 1,2,4 on one machine, 1 across hosts]"`
+	NetNS       int           `arg:"--netns" placeholder:"N" help:"simulate N hosts on this machine: network namespaces joined by a bridge (needs root)"`
+	LinkRate    string        `arg:"--link-rate" placeholder:"RATE" help:"with --netns: limit each host's link to RATE each way (tc tbf), e.g. 10gbit, 200mbit"`
+	LinkDelay   durationValue `arg:"--link-delay" placeholder:"D" help:"with --netns: delay each host's outgoing packets by D (tc netem, where the kernel has it), e.g. 1ms"`
+	Mode        string        `arg:"--mode" default:"weak" help:"weak: the global batch grows with the world; strong: it stays the smallest size's"`
+	Grow        string        `arg:"--grow" default:"pp" help:"the dimension that grows with the world: pp (the pipeline deepens; dp from train's --dp) or dp (replicas are added; pp from train's --pp, default the smallest world)"`
+	Steps       int           `arg:"--steps" default:"5" help:"measured steps per size"`
+	WarmupSteps int           `arg:"--warmup-steps" default:"2" help:"steps run first at each size and left out (allocation, connections, caches)"`
+	JSON        bool          `arg:"--json" help:"print the report as JSON instead of the table"`
+	CSV         string        `arg:"--csv" placeholder:"FILE" help:"also write the rows as CSV"`
+	SVG         string        `arg:"--svg" placeholder:"FILE" help:"also draw the scaling curve and each size's step (compute, transfer, idle; predicted beside) as SVG"`
+	Out         string        `arg:"--out" placeholder:"DIR" help:"keep each size's logs, metrics and profile here [default: a temporary directory, removed unless a size fails]"`
+	Timeout     durationValue `arg:"--timeout" default:"30m" help:"give up on a size after this long"`
+
+	train []string // the train flags, after --
+}
+
+// scalingOwned are the train flags bench scaling sets at every size
+// (--microbatches too, but as given it is the smallest size's).
+var scalingOwned = []string{"--steps", "--metrics", "--profile", "--eval-every", "--resume", "--checkpoint-dir",
+	"--checkpoint-every", "--trace", "--trace-svg", "--metrics-addr", "--sample-every"}
+
+func (c *benchScalingCmd) run(ctx context.Context, stdout, stderr io.Writer) error {
+	s, err := c.prepare(os.Getenv)
+	if err != nil {
+		return exitError{code: 2, err: err}
+	}
+	dir, keep := c.Out, c.Out != ""
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "pplaunch-scaling-"); err != nil {
+			return err
+		}
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	rep, err := c.runSizes(ctx, s, dir, stderr)
+	if err != nil {
+		keep = true
+	}
+	if len(rep.Rows) > 0 {
+		err = errors.Join(err, c.write(rep, stdout))
+	}
+	if keep {
+		fmt.Fprintf(stderr, "bench scaling: logs, metrics and profiles in %s\n", dir)
+	} else {
+		os.RemoveAll(dir)
+	}
+	return err
+}
+
+// scalingSetup is a checked scaling run: where, the sizes, the base train
+// configuration.
+type scalingSetup struct {
+	target scalingTarget
+	sizes  []bench.ScalingSize
+	base   *trainCmd
+	rate   uint64 // bits per second of each simulated link; 0: as fast as it goes
+}
+
+// prepare checks everything before anything runs: the flags, the train
+// flags, and the train configuration at every size.
+func (c *benchScalingCmd) prepare(getenv func(string) string) (*scalingSetup, error) {
+	if c.Steps < 1 || c.WarmupSteps < 0 {
+		return nil, fmt.Errorf("--steps %d --warmup-steps %d: want at least one measured step and no negative warm-up", c.Steps, c.WarmupSteps)
+	}
+	t, err := chooseTarget(c.NetNS, c.LinkRate != "" || c.LinkDelay.D() != 0, getenv)
+	if err != nil {
+		return nil, err
+	}
+	var nodes, nproc []int
+	if c.Nodes != "" {
+		if nodes, err = intList("--nodes", c.Nodes); err != nil {
+			return nil, err
+		}
+	}
+	if c.NProc != "" {
+		if nproc, err = intList("--nproc", c.NProc); err != nil {
+			return nil, err
+		}
+	}
+	if nodes, nproc, err = defaultSizes(t, nodes, nproc); err != nil {
+		return nil, err
+	}
+	base, err := parseTrainArgs(c.train)
+	if err != nil {
+		return nil, err
+	}
+	given := givenFlags(torchrunNames(c.train))
+	owned := append(scalingOwned, "--"+c.Grow)
+	for _, f := range owned {
+		if given[f] {
+			return nil, fmt.Errorf("train flag %s: bench scaling sets it at every size (--steps and --warmup-steps are bench scaling's own; --grow %s sets --%s)", f, c.Grow, c.Grow)
+		}
+	}
+	plan := bench.ScalingPlan{Nodes: nodes, NProc: nproc, Mode: bench.ScalingMode(c.Mode), Grow: c.Grow, Micro: base.Microbatches, MicroSize: base.MicrobatchSize}
+	if c.Grow == "pp" {
+		plan.Fixed = base.DP
+	} else {
+		plan.Fixed = base.PP
+	}
+	sizes, err := plan.Sizes()
+	if err != nil {
+		return nil, err
+	}
+	s := &scalingSetup{target: t, sizes: sizes, base: base}
+	if s.rate, err = c.linkRate(); err != nil {
+		return nil, err
+	}
+	for _, z := range sizes {
+		tc, err := parseTrainArgs(c.trainArgs(z, "", ""))
+		if err == nil {
+			err = tc.checkWorld(z.World)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("at world %d (%s, pp %d × dp %d, %d micro-batches): %w", z.World, z.Where(), z.PP, z.DP, z.Micro, err)
+		}
+	}
+	return s, c.canRun(t)
+}
+
+// canRun checks that the target can run the sizes: simulated hosts need
+// root and, for a delay, the netem qdisc.
+func (c *benchScalingCmd) canRun(t scalingTarget) error {
+	if t.kind != targetNetns {
+		return nil
+	}
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("--netns: simulated hosts are network namespaces, which need root: run pplaunch as root (sudo), or leave out --netns")
+	}
+	if err := netns.Available(); err != nil {
+		return fmt.Errorf("--netns: %w", err)
+	}
+	if c.LinkDelay.D() > 0 {
+		if err := netns.DelayAvailable(); err != nil {
+			return fmt.Errorf("--link-delay: %w", err)
+		}
+	}
+	return nil
+}
+
+// trainArgs are the train flags of one size: the user's, then the size's
+// layout and batch and the files the run leaves (none when dir is "").
+func (c *benchScalingCmd) trainArgs(z bench.ScalingSize, metrics, profile string) []string {
+	i := strconv.Itoa
+	args := append(append([]string{}, c.train...), "--pp", i(z.PP), "--dp", i(z.DP), "--microbatches", i(z.Micro),
+		"--steps", i(c.WarmupSteps+c.Steps+1), "--eval-every", "0")
+	if metrics != "" {
+		args = append(args, "--metrics", metrics, "--profile", profile)
+	}
+	return args
+}
+
+// parseTrainArgs reads train flags as `pplaunch train` would, --config
+// file included.
+func parseTrainArgs(args []string) (*trainCmd, error) {
+	var cl cli
+	p, err := arg.NewParser(arg.Config{Program: "pplaunch", IgnoreEnv: true}, &cl)
+	if err != nil {
+		return nil, err
+	}
+	full := append([]string{"train"}, negativeValues(torchrunNames(args))...)
+	if err := p.Parse(full); err != nil {
+		if errors.Is(err, arg.ErrHelp) {
+			return nil, fmt.Errorf("train flags: pplaunch train --help lists them")
+		}
+		return nil, fmt.Errorf("train flags: %w", err)
+	}
+	if cl.Train.Config != "" {
+		if err := withConfigFile(&cl, full); err != nil {
+			return nil, fmt.Errorf("train flags: %w", err)
+		}
+	}
+	return cl.Train, nil
+}
+
+// write prints the table (or JSON) and writes the CSV and SVG files.
+func (c *benchScalingCmd) write(rep bench.ScalingReport, stdout io.Writer) error {
+	var err error
+	if c.JSON {
+		err = rep.WriteJSON(stdout)
+	} else {
+		err = rep.WriteText(stdout)
+	}
+	if c.CSV != "" {
+		err = errors.Join(err, writeFileWith(c.CSV, rep.WriteCSV))
+	}
+	if c.SVG != "" {
+		title := "pplaunch bench scaling on " + rep.Title
+		err = errors.Join(err, writeFileWith(c.SVG, func(w io.Writer) error { return bench.WriteScalingSVG(w, rep.Rows, title, rep.Mode) }))
+	}
+	return err
+}
+
+// writeFileWith writes path through a temporary file and a rename.
+func writeFileWith(path string, write func(io.Writer) error) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".scaling-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if err := write(tmp); err != nil {
+		tmp.Close()
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// readRun reads what one size's run left.
+func readRun(metrics, profile string) ([]ranks.StepRecord, *ranks.Profile, error) {
+	recs, err := readMetrics(metrics)
+	if err != nil {
+		return nil, nil, err
+	}
+	f, err := os.Open(profile)
+	if err != nil {
+		return recs, nil, err
+	}
+	defer f.Close()
+	p, err := ranks.ReadProfile(f)
+	return recs, p, err
+}

@@ -1,0 +1,128 @@
+package main
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+func envOf(kv map[string]string) func(string) string { return func(k string) string { return kv[k] } }
+
+func TestChooseTarget(t *testing.T) {
+	cases := []struct {
+		name   string
+		netns  int
+		shaped bool
+		env    map[string]string
+		want   scalingTarget
+		err    string
+	}{
+		{"this machine", 0, false, nil, scalingTarget{targetLocal, 1}, ""},
+		{"simulated hosts win over Slurm", 4, true, map[string]string{"SLURM_JOB_ID": "7", "SLURM_JOB_NUM_NODES": "8"}, scalingTarget{targetNetns, 4}, ""},
+		{"an allocation", 0, false, map[string]string{"SLURM_JOB_ID": "7", "SLURM_JOB_NUM_NODES": "8"}, scalingTarget{targetSlurm, 8}, ""},
+		{"the batch script", 0, false, map[string]string{"SLURM_JOB_ID": "7", "SLURM_STEP_ID": "batch", "SLURM_NNODES": "2"}, scalingTarget{targetSlurm, 2}, ""},
+		{"inside a step", 0, false, map[string]string{"SLURM_JOB_ID": "7", "SLURM_STEP_ID": "0", "SLURM_NNODES": "2"}, scalingTarget{}, "not under srun"},
+		{"shaping real links", 0, true, nil, scalingTarget{}, "give --netns N too"},
+		{"bad node count", 0, false, map[string]string{"SLURM_JOB_ID": "7", "SLURM_JOB_NUM_NODES": "x"}, scalingTarget{}, `SLURM_JOB_NUM_NODES="x"`},
+		{"too many hosts", 65, false, nil, scalingTarget{}, "--netns 65"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := chooseTarget(c.netns, c.shaped, envOf(c.env))
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) {
+					t.Fatalf("error %v, want %q", err, c.err)
+				}
+				return
+			}
+			if err != nil || got != c.want {
+				t.Fatalf("%+v, %v; want %+v", got, err, c.want)
+			}
+		})
+	}
+}
+
+func TestDefaultSizes(t *testing.T) {
+	cases := []struct {
+		name              string
+		t                 scalingTarget
+		nodes, nproc      []int
+		wantNodes, wantNP []int
+		err               string
+	}{
+		{"one machine", scalingTarget{targetLocal, 1}, nil, nil, []int{1}, []int{1, 2, 4}, ""},
+		{"six hosts", scalingTarget{targetNetns, 6}, nil, nil, []int{1, 2, 4, 6}, []int{1}, ""},
+		{"four nodes", scalingTarget{targetSlurm, 4}, nil, []int{2}, []int{1, 2, 4}, []int{2}, ""},
+		{"given", scalingTarget{targetNetns, 4}, []int{2, 4}, []int{1, 2}, []int{2, 4}, []int{1, 2}, ""},
+		{"nodes on one machine", scalingTarget{targetLocal, 1}, []int{1, 2}, nil, nil, nil, "give --netns N to simulate"},
+		{"more nodes than hosts", scalingTarget{targetNetns, 2}, []int{4}, nil, nil, nil, "--nodes 4: more than 2 simulated hosts"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			n, p, err := defaultSizes(c.t, c.nodes, c.nproc)
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) {
+					t.Fatalf("error %v, want %q", err, c.err)
+				}
+				return
+			}
+			if err != nil || !slices.Equal(n, c.wantNodes) || !slices.Equal(p, c.wantNP) {
+				t.Fatalf("nodes %v nproc %v (%v); want %v and %v", n, p, err, c.wantNodes, c.wantNP)
+			}
+		})
+	}
+}
+
+// Everything is checked before the first size runs.
+func TestScalingPrepare(t *testing.T) {
+	cases := []struct {
+		name  string
+		cmd   benchScalingCmd
+		train []string
+		err   string
+	}{
+		{"an owned flag", benchScalingCmd{NProc: "1,2", Mode: "weak", Grow: "pp", Steps: 2}, []string{"--steps", "9"}, "train flag --steps: bench scaling sets it"},
+		{"the growing dimension", benchScalingCmd{NProc: "1,2", Mode: "weak", Grow: "pp", Steps: 2}, []string{"--pp=2"}, "train flag --pp"},
+		{"an unknown train flag", benchScalingCmd{NProc: "1,2", Mode: "weak", Grow: "pp", Steps: 2}, []string{"--layerz", "2"}, "train flags: unknown argument --layerz"},
+		{"a size the model cannot take", benchScalingCmd{NProc: "1,2,8", Mode: "weak", Grow: "pp", Steps: 2}, []string{"--layers", "4"},
+			"at world 8 (1 node × 8 ranks, pp 8 × dp 1, 64 micro-batches)"},
+		{"no measured step", benchScalingCmd{NProc: "1", Mode: "weak", Grow: "pp", Steps: 0}, nil, "--steps 0"},
+		{"a bad rate", benchScalingCmd{NetNS: 2, LinkRate: "fast", Mode: "weak", Grow: "pp", Steps: 2}, nil, "--link-rate"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			c.cmd.train = c.train
+			_, err := c.cmd.prepare(envOf(nil))
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Fatalf("error %v, want %q", err, c.err)
+			}
+		})
+	}
+	ok := benchScalingCmd{NProc: "1,2,4", Mode: "strong", Grow: "pp", Steps: 2, WarmupSteps: 1}
+	ok.train = []string{"--layers", "4", "--microbatches_size=2"}
+	if _, err := ok.prepare(envOf(nil)); err == nil || !strings.Contains(err.Error(), "microbatches-size") {
+		t.Fatalf("a misspelt flag: %v", err)
+	}
+	ok.train = []string{"--layers", "4", "--microbatch_size=2"}
+	s, err := ok.prepare(envOf(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.sizes) != 3 || s.sizes[2].PP != 4 || s.sizes[2].Micro != 8 || s.sizes[2].MicroSize != 2 {
+		t.Fatalf("sizes %+v: want worlds 1, 2, 4 as pp, 8 micro-batches of 2", s.sizes)
+	}
+	args := ok.trainArgs(s.sizes[2], "m.jsonl", "p.json")
+	want := "--layers 4 --microbatch_size=2 --pp 4 --dp 1 --microbatches 8 --steps 4 --eval-every 0 --metrics m.jsonl --profile p.json"
+	if strings.Join(args, " ") != want {
+		t.Errorf("train args %q, want %q", strings.Join(args, " "), want)
+	}
+	// The size's flags win over the user's, as the last of a flag given twice.
+	ok.train = []string{"--layers", "4", "--microbatches", "3"}
+	if s, err = ok.prepare(envOf(nil)); err != nil {
+		t.Fatal(err)
+	}
+	tc, err := parseTrainArgs(ok.trainArgs(s.sizes[2], "", ""))
+	if err != nil || tc.Microbatches != 3 || tc.PP != 4 || s.sizes[2].Micro != 3 {
+		t.Fatalf("the last --microbatches: %+v %v; want 3 micro-batches at pp 4 (strong scaling)", tc, err)
+	}
+}
