@@ -135,7 +135,13 @@ func (c *benchScalingCmd) runSize(ctx context.Context, t scalingTarget, hosts []
 		cmds = append(cmds, exec.CommandContext(ctx, self, append([]string{"--nproc", nproc, "train"}, args...)...))
 	case targetSlurm:
 		n := strconv.Itoa(z.Nodes)
-		srun := []string{"--nodes", n, "--ntasks", n, "--ntasks-per-node", "1", "--kill-on-bad-exit=1", self, "--nproc", nproc, "train"}
+		srun := []string{"--nodes", n, "--ntasks", n, "--ntasks-per-node", "1", "--kill-on-bad-exit=1"}
+		// The one task per node is the agent and its ranks: it gets the
+		// node's CPUs, not the default one.
+		if cpus := os.Getenv("SLURM_CPUS_ON_NODE"); cpus != "" {
+			srun = append(srun, "--cpus-per-task", cpus)
+		}
+		srun = append(srun, self, "--nproc", nproc, "train")
 		cmds = append(cmds, exec.CommandContext(ctx, "srun", append(srun, args...)...))
 	case targetNetns:
 		for i := range z.Nodes {
