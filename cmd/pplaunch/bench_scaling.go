@@ -37,6 +37,16 @@ type benchScalingCmd struct {
 	train []string // the train flags, after --
 }
 
+// scalingExamples follow bench scaling's help and usage: go-arg has no
+// place for the train flags after --.
+const scalingExamples = `
+The train flags go after --:
+  pplaunch bench scaling --nproc 1,2,4 -- --layers 8 --schedule zb-h1       sizes on this machine
+  pplaunch bench scaling --netns 4 --nproc 1 --link-rate 10gbit --svg s.svg -- --layers 8
+                                                  4 simulated hosts (root), links of 10 Gbit/s
+  sbatch examples/slurm/scaling.sbatch --mode strong -- --layers 16          the allocation's nodes
+`
+
 // scalingOwned are the train flags bench scaling sets at every size
 // (--microbatches too, but as given it is the smallest size's).
 var scalingOwned = []string{"--steps", "--metrics", "--profile", "--eval-every", "--resume", "--checkpoint-dir",

@@ -126,3 +126,16 @@ func TestScalingPrepare(t *testing.T) {
 		t.Fatalf("the last --microbatches: %+v %v; want 3 micro-batches at pp 4 (strong scaling)", tc, err)
 	}
 }
+
+// Help and a train flag before -- say where the train flags go.
+func TestScalingHelpNamesTheTrainFlags(t *testing.T) {
+	var out, errOut strings.Builder
+	if code := run([]string{"bench", "scaling", "--help"}, &out, &errOut); code != 0 || !strings.Contains(out.String(), "The train flags go after --:") {
+		t.Errorf("--help: exit %d\n%s", code, out.String())
+	}
+	out.Reset()
+	if code := run([]string{"bench", "scaling", "--layers", "3"}, &out, &errOut); code != 2 ||
+		!strings.Contains(errOut.String(), "unknown argument --layers") || !strings.Contains(errOut.String(), "The train flags go after --:") {
+		t.Errorf("a train flag before --: exit %d\n%s", code, errOut.String())
+	}
+}

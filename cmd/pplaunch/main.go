@@ -78,12 +78,15 @@ func run(argv []string, stdout, stderr io.Writer) int {
 		switch {
 		case errors.Is(err, arg.ErrHelp):
 			p.WriteHelpForSubcommand(stdout, p.SubcommandNames()...)
+			if slices.Equal(p.SubcommandNames(), []string{"bench", "scaling"}) {
+				fmt.Fprint(stdout, scalingExamples)
+			}
 			return 0
 		default:
 			fmt.Fprintln(stderr, "pplaunch:", err)
 			p.WriteUsageForSubcommand(stderr, p.SubcommandNames()...)
 			if slices.Equal(p.SubcommandNames(), []string{"bench", "scaling"}) {
-				fmt.Fprintln(stderr, "The train flags go after --, e.g. pplaunch bench scaling --netns 4 --nproc 1 -- --layers 8 --schedule zb-h1")
+				fmt.Fprint(stderr, scalingExamples)
 			}
 			return 2
 		}
