@@ -124,13 +124,7 @@ func (c *benchScalingCmd) prepare(getenv func(string) string) (*scalingSetup, er
 			return nil, fmt.Errorf("train flag %s: bench scaling sets it at every size (--steps and --warmup-steps are bench scaling's own; --grow %s sets --%s)", f, c.Grow, c.Grow)
 		}
 	}
-	plan := bench.ScalingPlan{Nodes: nodes, NProc: nproc, Mode: bench.ScalingMode(c.Mode), Grow: c.Grow, Micro: base.Microbatches, MicroSize: base.MicrobatchSize}
-	if c.Grow == "pp" {
-		plan.Fixed = base.DP
-	} else {
-		plan.Fixed = base.PP
-	}
-	sizes, err := plan.Sizes()
+	sizes, err := scalingSizes(base, bench.ScalingPlan{Nodes: nodes, NProc: nproc, Mode: bench.ScalingMode(c.Mode), Grow: c.Grow})
 	if err != nil {
 		return nil, err
 	}
@@ -170,11 +164,32 @@ func (c *benchScalingCmd) canRun(t scalingTarget) error {
 	return nil
 }
 
+// scalingSizes lays out the sizes of plan with the batch of base's train
+// flags at the smallest size: a --config file's train_batch_size is the
+// smallest size's global batch.
+func scalingSizes(base *trainCmd, plan bench.ScalingPlan) ([]bench.ScalingSize, error) {
+	plan.Fixed = base.PP
+	if plan.Grow == "pp" {
+		plan.Fixed = base.DP
+	}
+	plan.Micro, plan.MicroSize = base.Microbatches, base.MicrobatchSize
+	sizes, err := plan.Sizes()
+	if err != nil || base.batch.Total == 0 {
+		return sizes, err
+	}
+	b, err := resolveBatch(base.batch, batchSizes{Micro: base.MicrobatchSize, Accum: base.Microbatches, DP: sizes[0].DP})
+	if err != nil {
+		return nil, fmt.Errorf("%s at the smallest world %d (dp %d): %w", base.Config, sizes[0].World, sizes[0].DP, err)
+	}
+	plan.Micro, plan.MicroSize = b.Accum, b.Micro
+	return plan.Sizes()
+}
+
 // trainArgs are the train flags of one size: the user's, then the size's
 // layout and batch and the files the run leaves (none when dir is "").
 func (c *benchScalingCmd) trainArgs(z bench.ScalingSize, metrics, profile string) []string {
 	i := strconv.Itoa
-	args := append(append([]string{}, c.train...), "--pp", i(z.PP), "--dp", i(z.DP), "--microbatches", i(z.Micro),
+	args := append(append([]string{}, c.train...), "--pp", i(z.PP), "--dp", i(z.DP), "--microbatches", i(z.Micro), "--microbatch-size", i(z.MicroSize),
 		"--steps", i(c.WarmupSteps+c.Steps+1), "--eval-every", "0")
 	if metrics != "" {
 		args = append(args, "--metrics", metrics, "--profile", profile)

@@ -112,7 +112,7 @@ func TestScalingPrepare(t *testing.T) {
 		t.Fatalf("sizes %+v: want worlds 1, 2, 4 as pp, 8 micro-batches of 2", s.sizes)
 	}
 	args := ok.trainArgs(s.sizes[2], "m.jsonl", "p.json")
-	want := "--layers 4 --microbatch_size=2 --pp 4 --dp 1 --microbatches 8 --steps 4 --eval-every 0 --metrics m.jsonl --profile p.json"
+	want := "--layers 4 --microbatch_size=2 --pp 4 --dp 1 --microbatches 8 --microbatch-size 2 --steps 4 --eval-every 0 --metrics m.jsonl --profile p.json"
 	if strings.Join(args, " ") != want {
 		t.Errorf("train args %q, want %q", strings.Join(args, " "), want)
 	}
@@ -137,5 +137,25 @@ func TestScalingHelpNamesTheTrainFlags(t *testing.T) {
 	if code := run([]string{"bench", "scaling", "--layers", "3"}, &out, &errOut); code != 2 ||
 		!strings.Contains(errOut.String(), "unknown argument --layers") || !strings.Contains(errOut.String(), "The train flags go after --:") {
 		t.Errorf("a train flag before --: exit %d\n%s", code, errOut.String())
+	}
+}
+
+// A DeepSpeed config's train_batch_size is the smallest size's global
+// batch; each size's flags win over it.
+func TestScalingPrepareConfigFile(t *testing.T) {
+	c := benchScalingCmd{NProc: "1,2,4", Mode: "weak", Grow: "pp", Steps: 1}
+	c.train = []string{"--config", "../../examples/deepspeed.json"} // train_batch_size 16, micro-batches of 4
+	s, err := c.prepare(envOf(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []int{16, 32, 64} {
+		if z := s.sizes[i]; z.GlobalBatch != want || z.MicroSize != 4 || z.Micro != want/4 {
+			t.Errorf("size %d: %+v, want a global batch of %d in micro-batches of 4", i, z, want)
+		}
+	}
+	c.Mode = "strong"
+	if s, err = c.prepare(envOf(nil)); err != nil || s.sizes[2].GlobalBatch != 16 || s.sizes[2].Micro != 4 {
+		t.Fatalf("strong: %+v, %v; want 16 sequences at every size", s, err)
 	}
 }

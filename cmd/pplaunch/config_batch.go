@@ -14,9 +14,12 @@ type batchSizes struct {
 // values in effect (given or the flags' defaults), spec which were given.
 // With only one of the three given the flag default of another fills in,
 // accumulation before micro-batch size.
+//
+// Both sizes given as flags win over the file's train_batch_size, as every
+// flag given does: the total follows from them.
 func resolveBatch(spec batchSpec, cur batchSizes) (batchSizes, error) {
 	total := spec.Total
-	if total == 0 {
+	if total == 0 || (spec.MicroFlag && spec.AccumF) {
 		return cur, nil
 	}
 	microName, accumName := "train_micro_batch_size_per_gpu", "gradient_accumulation_steps"

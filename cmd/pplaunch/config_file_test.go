@@ -241,6 +241,8 @@ func TestResolveBatch(t *testing.T) {
 		{batchSpec{Total: 64}, batchSizes{4, 8, 1}, batchSizes{8, 8, 1}, false},
 		{batchSpec{Total: 32, Micro: true, Accum: true}, batchSizes{4, 4, 2}, batchSizes{4, 4, 2}, false},
 		{batchSpec{Total: 33, Micro: true, Accum: true}, batchSizes{4, 4, 2}, batchSizes{}, true},
+		{batchSpec{Total: 33, Micro: true, Accum: true, MicroFlag: true}, batchSizes{4, 4, 2}, batchSizes{}, true},
+		{batchSpec{Total: 33, Micro: true, Accum: true, MicroFlag: true, AccumF: true}, batchSizes{4, 4, 2}, batchSizes{4, 4, 2}, false}, // the flags win
 		{batchSpec{Total: 6, Micro: true}, batchSizes{4, 8, 1}, batchSizes{}, true},
 	} {
 		got, err := resolveBatch(tc.spec, tc.cur)
