@@ -139,6 +139,15 @@ tail -n 8 "$out/nccl-kill.log"
 if [ $code != 0 ] && [ $code != 124 ] && grep -q 'rank 1' "$out/nccl-kill.log"; then pass "nccl-kill (exit $code, rank 1 named)"; else fail "nccl-kill (exit $code, log $out/nccl-kill.log)"; fi
 unset NCCL_MULTI_RANK_GPU_ENABLE
 
+say "bench scaling on the GPU: 1 and 2 ranks (sharing it), device memory in the peak column"
+run scaling-cuda "$B" bench scaling --nproc 1,2 --steps 3 --warmup-steps 1 --csv "$out/scaling-cuda.csv" \
+	--svg "$out/scaling-cuda.svg" -- --device cuda ${TRAIN_ARGS:-}
+if [ -f "$out/scaling-cuda.csv" ] && [ "$(tail -n +2 "$out/scaling-cuda.csv" | grep -c ',device$')" = 2 ]; then
+	pass "scaling-cuda-peaks (both rows report device memory)"
+else
+	fail "scaling-cuda-peaks (want 2 rows ending in ,device in $out/scaling-cuda.csv)"
+fi
+
 say "done"
 [ $failed = 0 ] && echo "all GPU checks passed" || echo "some GPU checks FAILED"
 exit $failed
