@@ -116,8 +116,8 @@ func (c *benchScalingCmd) network(ctx context.Context, s *scalingSetup) (*netns.
 
 // runSize runs one size's job to its end: one agent per node, each with
 // its log in dir. The first agent to fail stops the others.
-func (c *benchScalingCmd) runSize(ctx context.Context, t scalingTarget, hosts []*netns.Host, z bench.ScalingSize, args []string, dir string) error {
-	ctx, cancel := context.WithTimeout(ctx, c.Timeout.D())
+func (c *benchScalingCmd) runSize(parent context.Context, t scalingTarget, hosts []*netns.Host, z bench.ScalingSize, args []string, dir string) error {
+	ctx, cancel := context.WithTimeout(parent, c.Timeout.D())
 	defer cancel()
 	self, err := os.Executable()
 	if err != nil {
@@ -149,7 +149,11 @@ func (c *benchScalingCmd) runSize(ctx context.Context, t scalingTarget, hosts []
 			cmds = append(cmds, hosts[i].Command(ctx, self, append(a, args...)...))
 		}
 	}
-	return runAll(ctx, cancel, cmds, env, dir)
+	err = runAll(ctx, cancel, cmds, env, dir)
+	if err != nil && parent.Err() != nil {
+		return fmt.Errorf("interrupted: its agents were stopped (their logs are in %s)", dir)
+	}
+	return err
 }
 
 // runAll starts cmds with their output in dir/node<i>.log, waits for all,

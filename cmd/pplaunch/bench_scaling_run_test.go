@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/csv"
@@ -154,6 +155,43 @@ func TestBenchScalingFailingSize(t *testing.T) {
 	for _, want := range []string{"world 2 (1 node × 2 ranks)", "node0.log ends:", "rank 1", "logs, metrics and profiles in " + dir} {
 		if !strings.Contains(stderr.String(), want) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr.Bytes())
+		}
+	}
+}
+
+// Ctrl-C stops the size running: its agents and ranks end, the exit code
+// is 1, the error says so, and nothing of the run is left.
+func TestBenchScalingInterrupted(t *testing.T) {
+	bin := binary(t)
+	out := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	args := append([]string{"bench", "scaling", "--nproc", "1,2", "--steps", "100000", "--out", out, "--"}, scalingModel...)
+	cmd := exec.CommandContext(ctx, bin, args...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		log.WriteString(sc.Text() + "\n")
+		if strings.Contains(sc.Text(), "size 1/2") {
+			cmd.Process.Signal(os.Interrupt)
+		}
+	}
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(log.String(), "interrupted") {
+		t.Fatalf("exit %v, want 1 and the word interrupted:\n%s", err, log.Bytes())
+	}
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		if b, err := os.ReadFile(p); err == nil && bytes.Contains(b, []byte(out)) {
+			t.Errorf("left running: %s: %q", p, bytes.ReplaceAll(b, []byte{0}, []byte{' '}))
 		}
 	}
 }
