@@ -59,7 +59,11 @@ func (r ScalingRun) Row() (ScalingRow, error) {
 	}
 	row.TokensPerS = tokens / n / row.StepS
 	row.TransferShare = row.TransferS / row.StepS
-	if pipe, ok := r.predictPipeline(medianOf(latencies)); ok {
+	latency := 0.0
+	if len(latencies) > 0 {
+		latency = median(latencies)
+	}
+	if pipe, ok := r.predictPipeline(latency); ok {
 		row.PredictedStepS = pipe + tail
 	}
 	return row, nil
@@ -122,18 +126,6 @@ func (r ScalingRun) predictPipeline(latency float64) (float64, bool) {
 		return 0, false
 	}
 	return pr.PipelineS, true
-}
-
-// medianOf is the median of xs, 0 when empty.
-func medianOf(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := slices.Sorted(slices.Values(xs))
-	if n := len(s); n%2 == 0 {
-		return (s[n/2-1] + s[n/2]) / 2
-	}
-	return s[len(s)/2]
 }
 
 // SetEfficiency sets every row's tokens/s per rank against the first's.

@@ -35,18 +35,36 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// serve listens on every address of its host, prints the port, and answers one
-// connection with its host name and the peer's address.
-func serve() int {
+// listenAnnounced listens on every address of its host and prints the port
+// for the test that started it (errors go to stderr: ok is false).
+func listenAnnounced() (ln net.Listener, ok bool) {
 	ln, err := net.Listen("tcp4", ":0")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return nil, false
 	}
 	fmt.Printf("port %d\n", ln.Addr().(*net.TCPAddr).Port)
+	return ln, true
+}
+
+// acceptOne is listenAnnounced's first connection.
+func acceptOne() (net.Conn, bool) {
+	ln, ok := listenAnnounced()
+	if !ok {
+		return nil, false
+	}
 	c, err := ln.Accept()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
+		return nil, false
+	}
+	return c, true
+}
+
+// serve answers one connection with its host name and the peer's address.
+func serve() int {
+	c, ok := acceptOne()
+	if !ok {
 		return 1
 	}
 	defer c.Close()

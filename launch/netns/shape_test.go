@@ -102,15 +102,8 @@ func (zeros) Read(p []byte) (int, error) { clear(p); return len(p), nil }
 
 // sink accepts one connection, receives it, and prints "bytes nanoseconds".
 func sink() int {
-	ln, err := net.Listen("tcp4", ":0")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	fmt.Printf("port %d\n", ln.Addr().(*net.TCPAddr).Port)
-	c, err := ln.Accept()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
+	c, ok := acceptOne()
+	if !ok {
 		return 1
 	}
 	n, d, err := receive(c)
@@ -143,12 +136,10 @@ func source(addr, size string) int {
 
 // listen accepts connections and closes them, until killed.
 func listen() int {
-	ln, err := net.Listen("tcp4", ":0")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
+	ln, ok := listenAnnounced()
+	if !ok {
 		return 1
 	}
-	fmt.Printf("port %d\n", ln.Addr().(*net.TCPAddr).Port)
 	for {
 		c, err := ln.Accept()
 		if err != nil {
