@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strconv"
 
 	"github.com/alexflint/go-arg"
@@ -229,30 +228,13 @@ func (c *benchScalingCmd) write(rep bench.ScalingReport, stdout io.Writer) error
 		err = rep.WriteText(stdout)
 	}
 	if c.CSV != "" {
-		err = errors.Join(err, writeFileWith(c.CSV, rep.WriteCSV))
+		err = errors.Join(err, writeFileAtomic(c.CSV, rep.WriteCSV))
 	}
 	if c.SVG != "" {
 		title := "pplaunch bench scaling on " + rep.Title
-		err = errors.Join(err, writeFileWith(c.SVG, func(w io.Writer) error { return bench.WriteScalingSVG(w, rep.Rows, title, rep.Mode) }))
+		err = errors.Join(err, writeFileAtomic(c.SVG, func(w io.Writer) error { return bench.WriteScalingSVG(w, rep.Rows, title, rep.Mode) }))
 	}
 	return err
-}
-
-// writeFileWith writes path through a temporary file and a rename.
-func writeFileWith(path string, write func(io.Writer) error) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".scaling-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if err := write(tmp); err != nil {
-		tmp.Close()
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }
 
 // readRun reads what one size's run left.

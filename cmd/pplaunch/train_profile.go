@@ -1,28 +1,31 @@
 package main
 
 import (
-	"bytes"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
 	"github.com/pplaunch/pplaunch/ranks"
 )
 
-// writeProfile writes p to path atomically (a temporary file in the same
-// directory, then a rename), so that a reader never sees half a profile.
+// writeProfile writes p to path atomically, so that a reader never sees
+// half a profile.
 func writeProfile(path string, p *ranks.Profile) error {
-	var b bytes.Buffer
-	if err := p.Write(&b); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".profile-*")
+	return writeFileAtomic(path, p.Write)
+}
+
+// writeFileAtomic writes path through a temporary file in the same
+// directory and a rename.
+func writeFileAtomic(path string, write func(io.Writer) error) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".pplaunch-*")
 	if err != nil {
 		return err
 	}
 	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(b.Bytes()); err != nil {
+	if err := write(tmp); err != nil {
 		tmp.Close()
-		return err
+		return fmt.Errorf("%s: %w", path, err)
 	}
 	if err := tmp.Close(); err != nil {
 		return err
