@@ -273,7 +273,12 @@ func (t *trainer) runStep(ctx context.Context, step, first int) (stepOutcome, er
 		return stepOutcome{}, err
 	}
 	optimStart := time.Now()
-	o.reduceS = optimStart.Sub(reduceStart).Seconds()
+	if t.job.Comm.Size() > 1 {
+		// One rank exchanges nothing: what the time above holds is local
+		// work (Σg², the tied sum), so its transfer share is zero by
+		// construction rather than a small measured number.
+		o.reduceS = optimStart.Sub(reduceStart).Seconds()
+	}
 	scale := models.ClipScale(o.norm, c.Clip)
 	for _, s := range t.order {
 		if err := t.opts[s].Step(t.stages[s].Params(), o.lr, scale); err != nil {

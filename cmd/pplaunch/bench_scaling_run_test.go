@@ -103,8 +103,11 @@ func TestBenchScalingLocal(t *testing.T) {
 	if rep.Rows[1].GlobalBatch != 2*rep.Rows[0].GlobalBatch || rep.Rows[1].PP != 2 {
 		t.Errorf("weak scaling: rows %+v, want the batch doubled over pp 2", rep.Rows)
 	}
-	if rep.Rows[0].TransferS > rep.Rows[0].StepS/10 || rep.Rows[1].TransferS <= 0 {
-		t.Errorf("transfer time %v on one rank, %v on two: want (almost) none, then some", rep.Rows[0].TransferS, rep.Rows[1].TransferS)
+	// One rank sends nothing, so its transfer time is zero by construction
+	// (never a measured number compared with a threshold); two ranks exchange
+	// activations and reduce their scalars, which takes some time.
+	if rep.Rows[0].TransferS != 0 || rep.Rows[1].TransferS <= 0 {
+		t.Errorf("transfer time %v on one rank, %v on two: want none, then some", rep.Rows[0].TransferS, rep.Rows[1].TransferS)
 	}
 }
 
