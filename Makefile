@@ -3,7 +3,7 @@ BIN   := bin/pplaunch
 # Packages to test; override to test one: make test PKGS=./schedules/...
 PKGS  ?= ./...
 
-.PHONY: build train test faults lint bench gpu-bin clean
+.PHONY: build train test faults lint bench gpu-bin sgemm-asm clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/pplaunch
@@ -13,12 +13,13 @@ train: build
 	./$(BIN) --nproc 4 train
 
 # gofmt check, vet, and every test with the race detector; then the compute
-# tests again on the pure-Go BLAS path (the first pass uses OpenBLAS when the
-# machine has it), and the allocation counts of the transport without the
+# tests again on the Go SIMD kernels, the path of a machine without OpenBLAS
+# (the first pass uses OpenBLAS when the machine has it; the tensor tests run
+# gonum in both), and the allocation counts of the transport without the
 # race detector, which changes them.
 test: lint
 	$(GO) test -race -timeout 40m $(PKGS)
-	PPLAUNCH_BLAS=gonum $(GO) test -race -timeout 20m ./models/...
+	PPLAUNCH_BLAS=go $(GO) test -race -timeout 20m ./models/...
 	$(GO) test -timeout 5m -run Allocate ./collective/
 
 # Every case of the fault suite (launch/faults) against a fresh build: real
@@ -45,6 +46,10 @@ gpu-bin:
 	$(GO) test -c -ldflags='-s -w' -o bin/gpu/collective.test ./collective
 	$(GO) test -c -ldflags='-s -w' -o bin/gpu/tensor.test ./models/tensor
 	$(GO) test -c -ldflags='-s -w' -o bin/gpu/models.test ./models
+
+# Regenerate the matrix product's micro-kernels (the generated .s is committed).
+sgemm-asm:
+	cd models/tensor/sgemm && $(GO) run ./internal/gen kernel_amd64.s
 
 clean:
 	rm -rf bin

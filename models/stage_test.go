@@ -130,13 +130,22 @@ func TestThreadCountDoesNotChangeBits(t *testing.T) {
 	}
 }
 
-// TestBLASPathsAgree compares a step on OpenBLAS with one on gonum: different
-// summation orders, so equal only within float32 tolerance.
+// TestBLASPathsAgree compares a step on OpenBLAS (or, without it, the Go
+// kernels) with one on gonum: different summation orders, so equal only
+// within float32 tolerance.
 func TestBLASPathsAgree(t *testing.T) {
-	ob, err := tensor.NewCPU("openblas")
-	if err != nil {
-		t.Skipf("OpenBLAS not available, nothing to compare (install libopenblas0-pthread): %v", err)
+	for _, name := range []string{"openblas", "go"} {
+		t.Run(name, func(t *testing.T) {
+			ob, err := tensor.NewCPU(name)
+			if err != nil {
+				t.Skipf("%s not available, nothing to compare (install libopenblas0-pthread): %v", name, err)
+			}
+			blasPathsAgree(t, ob)
+		})
 	}
+}
+
+func blasPathsAgree(t *testing.T, ob tensor.Backend) {
 	gn, _ := tensor.NewCPU("gonum")
 	cfg := Config{Kind: "gpt", Vocab: 256, Layers: 2, Width: 64, Heads: 4, Seq: 32}
 	a := pipelineStep(t, ob, cfg, []int{2}, StageOptions{Seed: 1}, 2, 4, false)

@@ -2,20 +2,10 @@ package tensor
 
 import (
 	"fmt"
-	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
-
-	"github.com/pplaunch/pplaunch/cbits"
-	"gonum.org/v1/gonum/blas"
-	"gonum.org/v1/gonum/blas/gonum"
 )
-
-// BLASEnv names the environment variable that picks the CPU matrix-product
-// library: "openblas" (fail if it cannot be loaded), "gonum" (pure Go), or
-// "auto"/unset (OpenBLAS when loadable, else gonum).
-const BLASEnv = "PPLAUNCH_BLAS"
 
 // CPU is the reference backend. It parallelises over GOMAXPROCS but splits work
 // only into chunks whose boundaries depend on the shapes alone, and never splits
@@ -25,62 +15,7 @@ type CPU struct {
 	sgemm  func(ta, tb bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int)
 	chunky bool // split large products into fixed row blocks and run them in parallel
 	pool   sync.Pool
-	hint   string // set when "auto" fell back to gonum: how to get OpenBLAS
-}
-
-// NewCPU returns the CPU backend using the given BLAS: "openblas", "gonum", or
-// "auto" / "" (OpenBLAS if libopenblas.so.0 loads, else gonum).
-func NewCPU(blasName string) (*CPU, error) {
-	switch blasName {
-	case "gonum":
-		return gonumCPU(), nil
-	case "openblas", "auto", "":
-		o, err := cbits.LoadOpenBLAS()
-		if err != nil {
-			if blasName == "openblas" {
-				return nil, fmt.Errorf("cpu backend: BLAS openblas chosen, but %w (install libopenblas0-pthread, or choose gonum)", err)
-			}
-			c := gonumCPU()
-			c.hint = openBLASHint(err)
-			return c, nil
-		}
-		return &CPU{name: "cpu/openblas", sgemm: o.Sgemm, chunky: true}, nil
-	}
-	return nil, fmt.Errorf("cpu backend: unknown BLAS %q (want openblas, gonum or auto)", blasName)
-}
-
-// openBLASHint says how to get OpenBLAS after it failed to load. The ratio is
-// bench step's step time, gonum over OpenBLAS, at 1 thread, in three
-// alternating rounds on a 2-core machine (gpt-tiny 6.3, 4.9, 4.6; gpt-small
-// 3.8, 9.9, 6.8):
-//
-//	for r in 1 2 3; do for b in openblas gonum; do
-//	  pplaunch bench step --model gpt-small --blas $b --steps 5 --json | grep step_ms
-//	done; done
-func openBLASHint(err error) string {
-	return fmt.Sprintf("matrix products run on gonum's pure-Go BLAS, 4-10x slower than OpenBLAS on a training step, which did not load (%v): "+
-		"install it with `apt-get install libopenblas0-pthread` (or set %s=gonum to choose gonum and silence this)", err, BLASEnv)
-}
-
-// OpenBLASHint is, when NewCPU fell back to gonum because OpenBLAS did not
-// load, a line saying how to get OpenBLAS; else "".
-func (c *CPU) OpenBLASHint() string { return c.hint }
-
-// NewCPUFromEnv is NewCPU with the choice taken from $PPLAUNCH_BLAS.
-func NewCPUFromEnv() (*CPU, error) { return NewCPU(os.Getenv(BLASEnv)) }
-
-func gonumCPU() *CPU {
-	impl := gonum.Implementation{}
-	return &CPU{name: "cpu/gonum", sgemm: func(ta, tb bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
-		impl.Sgemm(trans(ta), trans(tb), m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
-	}}
-}
-
-func trans(t bool) blas.Transpose {
-	if t {
-		return blas.Trans
-	}
-	return blas.NoTrans
+	hint   string // set when "auto" could not load a faster OpenBLAS: what it would gain
 }
 
 // Name says which library runs the matrix products.

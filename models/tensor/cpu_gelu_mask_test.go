@@ -101,23 +101,3 @@ func TestCrossEntropyMasksPadding(t *testing.T) {
 		}
 	}
 }
-
-// Falling back to gonum says how to get OpenBLAS; loading it says nothing.
-func TestOpenBLASHint(t *testing.T) {
-	c, err := NewCPU("auto")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, oerr := NewCPU("openblas"); oerr == nil {
-		if c.Name() != "cpu/openblas" || c.OpenBLASHint() != "" {
-			t.Fatalf("OpenBLAS loads, but auto chose %s with hint %q", c.Name(), c.OpenBLASHint())
-		}
-		return
-	}
-	if h := c.OpenBLASHint(); c.Name() != "cpu/gonum" || !strings.Contains(h, "apt-get install libopenblas0-pthread") || !strings.Contains(h, "PPLAUNCH_BLAS=gonum") {
-		t.Fatalf("fallback to %s says %q", c.Name(), h)
-	}
-	if g, _ := NewCPU("gonum"); g.OpenBLASHint() != "" {
-		t.Fatalf("gonum chosen, but the backend hints %q", g.OpenBLASHint())
-	}
-}

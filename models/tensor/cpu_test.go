@@ -18,11 +18,15 @@ func randTensor(r *rand.Rand, shape ...int) *Tensor {
 	return t
 }
 
-// backends returns every CPU backend this machine can run: gonum always, OpenBLAS
-// where libopenblas.so.0 loads.
+// backends returns every CPU backend this machine can run: gonum and the Go
+// kernels always, OpenBLAS where libopenblas.so.0 loads.
 func backends(t *testing.T) []*CPU {
 	t.Helper()
-	bs := []*CPU{gonumCPU()}
+	goCPU, err := NewCPU("go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bs := []*CPU{gonumCPU(), goCPU}
 	if o, err := NewCPU("openblas"); err == nil {
 		bs = append(bs, o)
 	} else {
@@ -491,7 +495,7 @@ func TestGeluVectorMatchesScalar(t *testing.T) {
 func BenchmarkMatMul(b *testing.B) {
 	r := rand.New(rand.NewPCG(1, 1))
 	x, w, y := randTensor(r, 2048, 256), randTensor(r, 768, 256), New(2048, 768)
-	for _, name := range []string{"openblas", "gonum"} {
+	for _, name := range []string{"openblas", "go", "gonum"} {
 		be, err := NewCPU(name)
 		if err != nil {
 			b.Logf("%s: %v", name, err)
