@@ -59,7 +59,7 @@ func libraries(b *testing.B) map[string]gemmFn {
 }
 
 // BenchmarkGemm times each library on each training shape on one goroutine
-// and reports GFLOP/s per second of the thread's own CPU time, which the
+// and reports GFLOP/s per second of the process's CPU time, which the
 // other jobs of a shared machine do not inflate (wall time, ns/op, they do). Compare libraries within one run:
 //
 //	go test -run '^$' -bench Gemm -benchtime 20x ./models/tensor/sgemm
@@ -100,10 +100,11 @@ func BenchmarkGemm(b *testing.B) {
 	}
 }
 
-// threadCPU is the CPU time the calling OS thread has used.
+// threadCPU is the CPU time the process has used, all threads together (gonum
+// runs a product on several).
 func threadCPU() time.Duration {
 	var ru unix.Rusage
-	if err := unix.Getrusage(unix.RUSAGE_THREAD, &ru); err != nil {
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
 		panic(err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
