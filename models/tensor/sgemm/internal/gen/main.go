@@ -47,9 +47,59 @@ func aRow(i int) string {
 	return fmt.Sprintf("(%s)(R8*2)", aBase[i/3])
 }
 
+// printer writes one line of assembly.
+type printer func(format string, args ...any)
+
+// loadC starts the accumulators from the tile of C at DX (row stride BX)
+// when AX is set, else from zero, and ends at the label name_check.
+func (k kernel) loadC(p printer, name string) {
+	vb := k.width * 4
+	p("\tTESTQ AX, AX")
+	p("\tJZ %s_zero", name)
+	p("\tMOVQ DX, R9")
+	for i := range k.mr {
+		for v := range k.vecs {
+			p("\tVMOVUPS %d(R9), %s", v*vb, k.acc(i, v))
+		}
+		if i < k.mr-1 {
+			p("\tADDQ BX, R9")
+		}
+	}
+	p("\tJMP %s_check", name)
+	p("%s_zero:", name)
+	for i := range k.mr {
+		for v := range k.vecs {
+			a := k.acc(i, v)
+			if k.reg == "Z" {
+				p("\tVPXORD %s, %s, %s", a, a, a)
+			} else {
+				p("\tVXORPS %s, %s, %s", a, a, a)
+			}
+		}
+	}
+	p("%s_check:", name)
+}
+
+// storeC writes the accumulators back to the tile of C and returns.
+func (k kernel) storeC(p printer) {
+	vb := k.width * 4
+	p("\tMOVQ DX, R9")
+	for i := range k.mr {
+		for v := range k.vecs {
+			p("\tVMOVUPS %s, %d(R9)", k.acc(i, v), v*vb)
+		}
+		if i < k.mr-1 {
+			p("\tADDQ BX, R9")
+		}
+	}
+	p("\tVZEROUPPER")
+	p("\tRET")
+	p("")
+}
+
 func (k kernel) write(b *strings.Builder) {
 	vb := k.width * 4 // bytes per vector
-	p := func(format string, args ...any) { fmt.Fprintf(b, format+"\n", args...) }
+	var p printer = func(format string, args ...any) { fmt.Fprintf(b, format+"\n", args...) }
 	p("// func %s(k int, a *float32, rs, cs int, b, c *float32, ldc int, load int)", k.name)
 	p("TEXT ·%s(SB), NOSPLIT, $0-64", k.name)
 	p("\tMOVQ k+0(FP), CX")
@@ -68,30 +118,7 @@ func (k kernel) write(b *strings.Builder) {
 		p("\tADDQ R8, %s", aBase[g])
 	}
 	p("\tMOVQ load+56(FP), AX")
-	p("\tTESTQ AX, AX")
-	p("\tJZ %s_zero", k.name)
-	p("\tMOVQ DX, R9")
-	for i := range k.mr {
-		for v := range k.vecs {
-			p("\tVMOVUPS %d(R9), %s", v*vb, k.acc(i, v))
-		}
-		if i < k.mr-1 {
-			p("\tADDQ BX, R9")
-		}
-	}
-	p("\tJMP %s_check", k.name)
-	p("%s_zero:", k.name)
-	for i := range k.mr {
-		for v := range k.vecs {
-			a := k.acc(i, v)
-			if k.reg == "Z" {
-				p("\tVPXORD %s, %s, %s", a, a, a)
-			} else {
-				p("\tVXORPS %s, %s, %s", a, a, a)
-			}
-		}
-	}
-	p("%s_check:", k.name)
+	k.loadC(p, k.name)
 	p("\tTESTQ CX, CX")
 	p("\tJZ %s_store", k.name)
 	p("%s_loop:", k.name)
@@ -111,18 +138,7 @@ func (k kernel) write(b *strings.Builder) {
 	p("\tDECQ CX")
 	p("\tJNZ %s_loop", k.name)
 	p("%s_store:", k.name)
-	p("\tMOVQ DX, R9")
-	for i := range k.mr {
-		for v := range k.vecs {
-			p("\tVMOVUPS %s, %d(R9)", k.acc(i, v), v*vb)
-		}
-		if i < k.mr-1 {
-			p("\tADDQ BX, R9")
-		}
-	}
-	p("\tVZEROUPPER")
-	p("\tRET")
-	p("")
+	k.storeC(p)
 }
 
 // writePacked writes the kernel for packed A (row i of step p at
@@ -130,7 +146,7 @@ func (k kernel) write(b *strings.Builder) {
 // constant displacements, then single steps for the rest of k.
 func (k kernel) writePacked(b *strings.Builder, unroll int) {
 	vb := k.width * 4
-	p := func(format string, args ...any) { fmt.Fprintf(b, format+"\n", args...) }
+	var p printer = func(format string, args ...any) { fmt.Fprintf(b, format+"\n", args...) }
 	name := k.name
 	p("// func %s(k int, a *float32, rs, cs int, b, c *float32, ldc int, load int)", name)
 	p("TEXT ·%s(SB), NOSPLIT, $0-64", name)
@@ -141,26 +157,7 @@ func (k kernel) writePacked(b *strings.Builder, unroll int) {
 	p("\tMOVQ ldc+48(FP), BX")
 	p("\tSHLQ $2, BX")
 	p("\tMOVQ load+56(FP), AX")
-	p("\tTESTQ AX, AX")
-	p("\tJZ %s_zero", name)
-	p("\tMOVQ DX, R9")
-	for i := range k.mr {
-		for v := range k.vecs {
-			p("\tVMOVUPS %d(R9), %s", v*vb, k.acc(i, v))
-		}
-		if i < k.mr-1 {
-			p("\tADDQ BX, R9")
-		}
-	}
-	p("\tJMP %s_check", name)
-	p("%s_zero:", name)
-	for i := range k.mr {
-		for v := range k.vecs {
-			a := k.acc(i, v)
-			p("\tVPXORD %s, %s, %s", a, a, a)
-		}
-	}
-	p("%s_check:", name)
+	k.loadC(p, name)
 	p("\tMOVQ CX, R10")
 	p("\tSHRQ $%d, R10", log2(unroll))
 	p("\tANDQ $%d, CX", unroll-1)
@@ -195,18 +192,7 @@ func (k kernel) writePacked(b *strings.Builder, unroll int) {
 	p("\tDECQ CX")
 	p("\tJNZ %s_one", name)
 	p("%s_store:", name)
-	p("\tMOVQ DX, R9")
-	for i := range k.mr {
-		for v := range k.vecs {
-			p("\tVMOVUPS %s, %d(R9)", k.acc(i, v), v*vb)
-		}
-		if i < k.mr-1 {
-			p("\tADDQ BX, R9")
-		}
-	}
-	p("\tVZEROUPPER")
-	p("\tRET")
-	p("")
+	k.storeC(p)
 }
 
 func log2(n int) int {
