@@ -23,3 +23,6 @@ func (o *OpenBLAS) Sgemm(ta, tb bool, m, n, k int, alpha float32, a []float32, l
 	b []float32, ldb int, beta float32, c []float32, ldc int) {
 	panic("cbits: OpenBLAS without cgo")
 }
+
+// Note is never reached without cgo.
+func (o *OpenBLAS) Note() string { return "" }

@@ -17,19 +17,25 @@ static const char *pp_config(void *fn) { return ((pp_config_fn)fn)(); }
 static void pp_set_threads(void *fn, int n) { ((pp_threads_fn)fn)(n); }
 
 #include <stdlib.h>
-// pp_best_coretype names the OpenBLAS kernel family this CPU supports, or NULL.
-static const char *pp_best_coretype(void) {
+typedef void (*pp_void_fn)(void);
+static void pp_call(void *fn) { ((pp_void_fn)fn)(); }
+// pp_cpu_level is CPULevel's input: 3 AVX-512 (F, BW, VL, DQ), 2 AVX2 and
+// FMA, 1 AVX, 0 otherwise.
+static int pp_cpu_level(void) {
 #if defined(__x86_64__)
 	__builtin_cpu_init();
 	if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
 	    __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
-		return "SKYLAKEX";
+		return 3;
 	if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-		return "HASWELL";
+		return 2;
+	if (__builtin_cpu_supports("avx"))
+		return 1;
 #endif
-	return NULL;
+	return 0;
 }
-static void pp_setenv(const char *k, const char *v) { setenv(k, v, 0); }
+static void pp_setenv(const char *k, const char *v) { setenv(k, v, 1); }
+static int pp_hasenv(const char *k) { return getenv(k) != NULL; }
 */
 import "C"
 
@@ -46,7 +52,9 @@ const OpenBLASSoname = "libopenblas.so.0"
 // independent output blocks themselves, so results never depend on a thread count.
 type OpenBLAS struct {
 	config string
+	note   string // set when pplaunch chose the core: what and why
 	sgemm  unsafe.Pointer
+	lib    *library
 }
 
 var (
@@ -65,24 +73,11 @@ func LoadOpenBLAS() (*OpenBLAS, error) {
 
 // loadOpenBLAS opens soname and checks that it is OpenBLAS.
 func loadOpenBLAS(soname string) (*OpenBLAS, error) {
-	// OpenBLAS picks its kernels from CPUID when it loads, and under some
-	// hypervisors it does not recognise the CPU and falls back to Prescott
-	// (SSE3) kernels, ten times slower. Unless the user chose a core with
-	// OPENBLAS_CORETYPE (setenv's last argument 0 leaves a value that is set
-	// alone), name the best family the CPU's features allow. Set in the C
-	// environment only, which OpenBLAS reads: Go's os.Environ, and so the
-	// environment of processes Go starts, keeps the user's.
-	if ct := C.pp_best_coretype(); ct != nil {
-		k := C.CString("OPENBLAS_CORETYPE")
-		C.pp_setenv(k, ct)
-		C.free(unsafe.Pointer(k))
-	}
 	lib, err := open(soname)
 	if err != nil {
 		return nil, fmt.Errorf("load OpenBLAS: %w", err)
 	}
-	cfg, err := lib.sym("openblas_get_config")
-	if err != nil {
+	if _, err := lib.sym("openblas_get_config"); err != nil {
 		return nil, fmt.Errorf("load OpenBLAS: %w (not OpenBLAS: a reference BLAS would be ten times slower)", err)
 	}
 	threads, err := lib.sym("openblas_set_num_threads")
@@ -93,9 +88,75 @@ func loadOpenBLAS(soname string) (*OpenBLAS, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load OpenBLAS: %w", err)
 	}
+	o := &OpenBLAS{sgemm: sgemm, lib: lib}
+	o.config = o.readConfig()
+	o.fixCore()
 	C.pp_set_threads(threads, 1)
-	return &OpenBLAS{config: C.GoString(C.pp_config(cfg)), sgemm: sgemm}, nil
+	return o, nil
 }
+
+// fixCore checks the kernels OpenBLAS picked from CPUID when it loaded and,
+// where they are narrower than the CPU allows (CoreFix), picks them again
+// with OPENBLAS_CORETYPE set. A core the user named is kept, as is a build
+// for one core (no gotoblas_dynamic_init to pick again).
+func (o *OpenBLAS) fixCore() {
+	key := C.CString("OPENBLAS_CORETYPE")
+	defer C.free(unsafe.Pointer(key))
+	if C.pp_hasenv(key) != 0 {
+		return
+	}
+	force, note := CoreFix(o.coreName(), int(C.pp_cpu_level()))
+	if force == "" {
+		return
+	}
+	if err := o.reselect(force); err != nil {
+		o.note = note + ", but " + err.Error()
+		return
+	}
+	o.note = fmt.Sprintf("%s (now %s)", note, o.coreName())
+}
+
+// reselect makes OpenBLAS pick its kernels again for the named core, as it
+// does when it loads: OPENBLAS_CORETYPE in the C environment (which OpenBLAS
+// reads; Go's, and so that of the processes Go starts, keeps the user's),
+// then gotoblas_dynamic_quit and gotoblas_dynamic_init.
+func (o *OpenBLAS) reselect(core string) error {
+	quit, err := o.lib.sym("gotoblas_dynamic_quit")
+	if err != nil {
+		return fmt.Errorf("this OpenBLAS cannot pick its kernels again: %w", err)
+	}
+	initFn, err := o.lib.sym("gotoblas_dynamic_init")
+	if err != nil {
+		return fmt.Errorf("this OpenBLAS cannot pick its kernels again: %w", err)
+	}
+	k, v := C.CString("OPENBLAS_CORETYPE"), C.CString(core)
+	defer C.free(unsafe.Pointer(k))
+	defer C.free(unsafe.Pointer(v))
+	C.pp_setenv(k, v)
+	C.pp_call(quit)
+	C.pp_call(initFn)
+	o.config = o.readConfig()
+	return nil
+}
+
+// coreName is the core OpenBLAS runs kernels for, e.g. "Cooperlake"; "" for
+// a build without openblas_get_corename.
+func (o *OpenBLAS) coreName() string {
+	fn, err := o.lib.sym("openblas_get_corename")
+	if err != nil {
+		return ""
+	}
+	return C.GoString(C.pp_config(fn))
+}
+
+func (o *OpenBLAS) readConfig() string {
+	fn, _ := o.lib.sym("openblas_get_config")
+	return C.GoString(C.pp_config(fn))
+}
+
+// Note says, where pplaunch chose OpenBLAS's core because OpenBLAS's own
+// detection took narrower kernels than the CPU runs, what it did; else "".
+func (o *OpenBLAS) Note() string { return o.note }
 
 // Config is OpenBLAS's own description of its build (version, core, threading).
 func (o *OpenBLAS) Config() string { return o.config }

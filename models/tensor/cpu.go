@@ -15,7 +15,7 @@ type CPU struct {
 	sgemm  func(ta, tb bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int)
 	chunky bool // split large products into fixed row blocks and run them in parallel
 	pool   sync.Pool
-	hint   string // set when "auto" could not load a faster OpenBLAS: what it would gain
+	hint   string // a line for the start about OpenBLAS: what it would gain, or which core pplaunch chose
 }
 
 // Name says which library runs the matrix products.

@@ -67,7 +67,7 @@ func NewCPU(blasName string) (*CPU, error) {
 	}
 	switch lib {
 	case blasOpenBLAS:
-		return &CPU{name: "cpu/openblas", sgemm: o.Sgemm, chunky: true}, nil
+		return &CPU{name: "cpu/openblas", sgemm: o.Sgemm, chunky: true, hint: o.Note()}, nil
 	case blasGonum:
 		return gonumCPU(), nil
 	}
@@ -85,9 +85,10 @@ func openBLASHint(err error) string {
 		"install it with `apt-get install libopenblas0-pthread` (or set %s=go to silence this)", sgemm.Default().Name(), err, openBLASGain, BLASEnv)
 }
 
-// OpenBLASHint is, when NewCPU chose the Go kernels because OpenBLAS did not
-// load and OpenBLAS would be measurably faster, a line saying how to get it;
-// else "".
+// OpenBLASHint is a line for the start of a run about OpenBLAS, else "":
+// where NewCPU chose the Go kernels because OpenBLAS did not load and it
+// would be measurably faster, how to get it; where OpenBLAS runs kernels
+// pplaunch chose because its own detection fell short, which.
 func (c *CPU) OpenBLASHint() string { return c.hint }
 
 // NewCPUFromEnv is NewCPU with the choice taken from $PPLAUNCH_BLAS.
