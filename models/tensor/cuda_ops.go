@@ -149,8 +149,8 @@ func (c *CUDA) EmbedBackward(dwte, dwpe, dy *Tensor, tokens []int32) {
 
 // CrossEntropy writes the softmax of each row over its first valid columns
 // (0: all; the padding columns get probability 0) and returns the mean over
-// rows of -log p[target]; the per-row losses come to the host and are added in
-// row order in float64.
+// rows of -log p[target]; the per-row losses, in float64 with the softmax
+// denominator summed in float64, come to the host and are added in row order.
 func (c *CUDA) CrossEntropy(probs, logits *Tensor, targets []int32, valid int) float64 {
 	n, V := logits.Rows()
 	if len(targets) != n {
@@ -163,16 +163,16 @@ func (c *CUDA) CrossEntropy(probs, logits *Tensor, targets []int32, valid int) f
 		return 0
 	}
 	ids := c.uploadInts("cross entropy", targets)
-	loss := c.tmp(n)
+	loss := c.tmp(2 * n) // doubles
 	c.launch("crossentropy_forward", blk(n), blk(rowBlock), 0, c.ptr("cross entropy", probs), loss.ptr,
 		c.ptr("cross entropy", logits), ids.ptr, int32(V), int32(valid))
-	rows := make([]float32, n)
-	c.download(unsafe.Pointer(&rows[0]), loss.ptr, n*4)
+	rows := make([]float64, n)
+	c.download(unsafe.Pointer(&rows[0]), loss.ptr, n*8)
 	c.alloc.put(ids)
 	c.alloc.put(loss)
 	var total float64
 	for _, l := range rows {
-		total += float64(l)
+		total += l
 	}
 	return total / float64(n)
 }

@@ -36,7 +36,7 @@ __device__ __forceinline__ float block_max(float v, float* sh) {
 
 // block_sum_d is block_sum in double through shared memory (shuffles carry
 // float and int only): a tree over sh[0..blockDim.x), which must be a power
-// of two. Thread 0 gets the sum.
+// of two. Every thread gets the sum (the tree ends at a barrier).
 __device__ __forceinline__ double block_sum_d(double v, double* sh) {
 	sh[threadIdx.x] = v;
 	__syncthreads();
