@@ -54,10 +54,9 @@ func (c *CPU) Attention(out, probs, qkv *Tensor, heads int) {
 					mx = s
 				}
 			}
+			expShifted(row[:r+1], row[:r+1], mx)
 			var sum float32
-			for j := 0; j <= r; j++ {
-				e := exp32(row[j] - mx)
-				row[j] = e
+			for _, e := range row[:r+1] {
 				sum += e
 			}
 			inv := 1 / sum

@@ -318,10 +318,9 @@ func (c *CPU) CrossEntropy(probs, logits *Tensor, targets []int32, valid int) fl
 			zt := lr[tg] - mx
 			// The denominator in float64, in column order: added in float32,
 			// 50257 terms lose about 1e-6 of the loss.
+			expShifted(pr[:valid], lr, mx)
 			var sum float64
-			for j, v := range lr {
-				e := exp32(v - mx)
-				pr[j] = e
+			for _, e := range pr[:valid] {
 				sum += float64(e)
 			}
 			inv := float32(1 / sum)

@@ -5,13 +5,15 @@
 //
 // The CPU backend is the reference; its tensors are host memory (Data). Matrix
 // products go to OpenBLAS when libopenblas.so.0 can be loaded at run time
-// (through cbits), else to gonum's pure-Go BLAS; PPLAUNCH_BLAS chooses. Work is
-// cut into blocks that depend on the shapes alone and run on up to GOMAXPROCS
-// goroutines, and no sum is split by thread count, so results are the same bits
-// at any GOMAXPROCS. GELU has an AVX2 kernel that performs the scalar loop's
-// operations in the same order; it is chosen at run time from the CPU's
-// features (golang.org/x/sys/cpu), and GODEBUG=cpu.avx2=off forces the scalar
-// loop. Operands of the wrong size panic with a message naming the operation
+// (through cbits), else to the project's own SIMD kernels (package sgemm,
+// whose sums along K have one order whatever the blocking and threads);
+// gonum's pure-Go BLAS on request; PPLAUNCH_BLAS chooses. Work is cut into
+// blocks that depend on the shapes alone and run on up to GOMAXPROCS
+// goroutines, and no sum is split by thread count, so results are the same
+// bits at any GOMAXPROCS. GELU and the softmaxes' exp have AVX2 kernels that
+// perform the scalar loop's operations in the same order; they are chosen at
+// run time from the CPU's features (golang.org/x/sys/cpu), and
+// GODEBUG=cpu.avx2=off forces the scalar loops. Operands of the wrong size panic with a message naming the operation
 // and the operand.
 //
 // The CUDA backend (NewCUDA) keeps tensors in device memory from a caching
@@ -25,5 +27,5 @@
 // buffers run on a second stream, ordered against the compute by events.
 //
 // This package imports only cbits (the NVIDIA and BLAS libraries loaded at run
-// time) and never anything of the models or ranks above it.
+// time) and its own sgemm, and never anything of the models or ranks above it.
 package tensor

@@ -44,3 +44,12 @@ const (
 	tanhB4    = 1.18534705686654e-04
 	tanhB6    = 1.19825839466702e-06
 )
+
+// expShifted sets dst[i] = exp32(src[i] - shift), eight at a time where the
+// CPU has AVX2 (the same bits), then one at a time.
+func expShifted(dst, src []float32, shift float32) {
+	dst = dst[:len(src)]
+	for i := expVector(dst, src, shift); i < len(src); i++ {
+		dst[i] = exp32(src[i] - shift)
+	}
+}
