@@ -159,7 +159,13 @@ func (e *Engine) macro(w *workspace, a operand, c []float32, ldc, mb, nb, kb int
 	if load {
 		ld = 1
 	}
-	full, fn := mb/mr*mr, e.kern.fn
+	full, fn, edge := mb/mr*mr, e.kern.fn, e.kern.fn
+	if a.cs == 1 && e.kern.rows != nil {
+		fn = e.kern.rows
+	}
+	if e.kern.packed != nil {
+		edge = e.kern.packed // the edge sliver is packed
+	}
 	if a.packed {
 		fn = e.kern.packed
 	} else if full < mb {
@@ -177,10 +183,13 @@ func (e *Engine) macro(w *workspace, a operand, c []float32, ldc, mb, nb, kb int
 				_ = a.a[(ir+mr-1)*a.rs+(kb-1)*a.cs]
 				pa, rs, cs = &a.a[ir*a.rs], a.rs, a.cs
 			}
-			rows := min(mr, mb-ir)
+			rows, f := min(mr, mb-ir), fn
+			if !a.packed && ir >= full {
+				f = edge
+			}
 			if rows == mr && cols == nr {
 				_ = c[(ir+mr-1)*ldc+jr+nr-1]
-				fn(kb, pa, rs, cs, pb, &c[ir*ldc+jr], ldc, ld)
+				f(kb, pa, rs, cs, pb, &c[ir*ldc+jr], ldc, ld)
 				continue
 			}
 			t := w.tile
@@ -189,7 +198,7 @@ func (e *Engine) macro(w *workspace, a operand, c []float32, ldc, mb, nb, kb int
 					copy(t[i*nr:i*nr+cols], c[(ir+i)*ldc+jr:])
 				}
 			}
-			fn(kb, pa, rs, cs, pb, &t[0], nr, ld)
+			f(kb, pa, rs, cs, pb, &t[0], nr, ld)
 			for i := range rows {
 				copy(c[(ir+i)*ldc+jr:(ir+i)*ldc+jr+cols], t[i*nr:])
 			}

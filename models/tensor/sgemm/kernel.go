@@ -13,6 +13,8 @@ type Kernel struct {
 	fn     func(k int, a *float32, rs, cs int, b, c *float32, ldc int, load int)
 	// packed, where set, is fn for packed A (rs 1, cs MR), unrolled.
 	packed func(k int, a *float32, rs, cs int, b, c *float32, ldc int, load int)
+	// rows, where set, is fn for A row-major in place (cs 1), unrolled.
+	rows func(k int, a *float32, rs, cs int, b, c *float32, ldc int, load int)
 	// copyRows, where set, does packSliver's contiguous case (lane 1) with
 	// vector loads, and reports false where it cannot.
 	copyRows func(dst, src []float32, pstride, k, width, valid int, alpha float32) bool

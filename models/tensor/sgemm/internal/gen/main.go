@@ -141,34 +141,53 @@ func (k kernel) write(b *strings.Builder) {
 	k.storeC(p)
 }
 
-// writePacked writes the kernel for packed A (row i of step p at
-// a[p·mr + i]): one pointer per operand, steps unrolled by unroll with
-// constant displacements, then single steps for the rest of k.
-func (k kernel) writePacked(b *strings.Builder, unroll int) {
-	vb := k.width * 4
+// writeUnrolled writes a kernel whose A column step is a constant, so the
+// steps unroll by unroll with constant displacements (then single steps for
+// the rest of k): packed A (row i of step p at a[p·mr + i], one pointer), or
+// A row-major in place (cs 1: row i at a[i·rs + p], the bases of write).
+func (k kernel) writeUnrolled(b *strings.Builder, unroll int, rowMajor bool) {
 	var p printer = func(format string, args ...any) { fmt.Fprintf(b, format+"\n", args...) }
 	name := k.name
+	groups := (k.mr + 2) / 3
+	addr := func(i, s int) string { return fmt.Sprintf("%d(SI)", s*4*k.mr+4*i) }
+	advance := func(steps int) { p("\tADDQ $%d, SI", 4*k.mr*steps) }
+	if rowMajor {
+		addr = func(i, s int) string { return fmt.Sprintf("%d%s", 4*s, aRow(i)) }
+		advance = func(steps int) {
+			for g := range groups {
+				p("\tADDQ $%d, %s", 4*steps, aBase[g])
+			}
+		}
+	}
 	p("// func %s(k int, a *float32, rs, cs int, b, c *float32, ldc int, load int)", name)
 	p("TEXT ·%s(SB), NOSPLIT, $0-64", name)
 	p("\tMOVQ k+0(FP), CX")
 	p("\tMOVQ a+8(FP), SI")
+	if rowMajor {
+		p("\tMOVQ rs+16(FP), R8")
+		p("\tSHLQ $2, R8")
+		for g := 1; g < groups; g++ {
+			p("\tLEAQ (%s)(R8*2), %s", aBase[g-1], aBase[g])
+			p("\tADDQ R8, %s", aBase[g])
+		}
+	}
 	p("\tMOVQ b+32(FP), DI")
 	p("\tMOVQ c+40(FP), DX")
 	p("\tMOVQ ldc+48(FP), BX")
 	p("\tSHLQ $2, BX")
 	p("\tMOVQ load+56(FP), AX")
 	k.loadC(p, name)
-	p("\tMOVQ CX, R10")
-	p("\tSHRQ $%d, R10", log2(unroll))
+	p("\tMOVQ CX, R9")
+	p("\tSHRQ $%d, R9", log2(unroll))
 	p("\tANDQ $%d, CX", unroll-1)
-	p("\tTESTQ R10, R10")
+	p("\tTESTQ R9, R9")
 	p("\tJZ %s_tail", name)
 	step := func(s int) {
 		for v := range k.vecs {
-			p("\tVMOVUPS %d(DI), %s", s*4*k.nr()+v*vb, k.bvec(v))
+			p("\tVMOVUPS %d(DI), %s", s*4*k.nr()+v*k.width*4, k.bvec(v))
 		}
 		for i := range k.mr {
-			p("\tVBROADCASTSS %d(SI), %s", s*4*k.mr+4*i, k.bcast(i))
+			p("\tVBROADCASTSS %s, %s", addr(i, s), k.bcast(i))
 			for v := range k.vecs {
 				p("\tVFMADD231PS %s, %s, %s", k.bvec(v), k.bcast(i), k.acc(i, v))
 			}
@@ -178,16 +197,16 @@ func (k kernel) writePacked(b *strings.Builder, unroll int) {
 	for s := range unroll {
 		step(s)
 	}
-	p("\tADDQ $%d, SI", 4*k.mr*unroll)
+	advance(unroll)
 	p("\tADDQ $%d, DI", 4*k.nr()*unroll)
-	p("\tDECQ R10")
+	p("\tDECQ R9")
 	p("\tJNZ %s_loop", name)
 	p("%s_tail:", name)
 	p("\tTESTQ CX, CX")
 	p("\tJZ %s_store", name)
 	p("%s_one:", name)
 	step(0)
-	p("\tADDQ $%d, SI", 4*k.mr)
+	advance(1)
 	p("\tADDQ $%d, DI", 4*k.nr())
 	p("\tDECQ CX")
 	p("\tJNZ %s_one", name)
@@ -213,8 +232,11 @@ func main() {
 	// AVX-512: 24 accumulators, 2 B vectors and 6 broadcasts of the 32 ZMM registers.
 	kernel{name: "kernelAVX512", mr: 12, vecs: 2, width: 16, reg: "Z", bcastFirst: 26, nbcast: 6}.write(&b)
 	// The same tiles for packed A, unrolled by four.
-	kernel{name: "kernelAVX2Packed", mr: 6, vecs: 2, width: 8, reg: "Y", bcastFirst: 14, nbcast: 2}.writePacked(&b, 4)
-	kernel{name: "kernelAVX512Packed", mr: 12, vecs: 2, width: 16, reg: "Z", bcastFirst: 26, nbcast: 6}.writePacked(&b, 4)
+	kernel{name: "kernelAVX2Packed", mr: 6, vecs: 2, width: 8, reg: "Y", bcastFirst: 14, nbcast: 2}.writeUnrolled(&b, 4, false)
+	kernel{name: "kernelAVX512Packed", mr: 12, vecs: 2, width: 16, reg: "Z", bcastFirst: 26, nbcast: 6}.writeUnrolled(&b, 4, false)
+	// And for A row-major in place (column step 1).
+	kernel{name: "kernelAVX2Rows", mr: 6, vecs: 2, width: 8, reg: "Y", bcastFirst: 14, nbcast: 2}.writeUnrolled(&b, 4, true)
+	kernel{name: "kernelAVX512Rows", mr: 12, vecs: 2, width: 16, reg: "Z", bcastFirst: 26, nbcast: 6}.writeUnrolled(&b, 4, true)
 	out := "kernel_amd64.s"
 	if len(os.Args) > 1 {
 		out = os.Args[1]
