@@ -14,6 +14,10 @@ type CPU struct {
 	name   string
 	sgemm  func(ta, tb bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int)
 	chunky bool // split large products into fixed row blocks and run them in parallel
+	// threaded, where set, computes a whole product on up to GOMAXPROCS
+	// goroutines itself (the Go kernels, which share nothing between blocks
+	// that changes bits); gemm calls it instead of cutting.
+	threaded func(workers int, ta, tb bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int)
 	pool   sync.Pool
 	hint   string // a line for the start about OpenBLAS: what it would gain, or which core pplaunch chose
 }
@@ -31,11 +35,17 @@ func gemmBlock(dim int) int {
 	return max(512, half)
 }
 
-// gemm computes C = alpha·op(A)·op(B) + beta·C. With OpenBLAS (held single-threaded)
-// a large product is cut into fixed blocks of C rows, or of columns when C has few
-// rows, which run in parallel; the cut depends only on the shape.
+// gemm computes C = alpha·op(A)·op(B) + beta·C. The Go kernels thread a product
+// themselves (their bits do not depend on it). With OpenBLAS (held
+// single-threaded) a large product is cut into fixed blocks of C rows, or of
+// columns when C has few rows, which run in parallel; the cut depends only on
+// the shape.
 func (c *CPU) gemm(ta, tb bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, cc []float32, ldc int) {
 	if m == 0 || n == 0 {
+		return
+	}
+	if c.threaded != nil {
+		c.threaded(runtime.GOMAXPROCS(0), ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, cc, ldc)
 		return
 	}
 	if !c.chunky || int64(m)*int64(n)*int64(k) < 1<<20 {

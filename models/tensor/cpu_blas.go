@@ -71,7 +71,8 @@ func NewCPU(blasName string) (*CPU, error) {
 	case blasGonum:
 		return gonumCPU(), nil
 	}
-	c := &CPU{name: "cpu/go", sgemm: sgemm.Default().Gemm, chunky: true}
+	e := sgemm.Default()
+	c := &CPU{name: "cpu/go", sgemm: e.Gemm, threaded: e.GemmParallel}
 	if hint {
 		c.hint = openBLASHint(loadErr)
 	}
