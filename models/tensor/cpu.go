@@ -18,8 +18,8 @@ type CPU struct {
 	// goroutines itself (the Go kernels, which share nothing between blocks
 	// that changes bits); gemm calls it instead of cutting.
 	threaded func(workers int, ta, tb bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int)
-	pool   sync.Pool
-	hint   string // a line for the start about OpenBLAS: what it would gain, or which core pplaunch chose
+	pool     sync.Pool
+	hint     string // a line for the start about OpenBLAS: what it would gain, or which core pplaunch chose
 }
 
 // Name says which library runs the matrix products.
