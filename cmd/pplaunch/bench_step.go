@@ -17,7 +17,7 @@ type benchStepCmd struct {
 	Threads int    `arg:"--threads" default:"1" help:"threads (GOMAXPROCS) while timing"`
 	Steps   int    `arg:"--steps" default:"5" help:"timed steps; the median is reported"`
 	Warmup  int    `arg:"--warmup" default:"1" help:"untimed steps first"`
-	BLAS    string `arg:"--blas,env:PPLAUNCH_BLAS" default:"auto" help:"matrix products: auto, openblas or gonum"`
+	BLAS    string `arg:"--blas,env:PPLAUNCH_BLAS" default:"auto" help:"matrix products: auto, openblas, go (the built-in SIMD kernels) or gonum"`
 	Device  string `arg:"--device" default:"cpu" help:"where the model computes: cpu or cuda"`
 	TF32    bool   `arg:"--tf32" help:"on cuda, let matrix products use TF32 tensor cores"`
 	JSON    bool   `arg:"--json" help:"print the report as JSON"`

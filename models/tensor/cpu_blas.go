@@ -24,11 +24,12 @@ const (
 )
 
 // openBLASGain is how much faster a training step runs on OpenBLAS than on
-// the Go kernels (step time go / openblas): bench step at 1 thread, the
-// median over alternating rounds of the default model and a GPT-2-small
-// block (docs/benchmarks.md, "SIMD matrix product in Go"). Below 1.10 the
-// start-up hint is not worth a line, and auto prefers OpenBLAS only above 1.
-const openBLASGain = 1.15
+// the Go kernels (CPU time per step, go / openblas): bench step at 1 thread,
+// medians of three alternating rounds on the 2-core development machine on
+// 1 December 2026, 1.19 for the default model and 1.16 for a GPT-2-small
+// block (docs/benchmarks.md, "The Go SIMD matrix product"). Under 1.10 the
+// start-up hint would not be worth a line; auto prefers OpenBLAS above 1.
+const openBLASGain = 1.17
 
 // chooseBLAS decides which library runs the products, from the request,
 // whether OpenBLAS loaded (loadErr nil) and how much faster it runs a step
