@@ -51,3 +51,14 @@ func TestNewCPUNames(t *testing.T) {
 		}
 	}
 }
+
+// The hint says what OpenBLAS would gain, measured, and both ways out.
+func TestOpenBLASHintText(t *testing.T) {
+	h := openBLASHint(errors.New("libopenblas.so.0: cannot open shared object file"))
+	for _, want := range []string{"pplaunch's own SIMD kernels", "1.2x as fast", "cannot open shared object file",
+		"apt-get install libopenblas0-pthread", "PPLAUNCH_BLAS=go"} {
+		if !strings.Contains(h, want) {
+			t.Errorf("hint %q does not say %q", h, want)
+		}
+	}
+}
