@@ -253,3 +253,24 @@ func TestParseSize(t *testing.T) {
 		}
 	}
 }
+
+func TestSplit(t *testing.T) {
+	cases := []struct {
+		m, n, k, workers int
+		band             int
+		rows             bool
+	}{
+		{1024, 384, 128, 2, 516, true}, // two bands of whole 12-row tiles
+		{256, 384, 128, 2, 384, false}, // too narrow to cut: one band
+		{4096, 768, 768, 8, 516, true}, // no band under 512 rows
+		{64, 64, 64, 2, 64, true},      // too small to thread
+		{1024, 4096, 256, 4, 1024, false},
+		{1024, 1024, 1024, 1, 1024, true},
+	}
+	for _, tc := range cases {
+		band, rows := Split(tc.m, tc.n, tc.k, tc.workers, 12, 32)
+		if band != tc.band || rows != tc.rows {
+			t.Errorf("Split(%d, %d, %d, %d) = %d, %v; want %d, %v", tc.m, tc.n, tc.k, tc.workers, band, rows, tc.band, tc.rows)
+		}
+	}
+}

@@ -8,17 +8,26 @@ import (
 // starting workers costs more than it saves.
 const parallelMin = 1 << 20
 
+// minBand is the narrowest band a worker gets: each band packs its own B (or
+// reads its own A), and a product waits for its slowest band, so thin bands
+// cost more than a second core gives back, most on a loaded machine (as the
+// OpenBLAS path's blocks of at least 512 rows).
+const minBand = 512
+
 // Split cuts an m×n product for up to workers goroutines into bands of whole
-// tiles: rows when C is at least as tall as wide, else columns. It returns
-// the band width and whether the bands are rows. Bits do not depend on it.
+// tiles: rows when C is at least as tall as wide, else columns; bands are at
+// least minBand wide. It returns the band width and whether the bands are
+// rows. Bits do not depend on it.
 func Split(m, n, k, workers, mr, nr int) (band int, rows bool) {
+	rows = m >= n
+	dim, tile := n, nr
+	if rows {
+		dim, tile = m, mr
+	}
 	if workers <= 1 || int64(m)*int64(n)*int64(k) < parallelMin {
-		return max(m, n), m >= n
+		return dim, rows
 	}
-	if m >= n {
-		return roundUp((m+workers-1)/workers, mr), true
-	}
-	return roundUp((n+workers-1)/workers, nr), false
+	return min(dim, max(roundUp(minBand, tile), roundUp((dim+workers-1)/workers, tile))), rows
 }
 
 func roundUp(v, to int) int { return (v + to - 1) / to * to }
