@@ -11,10 +11,13 @@ type Kernel struct {
 	Name   string
 	MR, NR int
 	fn     func(k int, a *float32, rs, cs int, b, c *float32, ldc int, load int)
-	// packed, where set, is fn for packed A (rs 1, cs MR), unrolled.
+	// packed, where set, is fn for packed A (rs 1, cs MR), unrolled: the
+	// last sliver of a block, of fewer than MR rows, is packed.
 	packed func(k int, a *float32, rs, cs int, b, c *float32, ldc int, load int)
 	// rows, where set, is fn for A row-major in place (cs 1), unrolled.
 	rows func(k int, a *float32, rs, cs int, b, c *float32, ldc int, load int)
+	// cols, where set, is fn for A column-major in place (rs 1), unrolled.
+	cols func(k int, a *float32, rs, cs int, b, c *float32, ldc int, load int)
 	// copyRows, where set, does packSliver's contiguous case (lane 1) with
 	// vector loads, and reports false where it cannot.
 	copyRows func(dst, src []float32, pstride, k, width, valid int, alpha float32) bool

@@ -23,16 +23,22 @@ func kernelAVX2Rows(k int, a *float32, rs, cs int, b, c *float32, ldc int, load 
 func kernelAVX512Rows(k int, a *float32, rs, cs int, b, c *float32, ldc int, load int)
 
 //go:noescape
+func kernelAVX2Cols(k int, a *float32, rs, cs int, b, c *float32, ldc int, load int)
+
+//go:noescape
+func kernelAVX512Cols(k int, a *float32, rs, cs int, b, c *float32, ldc int, load int)
+
+//go:noescape
 func kernelAVX512(k int, a *float32, rs, cs int, b, c *float32, ldc int, load int)
 
 // simdKernels are the assembly kernels the CPU supports, fastest first.
 func simdKernels() []Kernel {
 	var ks []Kernel
 	if cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL {
-		ks = append(ks, Kernel{Name: "avx512", MR: 12, NR: 32, fn: kernelAVX512, packed: kernelAVX512Packed, rows: kernelAVX512Rows, copyRows: copyRows})
+		ks = append(ks, Kernel{Name: "avx512", MR: 12, NR: 32, fn: kernelAVX512, packed: kernelAVX512Packed, rows: kernelAVX512Rows, cols: kernelAVX512Cols, copyRows: copyRows})
 	}
 	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
-		ks = append(ks, Kernel{Name: "avx2", MR: 6, NR: 16, fn: kernelAVX2, packed: kernelAVX2Packed, rows: kernelAVX2Rows})
+		ks = append(ks, Kernel{Name: "avx2", MR: 6, NR: 16, fn: kernelAVX2, packed: kernelAVX2Packed, rows: kernelAVX2Rows, cols: kernelAVX2Cols})
 	}
 	return ks
 }

@@ -146,6 +146,13 @@ func (k kernel) write(b *strings.Builder) {
 // the rest of k): packed A (row i of step p at a[p·mr + i], one pointer), or
 // A row-major in place (cs 1: row i at a[i·rs + p], the bases of write).
 func (k kernel) writeUnrolled(b *strings.Builder, unroll int, rowMajor bool) {
+	k.writeUnrolledMode(b, unroll, map[bool]string{false: "packed", true: "rows"}[rowMajor])
+}
+
+// writeUnrolledMode is writeUnrolled; mode "cols" is A column-major in place
+// (rs 1: row i at a[i + p·cs]), two steps at a time from one base.
+func (k kernel) writeUnrolledMode(b *strings.Builder, unroll int, mode string) {
+	rowMajor := mode == "rows"
 	var p printer = func(format string, args ...any) { fmt.Fprintf(b, format+"\n", args...) }
 	name := k.name
 	groups := (k.mr + 2) / 3
@@ -159,10 +166,30 @@ func (k kernel) writeUnrolled(b *strings.Builder, unroll int, rowMajor bool) {
 			}
 		}
 	}
+	if mode == "cols" {
+		unroll = 2
+		addr = func(i, s int) string {
+			if s == 0 {
+				return fmt.Sprintf("%d(SI)", 4*i)
+			}
+			return fmt.Sprintf("%d(SI)(R13*1)", 4*i)
+		}
+		advance = func(steps int) {
+			if steps == 2 {
+				p("\tLEAQ (SI)(R13*2), SI")
+			} else {
+				p("\tADDQ R13, SI")
+			}
+		}
+	}
 	p("// func %s(k int, a *float32, rs, cs int, b, c *float32, ldc int, load int)", name)
 	p("TEXT ·%s(SB), NOSPLIT, $0-64", name)
 	p("\tMOVQ k+0(FP), CX")
 	p("\tMOVQ a+8(FP), SI")
+	if mode == "cols" {
+		p("\tMOVQ cs+24(FP), R13")
+		p("\tSHLQ $2, R13")
+	}
 	if rowMajor {
 		p("\tMOVQ rs+16(FP), R8")
 		p("\tSHLQ $2, R8")
@@ -237,6 +264,9 @@ func main() {
 	// And for A row-major in place (column step 1).
 	kernel{name: "kernelAVX2Rows", mr: 6, vecs: 2, width: 8, reg: "Y", bcastFirst: 14, nbcast: 2}.writeUnrolled(&b, 4, true)
 	kernel{name: "kernelAVX512Rows", mr: 12, vecs: 2, width: 16, reg: "Z", bcastFirst: 26, nbcast: 6}.writeUnrolled(&b, 4, true)
+	// And for A column-major in place (row step 1: a transposed A).
+	kernel{name: "kernelAVX2Cols", mr: 6, vecs: 2, width: 8, reg: "Y", bcastFirst: 14, nbcast: 2}.writeUnrolledMode(&b, 2, "cols")
+	kernel{name: "kernelAVX512Cols", mr: 12, vecs: 2, width: 16, reg: "Z", bcastFirst: 26, nbcast: 6}.writeUnrolledMode(&b, 2, "cols")
 	out := "kernel_amd64.s"
 	if len(os.Args) > 1 {
 		out = os.Args[1]
