@@ -4,11 +4,12 @@
 // while mc×kc blocks of A stream past them, and an MR×NR register
 // micro-kernel updates one tile of C from MR rows of A and one sliver of B.
 // The kernel reads A in place through its row and column strides, as BLIS's
-// small-matrix kernels do, with an unrolled variant for a row-major and for a
+// small-matrix kernels do, with unrolled variants for a row-major and for a
 // column-major (transposed) A: copying A cost as much as the arithmetic on
-// the narrow products of a training step, and more than it saved on wide
-// ones, measured in alternating rounds (only a last sliver of fewer than MR
-// rows is packed, with zero rows). The kernel is chosen once from CPUID:
+// the narrow products of a training step, and a row-major A's copy (a
+// transpose) more than it saved on wide ones, measured in alternating rounds.
+// A transposed A is packed for blocks 512 columns or wider, and a block's
+// last sliver of fewer than MR rows always is (with zero rows). The kernel is chosen once from CPUID:
 // AVX-512 (12×32), AVX2 with FMA (6×16), or portable Go (4×4).
 //
 // The result is deterministic by construction, not by a fixed thread count:

@@ -13,7 +13,7 @@ type Engine struct {
 }
 
 // workspace holds one product's packed panels and an edge tile.
-type workspace struct{ a, b, tile []float32 }
+type workspace struct{ a, b, pa, tile []float32 }
 
 // New returns an engine running kernel k with blocks b (rounded to its tile).
 func New(k Kernel, b Blocks) *Engine {
@@ -63,7 +63,10 @@ func (e *Engine) workspace(m, n, k int) *workspace {
 	if cap(w.b) < nb {
 		w.b = make([]float32, nb)
 	}
-	w.a, w.b = w.a[:cap(w.a)], w.b[:cap(w.b)]
+	if npa := roundUp(min(bl.MC, m), mr) * kc; e.kern.packed != nil && n >= packMinCols && cap(w.pa) < npa {
+		w.pa = make([]float32, npa)
+	}
+	w.a, w.b, w.pa = w.a[:cap(w.a)], w.b[:cap(w.b)], w.pa[:cap(w.pa)]
 	return w
 }
 
@@ -97,16 +100,41 @@ func (e *Engine) Gemm(ta, tb bool, m, n, k int, alpha float32, a []float32, lda 
 			for ic := 0; ic < m; ic += bl.MC {
 				mb := min(bl.MC, m-ic)
 				blk := operand{a: a[ic*rs+pc*cs:], rs: rs, cs: cs}
+				if e.kern.packed != nil && nb >= packMinCols && (cs != 1 || e.kern.rows == nil) {
+					blk = e.packA(w.pa, blk, mb, kb)
+				}
 				e.macro(w, blk, c[ic*ldc+jc:], ldc, mb, nb, kb, load0 || pc > 0)
 			}
 		}
 	}
 }
 
-// operand is a block of op(A) in place: element (i, p) at a[i·rs + p·cs].
+// operand is a block of op(A): in place, element (i, p) at a[i·rs + p·cs],
+// or packed (packA).
 type operand struct {
 	a      []float32
 	rs, cs int
+	packed bool
+}
+
+// packMinCols is the block width from which A is packed when its column step
+// is not 1 (a transposed A): the copy then costs less than the unrolled
+// packed kernel saves (A is read once per NR columns), and reading a tall
+// transposed A in place strides over a page per step (0.5× OpenBLAS on
+// GPT-2-small's weight gradient, against 0.9× packed). Narrower blocks read
+// it in place with the column-major kernel. A row-major A is read
+// in place by its own unrolled kernel: packing it, a transpose, cost 5-15% on
+// GPT-2-small's products, measured in alternating rounds.
+const packMinCols = 512
+
+// packA copies an mb×kb block of A into dst as MR-tall slivers: sliver s
+// holds, for each p in order, the mr values of rows s·mr.. (zero past mb).
+func (e *Engine) packA(dst []float32, a operand, mb, kb int) operand {
+	mr := e.kern.MR
+	for s := 0; s*mr < mb; s++ {
+		e.packSliver(dst[s*mr*kb:(s+1)*mr*kb], a.a[s*mr*a.rs:], a.rs, a.cs, kb, mr, min(mr, mb-s*mr), 1)
+	}
+	return operand{a: dst, rs: 1, cs: mr, packed: true}
 }
 
 // scaleC sets C = beta·C before the products add onto it. When the product
@@ -128,8 +156,8 @@ func scaleC(c []float32, ldc, m, n int, beta float32, adding bool) {
 }
 
 // macro runs the micro-kernel over every tile of an mb×nb block of C from
-// A in place (an unrolled kernel for a row- or column-major A) and packed B
-// of depth kb. A sliver of fewer than MR rows is packed (zero rows below), and an edge tile of C goes through a buffer of
+// A (packed, or in place) and packed B of depth kb. In place, a sliver of
+// fewer than MR rows is packed (zero rows below), and an edge tile of C goes through a buffer of
 // MR×NR, so the kernel never reads or writes outside the operands.
 func (e *Engine) macro(w *workspace, a operand, c []float32, ldc, mb, nb, kb int, load bool) {
 	mr, nr := e.kern.MR, e.kern.NR
@@ -146,7 +174,9 @@ func (e *Engine) macro(w *workspace, a operand, c []float32, ldc, mb, nb, kb int
 	if e.kern.packed != nil {
 		edge = e.kern.packed // the edge sliver is packed
 	}
-	if full < mb {
+	if a.packed {
+		fn = e.kern.packed
+	} else if full < mb {
 		e.packSliver(w.a, a.a[full*a.rs:], a.rs, a.cs, kb, mr, mb-full, 1)
 	}
 	for jr := 0; jr < nb; jr += nr {
@@ -154,13 +184,15 @@ func (e *Engine) macro(w *workspace, a operand, c []float32, ldc, mb, nb, kb int
 		cols := min(nr, nb-jr)
 		for ir := 0; ir < mb; ir += mr {
 			pa, rs, cs := &w.a[0], 1, mr
-			if ir < full {
+			if a.packed {
+				pa = &a.a[ir*kb]
+			} else if ir < full {
 				// The sliver's last element lies within A: checked by checkArgs.
 				_ = a.a[(ir+mr-1)*a.rs+(kb-1)*a.cs]
 				pa, rs, cs = &a.a[ir*a.rs], a.rs, a.cs
 			}
 			rows, f := min(mr, mb-ir), fn
-			if ir >= full {
+			if !a.packed && ir >= full {
 				f = edge
 			}
 			if rows == mr && cols == nr {
