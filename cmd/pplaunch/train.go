@@ -232,6 +232,11 @@ func (c *trainCmd) job(stdout io.Writer, backend string) func(ctx context.Contex
 			defer out.close()
 			job.Report, job.OnSample = out.step, out.sample
 		}
+		if c.MetricsAddr != "" {
+			lctx, stopLive := context.WithCancel(ctx)
+			defer stopLive()
+			trackLive(lctx, &job, cfg, out, r.MaxRestarts)
+		}
 		res, err := ranks.Train(ctx, cfg, job)
 		if err != nil {
 			if job.Device != nil {

@@ -45,20 +45,21 @@ func newTrainOutput(c *trainCmd, cfg ranks.TrainConfig, backend string, world in
 		}
 		o.trace = t
 	}
+	v := ""
+	if cfg.Schedule == "interleaved" {
+		v = fmt.Sprintf(" v=%d", max(cfg.Virtual, 2))
+	}
+	title := fmt.Sprintf("%s (%d parameters) on %s; %d ranks = pp %d × dp %d; schedule %s%s, %d micro-batches of %d sequences; %d steps; compute %s",
+		cfg.Model, cfg.Model.NumParams(), dataName(cfg.Data), world, cfg.PP, cfg.DP, cfg.Schedule, v, cfg.Micro, cfg.MicroSize, cfg.Steps, backend)
 	if c.MetricsAddr != "" {
-		m, err := startMetrics(c.MetricsAddr, cfg.Steps, w)
+		m, err := startMetrics(c.MetricsAddr, cfg.Steps, newBoard(cfg, title, world), w)
 		if err != nil {
 			o.close()
 			return nil, err
 		}
 		o.prom = m
 	}
-	v := ""
-	if cfg.Schedule == "interleaved" {
-		v = fmt.Sprintf(" v=%d", max(cfg.Virtual, 2))
-	}
-	fmt.Fprintf(w, "train: %s (%d parameters) on %s; %d ranks = pp %d × dp %d; schedule %s%s, %d micro-batches of %d sequences; %d steps; compute %s\n",
-		cfg.Model, cfg.Model.NumParams(), dataName(cfg.Data), world, cfg.PP, cfg.DP, cfg.Schedule, v, cfg.Micro, cfg.MicroSize, cfg.Steps, backend)
+	fmt.Fprintf(w, "train: %s\n", title)
 	if len(cfg.Effective) > 0 {
 		fmt.Fprintf(w, "config: %s\n", cfg.Effective)
 	}
@@ -130,7 +131,7 @@ func (o *trainOutput) close() {
 		o.trace.close()
 	}
 	if o.prom != nil {
-		o.prom.close()
+		o.prom.close("this attempt ended with an error (the console says which)", false)
 	}
 }
 
@@ -154,6 +155,14 @@ func (o *trainOutput) finish(res *ranks.Result, sig os.Signal) error {
 		if err := o.trace.finish(o.c.TraceSVG, title, sched); err != nil {
 			return fmt.Errorf("train: %w", err)
 		}
+	}
+	if o.prom != nil {
+		outcome := fmt.Sprintf("finished: steps %d..%d in %.1f s", res.FirstStep+1, res.Steps, time.Since(o.start).Seconds())
+		if res.Stopped {
+			outcome = fmt.Sprintf("stopped after step %d of %d (preempted): continue with --resume", res.Steps, o.cfg.Steps)
+		}
+		o.prom.close(outcome, true)
+		o.prom = nil
 	}
 	sum := &res.Summary
 	fmt.Fprintf(o.w, "\nsummary: steps %d..%d in %.1fs", res.FirstStep+1, res.Steps, time.Since(o.start).Seconds())
