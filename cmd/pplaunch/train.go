@@ -93,6 +93,7 @@ func (c *trainCmd) config() (ranks.TrainConfig, error) {
 		LRSchedule: c.LRSchedule, WarmupStart: c.WarmupStartLR, LRDecaySteps: c.LRDecaySteps,
 		Beta1: c.AdamBeta1, Beta2: c.AdamBeta2, Eps: c.AdamEps, Momentum: c.Momentum,
 		CheckTransfers: c.CheckTransfers,
+		Zero:           c.Zero,
 	}, nil
 }
 

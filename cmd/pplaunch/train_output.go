@@ -182,6 +182,9 @@ func (o *trainOutput) finish(res *ranks.Result, sig os.Signal) error {
 		if r < len(sum.PeakDevice) {
 			dev = fmt.Sprintf(", peak device memory %s MiB", mib(sum.PeakDevice[r]))
 		}
+		if r < len(last.OptimizerBytes) {
+			dev += fmt.Sprintf(", optimizer state %s MiB", mib(last.OptimizerBytes[r]))
+		}
 		fmt.Fprintf(o.w, "  rank %d: peak activations %s MiB (%.2f micro-batches)%s\n", r, mib(p), last.PeakMicroBatches[r], dev)
 	}
 	if res.Checkpoint != "" {
