@@ -29,14 +29,17 @@ import (
 var ZeroStages = []int{0, 1}
 
 // checkZero checks TrainConfig.Zero.
-func (c *TrainConfig) checkZero() error {
-	switch c.Zero {
+func (c *TrainConfig) checkZero() error { return CheckZero(c.Zero) }
+
+// CheckZero checks a ZeRO stage given as --zero (train's and plan's).
+func CheckZero(stage int) error {
+	switch stage {
 	case 0, 1:
 		return nil
 	case 2, 3:
-		return fmt.Errorf("--zero %d: ZeRO stage %d shards the gradients, which a pipeline accumulates over its micro-batches; pipelines allow only stage 0 (off) or 1 (optimizer state sharded over the data-parallel replicas), as DeepSpeed's do: use --zero 1", c.Zero, c.Zero)
+		return fmt.Errorf("--zero %d: ZeRO stage %d shards the gradients, which a pipeline accumulates over its micro-batches; pipelines allow only stage 0 (off) or 1 (optimizer state sharded over the data-parallel replicas), as DeepSpeed's do: use --zero 1", stage, stage)
 	}
-	return fmt.Errorf("--zero %d: want 0 (off) or 1 (optimizer state sharded over the data-parallel replicas)", c.Zero)
+	return fmt.Errorf("--zero %d: want 0 (off) or 1 (optimizer state sharded over the data-parallel replicas)", stage)
 }
 
 // zeroParam is one parameter of a stage's flat layout, as zeroMoves sees it.
