@@ -28,9 +28,9 @@ type StepRecord struct {
 	PredictedPipelineS float64 `json:"predicted_pipeline_s"`
 	// ComputeS is each rank's time in compute actions (forward and
 	// backward passes) in the step, ReduceS in the reductions after the
-	// pipeline (replicas' gradients, tied embedding, loss and norm: a rank
-	// that finished early waits there for the others), OptimizerS in the
-	// optimizer update.
+	// pipeline (replicas' gradients, tied embedding, loss and norm, and
+	// under ZeRO stage 1 the parameters' all-gather: a rank that finished
+	// early waits there for the others), OptimizerS in the optimizer update.
 	ComputeS   []float64 `json:"compute_s"`
 	ReduceS    []float64 `json:"reduce_s"`
 	OptimizerS []float64 `json:"optimizer_s"`
