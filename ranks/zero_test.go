@@ -53,8 +53,8 @@ func odd(t *testing.T) TrainConfig {
 	return c
 }
 
-// TestTrainZeroSameBits: ZeRO stage 1 on dp 2 and 4, pp 1 and 2 (and with
-// SGD) gives the losses, validation losses, gradient norms and final
+// TestTrainZeroSameBits: ZeRO stage 1 on dp 2 and 4, pp 1 and 2 (two
+// stages per rank interleaved; and with SGD) gives the losses, validation losses, gradient norms and final
 // checkpoint (parameters and optimizer state) of one process, bit for bit,
 // as the same layouts without it do; and each rank holds about 1/dp of the
 // optimizer state the replica would hold whole.
@@ -76,11 +76,12 @@ func TestTrainZeroSameBits(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		pp, dp, zero int
-		opt          string
+		opt, sched   string
 	}{
-		{1, 2, 0, "adamw"}, {1, 2, 1, "adamw"}, {1, 4, 1, "adamw"}, {2, 2, 1, "adamw"}, {2, 4, 0, "adamw"}, {2, 4, 1, "adamw"}, {2, 2, 1, "sgd"},
+		{1, 2, 0, "adamw", "1f1b"}, {1, 2, 1, "adamw", "1f1b"}, {1, 4, 1, "adamw", "gpipe"}, {2, 2, 1, "adamw", "1f1b"}, {2, 4, 0, "adamw", "1f1b"},
+		{2, 4, 1, "adamw", "zb-h1"}, {2, 2, 1, "adamw", "interleaved"}, {2, 2, 1, "sgd", "1f1b"},
 	} {
-		t.Run(fmt.Sprintf("pp%d/dp%d/zero%d/%s", tc.pp, tc.dp, tc.zero, tc.opt), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s/pp%d/dp%d/zero%d/%s", tc.sched, tc.pp, tc.dp, tc.zero, tc.opt), func(t *testing.T) {
 			want, refDir := want, ref.CheckpointDir
 			if tc.opt != ref.Optimizer {
 				r := ref
@@ -92,7 +93,7 @@ func TestTrainZeroSameBits(t *testing.T) {
 				refDir = r.CheckpointDir
 			}
 			cfg := odd(t)
-			cfg.PP, cfg.DP, cfg.Zero, cfg.Optimizer = tc.pp, tc.dp, tc.zero, tc.opt
+			cfg.PP, cfg.DP, cfg.Zero, cfg.Optimizer, cfg.Schedule = tc.pp, tc.dp, tc.zero, tc.opt, tc.sched
 			cfg.Micro = 8 / tc.dp
 			cfg.CheckpointDir = t.TempDir()
 			got, errs := trainRecorded(t, cfg)

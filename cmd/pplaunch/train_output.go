@@ -49,8 +49,8 @@ func newTrainOutput(c *trainCmd, cfg ranks.TrainConfig, backend string, world in
 	if cfg.Schedule == "interleaved" {
 		v = fmt.Sprintf(" v=%d", max(cfg.Virtual, 2))
 	}
-	title := fmt.Sprintf("%s (%d parameters) on %s; %d ranks = pp %d × dp %d; schedule %s%s, %d micro-batches of %d sequences; %d steps; compute %s",
-		cfg.Model, cfg.Model.NumParams(), dataName(cfg.Data), world, cfg.PP, cfg.DP, cfg.Schedule, v, cfg.Micro, cfg.MicroSize, cfg.Steps, backend)
+	title := fmt.Sprintf("%s (%d parameters) on %s; %d ranks = pp %d × dp %d%s; schedule %s%s, %d micro-batches of %d sequences; %d steps; compute %s",
+		cfg.Model, cfg.Model.NumParams(), dataName(cfg.Data), world, cfg.PP, cfg.DP, zeroNote(cfg.Zero, cfg.DP), cfg.Schedule, v, cfg.Micro, cfg.MicroSize, cfg.Steps, backend)
 	if c.MetricsAddr != "" {
 		m, err := startMetrics(c.MetricsAddr, cfg.Steps, newBoard(cfg, title, world), w)
 		if err != nil {
@@ -71,6 +71,17 @@ func dataName(p string) string {
 		return "the embedded corpus"
 	}
 	return p
+}
+
+// zeroNote is what the start line says of --zero.
+func zeroNote(zero, dp int) string {
+	switch {
+	case zero == 0:
+		return ""
+	case dp == 1:
+		return fmt.Sprintf(" (ZeRO stage %d shards nothing on one replica)", zero)
+	}
+	return fmt.Sprintf(" (ZeRO stage %d: each replica keeps 1/%d of the optimizer state)", zero, dp)
 }
 
 func mib(b int64) string { return fmt.Sprintf("%.1f", float64(b)/(1<<20)) }

@@ -48,9 +48,20 @@ func TestTrainZeroProcesses(t *testing.T) {
 	if err != nil || !rep.OK() {
 		t.Errorf("checkpoints with and without ZeRO: %d differ (%v)", rep.Mismatches(), err)
 	}
-	for _, want := range []string{`"zero_optimization":{"stage":1}`, "rank 3: peak activations", "optimizer state"} {
+	for _, want := range []string{"pp 2 × dp 2 (ZeRO stage 1: each replica keeps 1/2 of the optimizer state)", `"zero_optimization":{"stage":1}`, "rank 3: peak activations", "optimizer state"} {
 		if !strings.Contains(zero.out, want) {
 			t.Errorf("output lacks %q:\n%s", want, zero.out)
+		}
+	}
+}
+
+func TestZeroNote(t *testing.T) {
+	for _, tc := range []struct {
+		zero, dp int
+		want     string
+	}{{0, 4, ""}, {1, 1, " (ZeRO stage 1 shards nothing on one replica)"}, {1, 4, " (ZeRO stage 1: each replica keeps 1/4 of the optimizer state)"}} {
+		if got := zeroNote(tc.zero, tc.dp); got != tc.want {
+			t.Errorf("zeroNote(%d, %d) = %q, want %q", tc.zero, tc.dp, got, tc.want)
 		}
 	}
 }
