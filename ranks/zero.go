@@ -23,15 +23,12 @@ import (
 // embedding and head, whose gradients the first and last stages add, are
 // gathered whole on every replica.
 
-// ZeroStages are the ZeRO stages a pipeline allows (DeepSpeed refuses 2
-// and 3 with pipeline parallelism too: they shard the gradients a pipeline
-// accumulates over its micro-batches).
-var ZeroStages = []int{0, 1}
-
 // checkZero checks TrainConfig.Zero.
 func (c *TrainConfig) checkZero() error { return CheckZero(c.Zero) }
 
 // CheckZero checks a ZeRO stage given as --zero (train's and plan's).
+// DeepSpeed refuses stages 2 and 3 with pipeline parallelism too: they
+// shard the gradients a pipeline accumulates over its micro-batches.
 func CheckZero(stage int) error {
 	switch stage {
 	case 0, 1:
