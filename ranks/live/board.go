@@ -173,6 +173,9 @@ func (b *Board) memory(rs *RankState) {
 	if r < len(rec.PeakActivation) {
 		rs.PeakAct = rec.PeakActivation[r]
 	}
+	if r < len(rec.OptimizerBytes) {
+		rs.Optimizer = rec.OptimizerBytes[r]
+	}
 	if r < len(rec.ComputeS) && rec.StepS > 0 {
 		rs.Busy = min(1, rec.ComputeS[r]/rec.StepS)
 	}
