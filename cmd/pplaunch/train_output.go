@@ -63,6 +63,9 @@ func newTrainOutput(c *trainCmd, cfg ranks.TrainConfig, backend string, world in
 	if len(cfg.Effective) > 0 {
 		fmt.Fprintf(w, "config: %s\n", cfg.Effective)
 	}
+	for _, n := range schedules.LoadNotes(cfg.Schedule, cfg.ScheduleText) {
+		fmt.Fprintf(w, "schedule: %s\n", n)
+	}
 	return o, nil
 }
 
