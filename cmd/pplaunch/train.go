@@ -230,7 +230,7 @@ func (c *trainCmd) job(stdout io.Writer, backend string) func(ctx context.Contex
 				return fmt.Errorf("train: %w", err)
 			}
 			defer out.close()
-			job.Report, job.OnSample = out.step, out.sample
+			job.Report, job.Event, job.OnSample = out.step, out.event, out.sample
 		}
 		if c.MetricsAddr != "" {
 			lctx, stopLive := context.WithCancel(ctx)
