@@ -269,7 +269,7 @@ func (c *planCmd) writeFiles(res *planResult) error {
 	if c.SVG != "" {
 		var b bytes.Buffer
 		title := fmt.Sprintf("%s  P=%d v=%d M=%d  makespan %.4g ms  bubble %.1f%%", res.Schedule, res.P, res.V, res.M, res.Makespan, 100*res.Bubble)
-		if err := schedules.WriteSVG(&b, tl, title); err != nil {
+		if err := schedules.WriteSVGWith(&b, tl, schedules.SVGOptions{Title: title, V: res.V, AxisFrom: "the step's start"}); err != nil {
 			return err
 		}
 		if err := os.WriteFile(c.SVG, b.Bytes(), 0o644); err != nil {

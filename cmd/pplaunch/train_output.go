@@ -158,12 +158,15 @@ func (o *trainOutput) finish(res *ranks.Result, sig os.Signal) error {
 	}
 	if o.trace != nil {
 		title := fmt.Sprintf("measured: %s, pp %d × dp %d, %d micro-batches", o.cfg.Schedule, o.cfg.PP, o.cfg.DP, o.cfg.Micro)
-		var sched *schedules.Schedule // for the expected timeline beside the measured one
+		var sched *schedules.Schedule // for the steps and the expected timeline
 		if l, err := o.cfg.Plan(o.world); err == nil {
 			sched = l.Sched
-			title += "; strips: as simulated from each step's mean action times, red: ended late"
 		}
-		if err := o.trace.finish(o.c.TraceSVG, title, sched); err != nil {
+		win, err := parseTraceSteps(o.c.TraceSteps)
+		if err == nil {
+			err = o.trace.finish(o.c.TraceSVG, title, sched, win, res.FirstStep)
+		}
+		if err != nil {
 			return fmt.Errorf("train: %w", err)
 		}
 	}
