@@ -199,16 +199,19 @@ func drawScalingCurve(s *svgDoc, rs []ScalingRow) {
 		if !shown[i] {
 			continue
 		}
-		y := yEff(eff[i]) - 9
-		if y < plotTop+4 {
-			y = yEff(eff[i]) + 18
+		ye, yt := yEff(eff[i]), yTok(tok[i])
+		// Each label on the side of its dot away from the other dot, so
+		// that they never cover each other; near the plot's edge, inside.
+		effAbove := ye <= yt
+		if effAbove && ye-9 < plotTop+4 || !effAbove && yt+18 > plotBottom-4 {
+			effAbove = !effAbove
 		}
-		s.haloText(xs[i], y, 11, "middle", colEfficiency, fmt.Sprintf("%.0f%%", 100*eff[i]))
-		y = yTok(tok[i]) + 18 // below the dot, or above it near the axis
-		if y > plotBottom-4 {
-			y = yTok(tok[i]) - 9
+		effY, tokY := ye+18, yt-9
+		if effAbove {
+			effY, tokY = ye-9, yt+18
 		}
-		s.haloText(xs[i], y, 10, "middle", colMeasured, compactNum(tok[i]))
+		s.haloText(xs[i], effY, 11, "middle", colEfficiency, fmt.Sprintf("%.0f%%", 100*eff[i]))
+		s.haloText(xs[i], tokY, 10, "middle", colMeasured, compactNum(tok[i]))
 	}
 }
 
