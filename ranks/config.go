@@ -210,6 +210,9 @@ func (c *TrainConfig) checkFlags() error {
 		// The accumulator's tree matches one process only for power-of-two blocks.
 		return fmt.Errorf("--dp %d needs --microbatches a power of two (got %d) so that results do not depend on the layout", c.DP, c.Micro)
 	}
+	if c.Steps == 0 {
+		return errors.New("--steps 0 trains nothing: give --steps 1 or more (with --resume, the total to reach, counting the steps done)")
+	}
 	for _, f := range []struct {
 		flag string
 		v    any
