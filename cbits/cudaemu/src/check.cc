@@ -73,9 +73,14 @@ std::string shared_name(uintptr_t a) {
 
 bool ordered(uint16_t warp, uint32_t stamp, unsigned me_warp) { return warp == me_warp && stamp < wsyncs[me_warp]; }
 
-bool shared_race(const char *kind, uintptr_t a, unsigned tid, unsigned other, std::string *why) {
-	*why = emu_fmt("shared-memory race (%s) at %s in %s: %s and %s touch it with no __syncthreads between", kind,
-		       shared_name(a).c_str(), block_name(blk1).c_str(), thread_name(other).c_str(), thread_name(tid).c_str());
+// verbs are what the access does and what the earlier one did, by kind.
+const char *const kVerbs[][3] = {{"read after write", "reads", "wrote"}, {"write after write", "writes", "wrote"}, {"write after read", "writes", "read"}};
+enum { RAW, WAW, WAR };
+
+bool shared_race(int kind, uintptr_t a, unsigned tid, unsigned other, std::string *why) {
+	*why = emu_fmt("shared-memory race (%s) at %s in %s: %s %s it after %s %s it, with no __syncthreads between",
+		       kVerbs[kind][0], shared_name(a).c_str(), block_name(blk1).c_str(), thread_name(tid).c_str(), kVerbs[kind][1],
+		       thread_name(other).c_str(), kVerbs[kind][2]);
 	return false;
 }
 
@@ -90,7 +95,7 @@ bool shared_byte(ShByte &e, uintptr_t a, bool write, unsigned tid, std::string *
 			return false;
 		}
 		if (e.wint == interval && e.wtid != tid && !ordered(e.wtid / 32, e.wsync, w))
-			return shared_race("read after write", a, tid, e.wtid, why);
+			return shared_race(RAW, a, tid, e.wtid, why);
 		if (e.rint != interval) {
 			e.rint = interval, e.rtid = (uint16_t)tid, e.rwarp = (uint16_t)w, e.rsync = now, e.rmany = false;
 		} else {
@@ -101,9 +106,9 @@ bool shared_byte(ShByte &e, uintptr_t a, bool write, unsigned tid, std::string *
 		return true;
 	}
 	if (e.wint == interval && e.wtid != tid && !ordered(e.wtid / 32, e.wsync, w))
-		return shared_race("write after write", a, tid, e.wtid, why);
+		return shared_race(WAW, a, tid, e.wtid, why);
 	if (e.rint == interval && (e.rmany || e.rtid != tid) && !ordered(e.rwarp, e.rsync, w))
-		return shared_race("write after read", a, tid, e.rtid != tid ? e.rtid : e.rother, why);
+		return shared_race(WAR, a, tid, e.rtid != tid ? e.rtid : e.rother, why);
 	e.wint = interval, e.wtid = (uint16_t)tid, e.wsync = now, e.wblk = blk_serial;
 	return true;
 }
@@ -127,10 +132,11 @@ const EmuRegion *region_of(uintptr_t a) {
 	return &*it;
 }
 
-bool device_race(const char *kind, const EmuRegion *r, uintptr_t a, uint32_t other, std::string *why) {
-	*why = emu_fmt("device memory shared by blocks (%s) at %p (+%zu of the %zu-byte allocation at %p): %s and %s of one launch "
-		       "touch it, and blocks are not ordered (no grid-wide barrier: split the kernel in two launches)",
-		       kind, (void *)a, (size_t)(a - r->lo), r->n, (void *)r->lo, block_name(other).c_str(), block_name(blk1).c_str());
+bool device_race(int kind, const EmuRegion *r, uintptr_t a, uint32_t other, std::string *why) {
+	*why = emu_fmt("device memory shared by blocks (%s) at %p (+%zu of the %zu-byte allocation at %p): %s %s it after %s %s it "
+		       "in the same launch, and blocks are not ordered (no grid-wide barrier: split the kernel in two launches)",
+		       kVerbs[kind][0], (void *)a, (size_t)(a - r->lo), r->n, (void *)r->lo, block_name(blk1).c_str(), kVerbs[kind][1],
+		       block_name(other).c_str(), kVerbs[kind][2]);
 	return false;
 }
 
@@ -141,14 +147,14 @@ bool device_access(const EmuRegion *r, uintptr_t a, size_t n, bool write, std::s
 	for (size_t i = first; i <= last; i++) {
 		GEnt &e = g[i];
 		if (e.launch != launch_id) e = GEnt{launch_id, 0, 0, 0};
-		if (e.w && e.w != blk1) return device_race(write ? "write after write" : "read after write", r, a, e.w, why);
+		if (e.w && e.w != blk1) return device_race(write ? WAW : RAW, r, a, e.w, why);
 		if (!write) {
 			if (!e.r) e.r = blk1;
 			else if (e.r != blk1) e.r2 = blk1;
 			continue;
 		}
-		if (e.r && e.r != blk1) return device_race("write after read", r, a, e.r, why);
-		if (e.r2 && e.r2 != blk1) return device_race("write after read", r, a, e.r2, why);
+		if (e.r && e.r != blk1) return device_race(WAR, r, a, e.r, why);
+		if (e.r2 && e.r2 != blk1) return device_race(WAR, r, a, e.r2, why);
 		e.w = blk1;
 	}
 	return true;
