@@ -23,6 +23,10 @@ uint64_t Rng::below(uint64_t n) { return next() % n; }
 
 BlockOrder::BlockOrder(uint64_t n_, Rng *r) : n(n_), a(1), b(0) {
 	if (n < 2) return;
+	if (n <= 1u << 16) {
+		shuffle(&perm, (unsigned)n, r);
+		return;
+	}
 	b = r->below(n);
 	for (int tries = 0; tries < 64; tries++) {
 		uint64_t c = 1 + r->below(n - 1);
@@ -34,7 +38,10 @@ BlockOrder::BlockOrder(uint64_t n_, Rng *r) : n(n_), a(1), b(0) {
 	a = n - 1; // coprime to n: the reverse order, shifted
 }
 
-uint64_t BlockOrder::at(uint64_t i) const { return (uint64_t)(((unsigned __int128)a * i + b) % n); }
+uint64_t BlockOrder::at(uint64_t i) const {
+	if (!perm.empty()) return perm[i];
+	return (uint64_t)(((unsigned __int128)a * i + b) % n);
+}
 
 void shuffle(std::vector<unsigned> *order, unsigned n, Rng *r) {
 	order->resize(n);

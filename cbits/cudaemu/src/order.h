@@ -7,6 +7,10 @@
 #include <stdint.h>
 #include <vector>
 
+struct Rng;
+/* shuffle fills order with a random permutation of [0, n). */
+void shuffle(std::vector<unsigned> *order, unsigned n, Rng *r);
+
 uint64_t emu_seed(void);
 
 /* Rng is splitmix64. */
@@ -16,14 +20,14 @@ struct Rng {
 	uint64_t below(uint64_t n); /* uniform in [0, n), n > 0 */
 };
 
-/* BlockOrder is a permutation of [0, n): i -> (a*i + b) mod n, a coprime to n. */
+/* BlockOrder is a random permutation of [0, n) up to 2^16 blocks; above, to
+ * stay small, i -> (a*i + b) mod n with a coprime to n. */
 struct BlockOrder {
 	uint64_t n, a, b;
+	std::vector<unsigned> perm;
 	BlockOrder(uint64_t n, Rng *r);
 	uint64_t at(uint64_t i) const;
 };
 
-/* shuffle fills order with a random permutation of [0, n). */
-void shuffle(std::vector<unsigned> *order, unsigned n, Rng *r);
 
 #endif
