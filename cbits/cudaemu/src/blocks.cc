@@ -10,8 +10,9 @@
 //
 // A GPU runs blocks in no set order and a block's warps in no set order, so
 // neither does the emulator: blocks run in a seeded random order, and a
-// block's threads in a seeded random order that reverses at every pass (so
-// the threads reach each barrier in more than one order). Every load and
+// block's warps in a seeded random order, each warp's lanes up or down, that
+// reverses at every pass (so the threads reach each barrier in more than one
+// order). Every load and
 // store goes through check.cc, which fails the launch on a shared-memory
 // race, an uninitialised shared read or device memory two blocks share; the
 // failure names the seed (CUDAEMU_SEED) that reproduces it.
@@ -159,7 +160,7 @@ void fail_thread(const std::string &why) {
 void hk_trap(const char *why) { fail_thread(std::string(why) + emu_where(&cur->view)); }
 
 void hk_access(const void *p, unsigned long n, int write) {
-	std::string why;
+	static std::string why; // not built per access: there are many
 	if (!check_access(p, n, write != 0, cur->tid, &why)) fail_thread(why);
 }
 
@@ -320,7 +321,7 @@ bool emu_run_grid(const EmuGrid &g, std::string *err) {
 	for (unsigned long long k = 0; k < nb; k++) {
 		unsigned long long i = bo.at(k);
 		__emu_uint3 bid{(unsigned)(i % grid.x), (unsigned)(i / grid.x % grid.y), (unsigned)(i / ((unsigned long long)grid.x * grid.y))};
-		shuffle(&order, nthreads, &rng);
+		warp_order(&order, nthreads, &rng);
 		check_block(i, k < limit && nb < (1ull << 32));
 		if (!run_block(bid, err)) {
 			reset_pool();

@@ -43,7 +43,15 @@ uint32_t blk1; // this block's linear index + 1
 bool checking;
 unsigned long long gen;
 std::vector<EmuRegion> regions;
-size_t last_region;
+
+// pages caches which allocation, if any, holds a page: most accesses are to
+// a few buffers, the stack and the kernel object. Allocations are separate
+// mappings, so no page holds two.
+struct PageHit {
+	uintptr_t page = 0; // page number + 1; 0: empty
+	const EmuRegion *r = nullptr;
+};
+PageHit pages[4096];
 
 unsigned long long env_ull(const char *name, unsigned long long def) {
 	const char *v = getenv(name);
@@ -119,17 +127,20 @@ bool shared_access(uintptr_t a, size_t n, bool write, unsigned tid, size_t base,
 	return true;
 }
 
-const EmuRegion *region_of(uintptr_t a) {
-	if (last_region < regions.size()) {
-		const EmuRegion &r = regions[last_region];
-		if (a - r.lo < r.n) return &r;
-	}
-	auto it = std::upper_bound(regions.begin(), regions.end(), a, [](uintptr_t v, const EmuRegion &r) { return v < r.lo; });
+// page_region is the allocation with a byte in the page at first.
+const EmuRegion *page_region(uintptr_t first) {
+	uintptr_t last = first + 4095;
+	auto it = std::upper_bound(regions.begin(), regions.end(), last, [](uintptr_t v, const EmuRegion &r) { return v < r.lo; });
 	if (it == regions.begin()) return nullptr;
 	--it;
-	if (a - it->lo >= it->n) return nullptr;
-	last_region = (size_t)(it - regions.begin());
-	return &*it;
+	return it->lo + it->n > first ? &*it : nullptr;
+}
+
+const EmuRegion *region_of(uintptr_t a) {
+	uintptr_t page = (a >> 12) + 1;
+	PageHit &h = pages[page & 4095];
+	if (h.page != page) h.page = page, h.r = page_region(a & ~(uintptr_t)4095);
+	return h.r && a - h.r->lo < h.r->n ? h.r : nullptr;
 }
 
 bool device_race(int kind, const EmuRegion *r, uintptr_t a, uint32_t other, std::string *why) {
@@ -178,8 +189,8 @@ void check_launch(const EmuCheckLaunch &l) {
 	if (sh.size() < bytes) sh.resize(bytes);
 	wsyncs.assign((l.block.x * l.block.y * l.block.z + 31) / 32, 0);
 	if (++launch_id == 0) launch_id = 1;
-	emu_alloc_snapshot(&gen, &regions);
-	last_region = 0;
+	if (emu_alloc_snapshot(&gen, &regions))
+		for (PageHit &h : pages) h = PageHit{};
 }
 
 void check_block(unsigned long long linear, bool checked) {

@@ -19,7 +19,10 @@ uint64_t Rng::next(void) {
 	return z ^ (z >> 31);
 }
 
-uint64_t Rng::below(uint64_t n) { return next() % n; }
+uint64_t Rng::below(uint64_t n) {
+	if (n <= 0xffffffffu) return (next() >> 32) * n >> 32; // no division: a block's threads take one each
+	return next() % n;
+}
 
 BlockOrder::BlockOrder(uint64_t n_, Rng *r) : n(n_), a(1), b(0) {
 	if (n < 2) return;
@@ -47,4 +50,15 @@ void shuffle(std::vector<unsigned> *order, unsigned n, Rng *r) {
 	order->resize(n);
 	std::iota(order->begin(), order->end(), 0u);
 	for (unsigned i = n; i > 1; i--) std::swap((*order)[i - 1], (*order)[r->below(i)]);
+}
+
+void warp_order(std::vector<unsigned> *order, unsigned n, Rng *r) {
+	std::vector<unsigned> warps;
+	shuffle(&warps, (n + 31) / 32, r);
+	order->clear();
+	for (unsigned w : warps) {
+		unsigned lo = w * 32, hi = lo + 32 < n ? lo + 32 : n;
+		bool down = r->next() & 1;
+		for (unsigned i = lo; i < hi; i++) order->push_back(down ? hi - 1 - (i - lo) : i);
+	}
 }

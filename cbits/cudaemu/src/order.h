@@ -10,6 +10,10 @@
 struct Rng;
 /* shuffle fills order with a random permutation of [0, n). */
 void shuffle(std::vector<unsigned> *order, unsigned n, Rng *r);
+/* warp_order fills order with n threads warp by warp, the warps in a random
+ * order and each warp's lanes up or down at random: the scheduler walks
+ * threads near each other in memory, and a GPU schedules warps. */
+void warp_order(std::vector<unsigned> *order, unsigned n, Rng *r);
 
 uint64_t emu_seed(void);
 
