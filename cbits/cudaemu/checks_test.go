@@ -131,3 +131,27 @@ func TestSyncwarpOrdersSharedMemory(t *testing.T) {
 		}
 	}
 }
+
+// TestDynamicSharedOverrunIsReported: a launch that asks for less dynamic
+// shared memory than its kernel uses fails, naming the offset and the size
+// asked for (a GPU reads or writes past the block's allocation). The failure
+// is sticky, so it runs in a child.
+func TestDynamicSharedOverrunIsReported(t *testing.T) {
+	const blocks, threads = 2, 64
+	if child("dynoob") {
+		c := load(t)
+		k := kernel(t, c, dynSrc, "reverse")
+		din, dout := upload(t, c, seq(blocks*threads, 5)), upload(t, c, make([]float32, blocks*threads))
+		must(t, c.Launch(k, [3]uint32{blocks, 1, 1}, [3]uint32{threads, 1, 1}, 4*(threads-1), 0, dout, din))
+		fmt.Printf("REPORT: %v\n", c.DeviceSynchronize())
+		return
+	}
+	load(t) // skips where the emulator cannot load
+	cmd := exec.Command(os.Args[0], "-test.run=^TestDynamicSharedOverrunIsReported$", "-test.v")
+	cmd.Env = append(os.Environ(), "CUDAEMU_TEST_CHILD=dynoob")
+	out, err := cmd.CombinedOutput()
+	want := "thread (63,0,0) of block"
+	if err != nil || !strings.Contains(string(out), want) || !strings.Contains(string(out), "writes 4 bytes at dynamic shared memory+252, past the 252 bytes the launch asked for") {
+		t.Fatalf("child: %v, want a report of %q writing past 252 bytes\n%s", err, want, out)
+	}
+}

@@ -37,7 +37,9 @@
 // blocks. Blocks run in a seeded random order, a block's warps in a random
 // order, each warp's lanes up or down, reversed at every pass between
 // barriers; fresh shared memory and new cudaMalloc buffers hold 0xff bytes
-// (NaN), not zeros.
+// (NaN), not zeros. (A __shared__ variable of a function template is not
+// checked: GCC does not place a template's static variables in a named
+// section. The project's kernels have none.)
 //
 // Environment: CUDAEMU_NO_DRIVER=1 and CUDAEMU_DEVICE_COUNT=0 make it behave as
 // a machine without a driver (35) or without a GPU (100); CUDAEMU_MEMORY_BYTES
