@@ -33,44 +33,23 @@ func startKeeper(env []string) (*keeperProc, error) {
 	if keeperErr != nil {
 		return nil, fmt.Errorf("find this executable to run the ranks' keeper: %w", keeperErr)
 	}
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	pid, fd, err := keeper.Spawn(keeperPath, env)
 	if err != nil {
-		return nil, fmt.Errorf("keeper socket: %w", err)
-	}
-	// Room for a rank's whole argv and environment in one message (the
-	// kernel caps it at net.core.wmem_max).
-	unix.SetsockoptInt(fds[0], unix.SOL_SOCKET, unix.SO_SNDBUF, 4<<20)
-	theirs := os.NewFile(uintptr(fds[1]), "agent")
-	defer theirs.Close()
-	null, err := os.Open(os.DevNull)
-	if err != nil {
-		unix.Close(fds[0])
-		return nil, err
-	}
-	defer null.Close()
-	proc, err := os.StartProcess(keeperPath, []string{"pplaunch-keeper"}, &os.ProcAttr{
-		Env:   append(withoutKeeperEnv(env), keeper.Env+"=1"),
-		Files: []*os.File{null, null, os.Stderr, theirs},
-		Sys:   &syscall.SysProcAttr{Setpgid: true}, // terminal signals are the agent's to forward
-	})
-	if err != nil {
-		unix.Close(fds[0])
 		return nil, fmt.Errorf("start the ranks' keeper: %w", err)
 	}
-	k := &keeperProc{proc: proc, fd: fds[0], events: make(chan keeper.Event, 16)}
-	go k.read()
-	return k, nil
+	return followKeeper(pid, fd)
 }
 
-// withoutKeeperEnv drops a keeper's mark from env (a pplaunch run inside a rank).
-func withoutKeeperEnv(env []string) []string {
-	out := make([]string, 0, len(env))
-	for _, kv := range env {
-		if !strings.HasPrefix(kv, keeper.Env+"=") {
-			out = append(out, kv)
-		}
+// followKeeper is the agent's side of the keeper with pid and socket fd.
+func followKeeper(pid, fd int) (*keeperProc, error) {
+	proc, err := os.FindProcess(pid)
+	if err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("the ranks' keeper (pid %d): %w", pid, err)
 	}
-	return out
+	k := &keeperProc{proc: proc, fd: fd, events: make(chan keeper.Event, 16)}
+	go k.read()
+	return k, nil
 }
 
 // read delivers the keeper's events until its end of the socket closes, then
@@ -228,6 +207,11 @@ type aheadKeeper struct {
 // the world: its start then costs the launch nothing.
 func (a *agent) startKeeperAhead() {
 	a.ahead = make(chan aheadKeeper, 1)
+	if pid, fd, ok := keeper.TakeEarly(); ok { // started by the binary's init
+		k, err := followKeeper(pid, fd)
+		a.ahead <- aheadKeeper{k, err}
+		return
+	}
 	go func() {
 		k, err := startKeeper(a.p.Env)
 		a.ahead <- aheadKeeper{k, err}
