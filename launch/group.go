@@ -94,7 +94,7 @@ func startGroup(c Config, p Program, w World, restart int, runDir string, stdout
 		lp, err := exec.LookPath(path)
 		if err != nil {
 			if k != nil {
-				k.done()
+				k.discard()
 			}
 			return nil, fmt.Errorf("program %q: %w", path, err)
 		}
@@ -121,7 +121,11 @@ func startGroup(c Config, p Program, w World, restart int, runDir string, stdout
 			}
 		}
 		if err := g.start(c, p, path, w, restart, r, stdout, stderr); err != nil {
+			died := g.keeperDeath(err)
 			g.abort()
+			if died != nil {
+				return nil, died
+			}
 			return nil, fmt.Errorf("start rank %d (local rank %d): %w", r.global, r.local, err)
 		}
 	}
@@ -138,6 +142,25 @@ func startGroup(c Config, p Program, w World, restart int, runDir string, stdout
 	g.running = true
 	g.mu.Unlock()
 	return g, nil
+}
+
+// keeperDeath is the keeper's death as startGroup reports it, when err (of
+// a start asked of it) says its socket is closed: nil if it is not that.
+func (g *group) keeperDeath(err error) error {
+	if !errors.Is(err, syscall.EPIPE) && !errors.Is(err, syscall.ECONNRESET) {
+		return nil
+	}
+	<-g.followed // the keeper is gone and its end handled
+	for {
+		select {
+		case rep := <-g.started:
+			if rep.local < 0 {
+				return rep.err
+			}
+		default:
+			return nil
+		}
+	}
 }
 
 // abort ends a group that did not start whole: the keeper kills what it
@@ -378,7 +401,9 @@ func (g *group) wait() {
 	g.k.done()
 	select { // the keeper kills what is left of the ranks, then exits
 	case <-g.followed:
+		g.k.release()
 	case <-time.After(10 * time.Second):
+		// Its socket stays open: its reader still reads it.
 		g.logf("the ranks' keeper (pid %d) has not finished killing what the ranks left after 10s", g.k.proc.Pid)
 	}
 	done := make(chan struct{})

@@ -74,7 +74,6 @@ func (k *keeperProc) read() {
 		k.events <- e
 	}
 	k.status, _ = k.proc.Wait()
-	unix.Close(k.fd)
 	close(k.events)
 }
 
@@ -101,6 +100,19 @@ func (k *keeperProc) start(s keeper.Start, stdin, stdout, stderr *os.File) error
 // the ranks and exits. It does not wait (events closes once it exited).
 func (k *keeperProc) done() {
 	unix.Shutdown(k.fd, unix.SHUT_WR)
+}
+
+// discard ends a keeper no group used, and waits for its exit.
+func (k *keeperProc) discard() {
+	k.done()
+	for range k.events {
+	}
+	k.release()
+}
+
+// release closes the agent's end of the socket, once nothing sends on it.
+func (k *keeperProc) release() {
+	unix.Close(k.fd)
 }
 
 // keeperDied says how the keeper ended, for the ranks it held: global ranks
@@ -232,8 +244,6 @@ func (a *agent) takeKeeper() *keeperProc {
 // dropKeeper ends a keeper started ahead that no attempt took.
 func (a *agent) dropKeeper() {
 	if k := a.takeKeeper(); k != nil {
-		k.done()
-		for range k.events {
-		}
+		k.discard()
 	}
 }
