@@ -269,6 +269,7 @@ func (g *group) keeperGone() {
 		return
 	}
 	keeper.Kill(g.k.cgroup)
+	defer keeper.Remove(g.k.cgroup) // the keeper could not: its ranks' processes leave it as they die
 	var started, pending, ended []int
 	for _, r := range g.ranks {
 		switch {
