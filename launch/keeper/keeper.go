@@ -209,7 +209,7 @@ func (k *keeper) start(req request) {
 		pid, err = syscall.ForkExec(s.Path, s.Argv, attr)
 	}
 	if err != nil {
-		send(Event{Kind: Failed, Local: s.Local, Text: err.Error()})
+		send(Event{Kind: Failed, Local: s.Local, Text: "fork/exec " + s.Path + ": " + err.Error()})
 		return
 	}
 	k.running[pid] = running{local: s.Local, cgdir: cgdir}

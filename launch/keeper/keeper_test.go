@@ -188,8 +188,8 @@ func TestKeeperReportsAStartThatFails(t *testing.T) {
 	if err := unix.Sendmsg(a.fd, s.Encode(), unix.UnixRights(fd, fd, fd), nil, 0); err != nil {
 		t.Fatal(err)
 	}
-	if e := a.event(); e.Kind != Failed || e.Local != 0 || !strings.Contains(e.Text, "no such file") {
-		t.Errorf("event %+v, want rank 0's start failed: no such file", e)
+	if e := a.event(); e.Kind != Failed || e.Local != 0 || e.Text != "fork/exec /no/such/program: no such file or directory" {
+		t.Errorf("event %+v, want rank 0's start failed, naming the program", e)
 	}
 	// Without its three descriptors a start is refused, saying so.
 	if err := unix.Sendmsg(a.fd, s.Encode(), nil, nil, 0); err != nil {
