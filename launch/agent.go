@@ -2,6 +2,7 @@ package launch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -50,11 +51,12 @@ type agent struct {
 	server   *store.Server // node 0 only
 	client   *store.Client // multi-node: the agents' namespace
 	sigs     <-chan os.Signal
-	formed   bool         // a world formed: the other nodes use the store until they leave
-	runDir   string       // the ranks' progress files
-	lost     chan int     // nodes whose heartbeat stopped (heartbeat.go)
-	gone     map[int]bool // nodes known lost: they will not leave
-	refused  bool         // the rendezvous was refused (flags differ)
+	formed   bool             // a world formed: the other nodes use the store until they leave
+	runDir   string           // the ranks' progress files
+	lost     chan int         // nodes whose heartbeat stopped (heartbeat.go)
+	gone     map[int]bool     // nodes known lost: they will not leave
+	refused  bool             // the rendezvous was refused (flags differ)
+	ahead    chan aheadKeeper // the first attempt's keeper, started while the world forms
 }
 
 // Run is the agent: it forms the world with the other nodes' agents, runs this
@@ -81,6 +83,8 @@ func (a *agent) logf(format string, args ...any) {
 }
 
 func (a *agent) run(ctx context.Context) (int, error) {
+	a.startKeeperAhead()
+	defer a.dropKeeper()
 	var storeAddr string
 	sig, err := a.untilSignal(ctx, func(ctx context.Context) (err error) {
 		storeAddr, err = a.openStore(ctx)
@@ -117,6 +121,9 @@ func (a *agent) run(ctx context.Context) (int, error) {
 		}
 		a.formed = true
 		f, err := a.attempt(ctx, w, restart)
+		if se := (*startError)(nil); errors.As(err, &se) {
+			return se.code, err
+		}
 		if err != nil {
 			return 1, err
 		}

@@ -18,7 +18,7 @@ import (
 func (a *agent) attempt(ctx context.Context, w World, restart int) (*failure, error) {
 	start := time.Now()
 	failKey := fmt.Sprintf("attempt/%d/failed", restart)
-	g, err := startGroup(a.c, a.p, w, restart, a.runDir, a.out, a.err)
+	g, err := startGroup(a.c, a.p, w, restart, a.runDir, a.out, a.err, a.takeKeeper(), a.logf)
 	if err != nil {
 		if a.client != nil {
 			// The other nodes must not wait for ranks that will never start.
