@@ -76,7 +76,7 @@ func NewTCP(ctx context.Context, st store.Store, rank, size int, opts TCPOptions
 	opts.Options = opts.Options.withDefaults()
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, opts.Timeout)
+		ctx, cancel = RunTimeout(ctx, opts.Timeout)
 		defer cancel()
 	}
 	t := &tcpTransport{rank: rank, size: size, opts: opts, peers: make([]*tcpPeer, size), addrs: make([]string, size)}
