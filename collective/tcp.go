@@ -49,6 +49,11 @@ type TCPOptions struct {
 	// always staged when nothing else is, whatever its size.
 	StageLimit int
 
+	// Logf receives one line per connection the rank's listener refuses
+	// (a stranger without the token, a hello that is not a rank's); nil:
+	// the standard logger.
+	Logf func(format string, args ...any)
+
 	// handshakeTimeout, when positive, replaces store.HandshakeTimeout (tests).
 	handshakeTimeout time.Duration
 }
