@@ -80,7 +80,7 @@ var supervisionCases = []fcase{
 	{name: "node/agent1-sigkill-lost", nodes: 2, nproc: 1, env: token, args: steps(300), during: killAgentOnce(1, "step 2/"),
 		code: 1, want: []string{`root cause: node 1 was lost: its agent sent no heartbeat for 3s`}, notWant: []string{`root cause: rank`, `timeout after`}},
 	// Ctrl-Z suspends the whole job, the ranks first; SIGCONT resumes it.
-	{name: "jobctl/ctrl-z-then-sigcont", args: steps(300), during: ctrlZ(0), code: 0,
+	{name: "jobctl/ctrl-z-then-sigcont", args: steps(300), during: ctrlZ(0, 0), code: 0,
 		want: []string{`received SIGTSTP: suspending the ranks and this agent`, `received SIGCONT: resumed the ranks`, `summary: steps 1\.\.300`}},
 	{name: "mismatch/nnodes", nodes: 2, nproc: 1, env: token, args: steps(3), launcher1: []string{"--nnodes", "3"},
 		code: 1, want: []string{`--nnodes differs between agents: (node 1 has --nnodes 3, node 0 has --nnodes 2|node 0 has --nnodes 2, node 1 has --nnodes 3); give every agent the same --nnodes`}, notWant: []string{`\[rank`}},

@@ -19,23 +19,24 @@ const (
 	suspendHold    = 3 * suspendTimeout
 )
 
-// ctrlZ sends SIGTSTP (Ctrl-Z) to the agent once rank 0 printed step 2,
-// waits until the agent and both ranks are stopped, holds them stopped for
-// hold, then sends SIGCONT (fg).
-func ctrlZ(hold time.Duration) func(*testing.T, *env, *job) {
+// ctrlZ sends SIGTSTP (Ctrl-Z) to node's agent once rank 0 printed step 2,
+// waits until that agent and both ranks (one per node on two nodes: the
+// other node holds its rank) are stopped, holds them stopped for hold, then
+// sends SIGCONT (fg) to the agent.
+func ctrlZ(node int, hold time.Duration) func(*testing.T, *env, *job) {
 	return func(t *testing.T, _ *env, j *job) {
 		ranks := []int{j.rankPID(0), j.rankPID(1)}
 		if ranks[0] == 0 || ranks[1] == 0 || !j.waitLine("step 2/") {
 			return
 		}
-		agent := j.cmds[0].Process.Pid
-		j.cmds[0].Process.Signal(syscall.SIGTSTP)
+		agent := j.cmds[node].Process.Pid
+		j.cmds[node].Process.Signal(syscall.SIGTSTP)
 		j.fault()
 		if !j.waitFor(30*time.Second, func() bool { return allStopped(append(ranks, agent)) }) {
-			t.Errorf("after SIGTSTP: agent %s, ranks %s and %s; want all stopped (T)", procState(agent), procState(ranks[0]), procState(ranks[1]))
+			t.Errorf("after SIGTSTP: node %d's agent %s, ranks %s and %s; want all stopped (T)", node, procState(agent), procState(ranks[0]), procState(ranks[1]))
 		}
 		time.Sleep(hold) // the scenario: stopped this long
-		j.cmds[0].Process.Signal(syscall.SIGCONT)
+		j.cmds[node].Process.Signal(syscall.SIGCONT)
 	}
 }
 
@@ -73,7 +74,16 @@ func allStopped(pids []int) bool {
 }
 
 var suspendCases = []fcase{
-	{name: "jobctl/ctrl-z-longer-than-timeout", args: steps(300), timeout: suspendTimeout, during: ctrlZ(suspendHold), code: 0,
+	// On two nodes, Ctrl-Z to one agent suspends the job: the other node
+	// holds its rank, names the node suspended, not lost, and both carry on
+	// after fg; also when the suspended node hosts the store.
+	{name: "jobctl/ctrl-z-node1-of-two", nodes: 2, nproc: 1, env: token, args: steps(300), timeout: suspendTimeout, during: ctrlZ(1, suspendHold),
+		code: 0, want: []string{`node 1 suspended \(job control\): suspending this node's ranks`, `the suspended nodes resumed`, `summary: steps 1\.\.300`},
+		notWant: []string{`timeout after`, `root cause`, `was lost`}},
+	{name: "jobctl/ctrl-z-node0-of-two", nodes: 2, nproc: 1, env: token, args: steps(300), timeout: suspendTimeout, during: ctrlZ(0, suspendHold),
+		code: 0, want: []string{`node 0 suspended \(job control\): suspending this node's ranks`, `the suspended nodes resumed`, `summary: steps 1\.\.300`},
+		notWant: []string{`timeout after`, `root cause`, `was lost`}},
+	{name: "jobctl/ctrl-z-longer-than-timeout", args: steps(300), timeout: suspendTimeout, during: ctrlZ(0, suspendHold), code: 0,
 		want:    []string{`received SIGTSTP: suspending the ranks and this agent`, `received SIGCONT: resumed the ranks`, `summary: steps 1\.\.300`},
 		notWant: []string{`timeout after`, `root cause`}},
 	{name: "jobctl/sigstop-whole-job-longer-than-timeout", args: steps(300), timeout: suspendTimeout, during: stopWholeJob, code: 0,
