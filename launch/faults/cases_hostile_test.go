@@ -51,10 +51,12 @@ func strangerWhileConnecting(hello []byte) func(*testing.T, *env, *job) {
 }
 
 // silentStoreThenRestart waits for rank 0 to hold before its step, opens
-// silentConns connections to the store that never say a word and keeps them
-// open, then SIGKILLs rank 1: the restarted group's ranks must join the store
-// past them at once, not after the store has timed out every silent one
-// (HandshakeTimeout each, in turns, were they queued).
+// silentConns connections to the store that never say a word, reads the
+// store's greeting on every one and checks that all are still open then
+// (the store runs all their handshakes at once: had it queued them behind a
+// few at a time, the later ones would be greeted only once earlier ones had
+// been dropped at their deadline), keeps them open, and SIGKILLs rank 1: the
+// restarted group's ranks must join the store past them.
 func silentStoreThenRestart(t *testing.T, _ *env, j *job) {
 	if !j.waitLine("waiting for a preemption signal") {
 		return
@@ -65,13 +67,36 @@ func silentStoreThenRestart(t *testing.T, _ *env, j *job) {
 		t.Errorf("the agent listens on nothing (%v), or rank 1 is gone", addrs)
 		return
 	}
-	for range silentConns {
+	conns := make([]net.Conn, silentConns)
+	for i := range conns {
 		c, err := net.Dial("tcp", addrs[0])
 		if err != nil {
 			t.Errorf("connect to the store at %s: %v", addrs[0], err)
 			return
 		}
+		conns[i] = c
 		go func() { j.waitFor(10*time.Minute, func() bool { return false }); c.Close() }()
+	}
+	for i, c := range conns {
+		c.SetReadDeadline(time.Now().Add(time.Minute)) // a hang guard
+		if _, err := io.ReadFull(c, make([]byte, 4+store.NonceLen)); err != nil {
+			t.Errorf("silent connection %d was never greeted by the store: %v", i, err)
+			return
+		}
+	}
+	open := 0
+	for _, c := range conns {
+		// A poll: a connection the store closed reads its end at once, an
+		// open one has nothing to read. (A deadline already past would fail
+		// the read before it looked.)
+		c.SetReadDeadline(time.Now().Add(10 * time.Millisecond))
+		var ne net.Error
+		if _, err := c.Read(make([]byte, 1)); errors.As(err, &ne) && ne.Timeout() {
+			open++
+		}
+	}
+	if open != silentConns {
+		t.Errorf("once the store had greeted all %d silent connections, %d were open: it did not hold them all at once", silentConns, open)
 	}
 	j.fault()
 	syscall.Kill(r1, syscall.SIGKILL)
@@ -187,9 +212,8 @@ var hostileCases = []fcase{
 	// A stranger's hello to a rank's listener is refused and logged.
 	{name: "hostile/stranger-to-rank-listener-logged", args: steps(3), during: strangerWhileConnecting([]byte("GET / HTTP/1.1\r\n\r\n")), code: 0,
 		want: []string{`summary: steps 1\.\.3`, `\[rank 0\] .*rank 0: link listener \S+: refused connection from 127\.0\.0\.1:\d+: not a pplaunch \S+ hello`}},
-	// 200 silent connections to the store do not hold up the restarted
-	// group: it joins at once and finishes (within the stop bound, which
-	// the store's 10 s per silent connection, 32 at a time, would exceed).
+	// 200 silent connections to the store, all greeted and open at once, do
+	// not hold up the restarted group: it joins past them and finishes.
 	{name: "hostile/200-silent-connections-to-store-then-restart", ckpt: true, restarts: 1, args: steps(4), env: hold(0, 2),
 		during: silentStoreThenRestart, timeout: 5 * time.Second, grace: 3 * time.Second,
 		code: 0, want: []string{`restarting the group`, `summary: steps`}},
