@@ -67,7 +67,9 @@ func (t *tcpTransport) acceptPeers(ctx context.Context) error {
 	}
 	results := make(chan admitted)
 	done := make(chan struct{})
-	pending := store.NewPending(store.DefaultPendingLimits)
+	// Twice the peers that dial it: no peer of the world is ever dropped, even
+	// with a stranger's connections from its address waiting beside them.
+	pending := store.NewPending(store.DefaultPendingLimits.AtLeast(2 * want))
 	refused := &refusals{}
 	var wg sync.WaitGroup
 	acceptEnded := make(chan struct{})

@@ -31,12 +31,12 @@ func ctrlZ(node int, hold time.Duration) func(*testing.T, *env, *job) {
 		}
 		agent := j.cmds[node].Process.Pid
 		j.cmds[node].Process.Signal(syscall.SIGTSTP)
-		j.fault()
 		if !j.waitFor(30*time.Second, func() bool { return allStopped(append(ranks, agent)) }) {
 			t.Errorf("after SIGTSTP: node %d's agent %s, ranks %s and %s; want all stopped (T)", node, procState(agent), procState(ranks[0]), procState(ranks[1]))
 		}
 		time.Sleep(hold) // the scenario: stopped this long
 		j.cmds[node].Process.Signal(syscall.SIGCONT)
+		j.fault() // the job runs again from here: the wait it was in must not have expired
 	}
 }
 
@@ -53,7 +53,6 @@ func stopWholeJob(t *testing.T, _ *env, j *job) {
 		pids = append(pids, p.PID)
 		syscall.Kill(p.PID, syscall.SIGSTOP)
 	}
-	j.fault()
 	if !j.waitFor(30*time.Second, func() bool { return allStopped(pids) }) {
 		t.Errorf("after SIGSTOP the job's processes %v are not all stopped", pids)
 	}
@@ -61,6 +60,7 @@ func stopWholeJob(t *testing.T, _ *env, j *job) {
 	for i := len(pids) - 1; i >= 0; i-- {
 		syscall.Kill(pids[i], syscall.SIGCONT)
 	}
+	j.fault() // the job runs again from here
 }
 
 // allStopped reports whether every one of pids is stopped (state T) or gone.
@@ -77,15 +77,15 @@ var suspendCases = []fcase{
 	// On two nodes, Ctrl-Z to one agent suspends the job: the other node
 	// holds its rank, names the node suspended, not lost, and both carry on
 	// after fg; also when the suspended node hosts the store.
-	{name: "jobctl/ctrl-z-node1-of-two", nodes: 2, nproc: 1, env: token, args: steps(300), timeout: suspendTimeout, during: ctrlZ(1, suspendHold),
-		code: 0, want: []string{`node 1 suspended \(job control\): suspending this node's ranks`, `the suspended nodes resumed`, `summary: steps 1\.\.300`},
+	{name: "jobctl/ctrl-z-node1-of-two", nodes: 2, nproc: 1, env: token, args: steps(100), timeout: suspendTimeout, during: ctrlZ(1, suspendHold),
+		code: 0, want: []string{`node 1 suspended \(job control\): suspending this node's ranks`, `the suspended nodes resumed`, `summary: steps 1\.\.100`},
 		notWant: []string{`timeout after`, `root cause`, `was lost`}},
-	{name: "jobctl/ctrl-z-node0-of-two", nodes: 2, nproc: 1, env: token, args: steps(300), timeout: suspendTimeout, during: ctrlZ(0, suspendHold),
-		code: 0, want: []string{`node 0 suspended \(job control\): suspending this node's ranks`, `the suspended nodes resumed`, `summary: steps 1\.\.300`},
+	{name: "jobctl/ctrl-z-node0-of-two", nodes: 2, nproc: 1, env: token, args: steps(100), timeout: suspendTimeout, during: ctrlZ(0, suspendHold),
+		code: 0, want: []string{`node 0 suspended \(job control\): suspending this node's ranks`, `the suspended nodes resumed`, `summary: steps 1\.\.100`},
 		notWant: []string{`timeout after`, `root cause`, `was lost`}},
-	{name: "jobctl/ctrl-z-longer-than-timeout", args: steps(300), timeout: suspendTimeout, during: ctrlZ(0, suspendHold), code: 0,
-		want:    []string{`received SIGTSTP: suspending the ranks and this agent`, `received SIGCONT: resumed the ranks`, `summary: steps 1\.\.300`},
+	{name: "jobctl/ctrl-z-longer-than-timeout", args: steps(100), timeout: suspendTimeout, during: ctrlZ(0, suspendHold), code: 0,
+		want:    []string{`received SIGTSTP: suspending the ranks and this agent`, `received SIGCONT: resumed the ranks`, `summary: steps 1\.\.100`},
 		notWant: []string{`timeout after`, `root cause`}},
-	{name: "jobctl/sigstop-whole-job-longer-than-timeout", args: steps(300), timeout: suspendTimeout, during: stopWholeJob, code: 0,
-		want: []string{`summary: steps 1\.\.300`}, notWant: []string{`timeout after`, `root cause`}},
+	{name: "jobctl/sigstop-whole-job-longer-than-timeout", args: steps(100), timeout: suspendTimeout, during: stopWholeJob, code: 0,
+		want: []string{`summary: steps 1\.\.100`}, notWant: []string{`timeout after`, `root cause`}},
 }

@@ -170,6 +170,9 @@ func TestClientGetsInPastSilentConnections(t *testing.T) {
 		}
 		defer c.Close()
 	}
+	// Closed before the silent connections are: they are cut off by the
+	// server's end, not refused one by one into the log.
+	defer s.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := dial(t, s, "").Set(ctx, "k", []byte("v")); err != nil {
@@ -330,5 +333,22 @@ func TestWaitIdleIgnoresUnauthenticated(t *testing.T) {
 	c.Close()
 	if err := s.WaitIdle(ctx); err != nil {
 		t.Fatalf("WaitIdle with one silent connection open: %v", err)
+	}
+}
+
+// Raised limits hold at least n; higher ones stay.
+func TestPendingLimitsAtLeast(t *testing.T) {
+	lim := PendingLimits{PerSource: 10, Total: 40}
+	for _, tc := range []struct {
+		n    int
+		want PendingLimits
+	}{
+		{5, lim},
+		{20, PendingLimits{PerSource: 20, Total: 40}},
+		{100, PendingLimits{PerSource: 100, Total: 100}},
+	} {
+		if got := lim.AtLeast(tc.n); got != tc.want {
+			t.Errorf("%+v.AtLeast(%d) = %+v, want %+v", lim, tc.n, got, tc.want)
+		}
 	}
 }

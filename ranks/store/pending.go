@@ -16,17 +16,20 @@ import (
 // address (MaxPendingPerSource) and in all (MaxPending). A connection over a
 // cap drops the oldest waiting one (of its source, or of all): a silent peer
 // ages, a real one proves the token within a round trip, so whoever keeps
-// reconnecting only pushes out its own older connections, and a dropped
-// real peer dials again (the store's clients retry; a rank dials its link
-// again until its deadline).
+// reconnecting only pushes out its own older connections. A dropped store
+// client dials again; a rank's link listener raises the caps to hold every
+// peer that dials it (PendingLimits.AtLeast), since a rank dials its link
+// once.
 const (
 	// MaxPendingPerSource bounds the connections from one address waiting
 	// to prove the token. Every rank of a node dials from the node's address,
 	// thousands at once on one host (pplaunch bench rendezvous), each for a
-	// round trip: the cap is far above what they hold at a time.
-	MaxPendingPerSource = 1024
+	// round trip: the cap is above what they hold at a time. What an
+	// unauthenticated connection costs (a goroutine of a few KiB and a socket)
+	// bounds what one address can make a listener hold to tens of MiB.
+	MaxPendingPerSource = 4096
 	// MaxPending bounds the connections waiting to prove the token in all.
-	MaxPending = 4096
+	MaxPending = 4 * MaxPendingPerSource
 )
 
 // PendingLimits are the caps of a Pending.
@@ -34,6 +37,13 @@ type PendingLimits struct{ PerSource, Total int }
 
 // DefaultPendingLimits are MaxPendingPerSource and MaxPending.
 var DefaultPendingLimits = PendingLimits{PerSource: MaxPendingPerSource, Total: MaxPending}
+
+// AtLeast returns the limits raised, where they are lower, to hold n
+// connections from one source and in all: a listener that knows how many
+// peers dial it at once (a rank's link listener) never drops one of them.
+func (l PendingLimits) AtLeast(n int) PendingLimits {
+	return PendingLimits{PerSource: max(l.PerSource, n), Total: max(l.Total, n)}
+}
 
 // evictFor is the admission decision: with fromSource connections waiting
 // from the new connection's source and total in all, which waiting one the
