@@ -133,31 +133,54 @@ func (runDeadline) Deadline() (time.Time, bool) { return time.Time{}, false }
 // time it spent stopped left out, or when parent ends or cancel is called.
 func RunTimeout(parent context.Context, d time.Duration) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancelCause(parent)
-	start := theRunClock.acquire()
-	var mu sync.Mutex
-	var timer *time.Timer
-	stopped := false
-	check := func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if stopped {
-			return
-		}
-		if left := d - (theRunClock.now() - start); left > 0 {
-			timer.Reset(left) // the process was stopped meanwhile
-			return
-		}
-		cancel(context.DeadlineExceeded)
+	r := &runTimer{d: d, start: theRunClock.acquire(), cancel: cancel, ctx: ctx}
+	r.mu.Lock()
+	r.t = time.AfterFunc(d, r.check)
+	r.mu.Unlock()
+	return runDeadline{ctx}, r.stop
+}
+
+// runTimer ends a RunTimeout's context when its run time is up. It holds
+// the run clock until it is stopped, or finds the context ended by its
+// parent (at its next check: a parent's end is rare, and watching for it
+// would cost every wait a goroutine).
+type runTimer struct {
+	d      time.Duration
+	start  time.Duration // on the run clock
+	cancel context.CancelCauseFunc
+	ctx    context.Context
+
+	mu   sync.Mutex
+	t    *time.Timer
+	done bool // the clock is released
+}
+
+func (r *runTimer) check() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.done {
+		return
 	}
-	mu.Lock()
-	timer = time.AfterFunc(d, check)
-	mu.Unlock()
-	context.AfterFunc(ctx, func() {
-		mu.Lock()
-		stopped = true
-		timer.Stop()
-		mu.Unlock()
-		theRunClock.release()
-	})
-	return runDeadline{ctx}, func() { cancel(context.Canceled) }
+	if left := r.d - (theRunClock.now() - r.start); left > 0 && r.ctx.Err() == nil {
+		r.t.Reset(left) // the process was stopped meanwhile
+		return
+	}
+	r.cancel(context.DeadlineExceeded) // a no-op if the parent ended it
+	r.release()
+}
+
+func (r *runTimer) stop() {
+	r.mu.Lock()
+	if !r.done {
+		r.t.Stop()
+		r.release()
+	}
+	r.mu.Unlock()
+	r.cancel(context.Canceled)
+}
+
+// release gives the run clock back, once (r.mu held).
+func (r *runTimer) release() {
+	r.done = true
+	theRunClock.release()
 }
