@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
 	"strconv"
 	"time"
 
@@ -142,6 +143,7 @@ func Connect(ctx context.Context, id Identity, timeout time.Duration) (*Rank, er
 		return nil, fmt.Errorf("%v: %w", id, err)
 	}
 	r.Store = c
+	stopAtJoin(os.Getenv(StopEnv), id.Rank, id.RestartCount)
 	return r, nil
 }
 

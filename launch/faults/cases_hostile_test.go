@@ -20,17 +20,17 @@ import (
 // The hostile cases: connections from outside the job (without its token)
 // to the store and to the ranks' listeners, and the token itself.
 
-// strangerWhileConnecting holds rank 1 (SIGSTOP) before it can connect,
-// opens a connection to rank 0's listener that sends hello (nothing: a
-// silent one) and stays open, then lets rank 1 go: rank 0 must admit it
-// meanwhile and the job finish.
+// strangerWhileConnecting waits for rank 1 to stop itself before it
+// connects (PPLAUNCH_TEST_STOP=1, stopBeforeConnect), opens a connection to
+// rank 0's listener that sends hello (nothing: a silent one) and stays open,
+// then continues rank 1: rank 0 must admit it meanwhile and the job finish.
 func strangerWhileConnecting(hello []byte) func(*testing.T, *env, *job) {
 	return func(t *testing.T, _ *env, j *job) {
 		r1 := j.rankPID(1)
-		if r1 == 0 {
+		if r1 == 0 || !j.waitFor(time.Minute, func() bool { return procState(r1) == "T" }) {
+			t.Errorf("rank 1 (pid %d) did not stop before connecting", r1)
 			return
 		}
-		syscall.Kill(r1, syscall.SIGSTOP)
 		defer syscall.Kill(r1, syscall.SIGCONT)
 		r0 := j.rankPID(0)
 		var addrs []string
@@ -49,6 +49,9 @@ func strangerWhileConnecting(hello []byte) func(*testing.T, *env, *job) {
 		go func() { j.waitFor(10*time.Minute, func() bool { return false }); c.Close() }()
 	}
 }
+
+// stopBeforeConnect makes rank 1 stop itself once it joined the store.
+var stopBeforeConnect = []string{"PPLAUNCH_TEST_STOP=1"}
 
 // silentStoreThenRestart waits for rank 0 to hold before its step, opens
 // silentConns connections to the store that never say a word, reads the
@@ -207,10 +210,10 @@ func forge(t *testing.T, e *env, j *job) {
 }
 
 var hostileCases = []fcase{
-	{name: "hostile/silent-connection-to-rank-listener", args: steps(3), during: strangerWhileConnecting(nil), code: 0,
+	{name: "hostile/silent-connection-to-rank-listener", args: steps(3), env: stopBeforeConnect, during: strangerWhileConnecting(nil), code: 0,
 		want: []string{`summary: steps 1\.\.3`}},
 	// A stranger's hello to a rank's listener is refused and logged.
-	{name: "hostile/stranger-to-rank-listener-logged", args: steps(3), during: strangerWhileConnecting([]byte("GET / HTTP/1.1\r\n\r\n")), code: 0,
+	{name: "hostile/stranger-to-rank-listener-logged", args: steps(3), env: stopBeforeConnect, during: strangerWhileConnecting([]byte("GET / HTTP/1.1\r\n\r\n")), code: 0,
 		want: []string{`summary: steps 1\.\.3`, `\[rank 0\] .*rank 0: link listener \S+: refused connection from 127\.0\.0\.1:\d+: not a pplaunch \S+ hello`}},
 	// 200 silent connections to the store, all greeted and open at once, do
 	// not hold up the restarted group: it joins past them and finishes.
