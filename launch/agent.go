@@ -54,6 +54,7 @@ type agent struct {
 	formed   bool             // a world formed: the other nodes use the store until they leave
 	runDir   string           // the ranks' progress files
 	lost     chan int         // nodes whose heartbeat stopped (heartbeat.go)
+	susp     *suspensions     // other nodes suspended by job control (heartbeat.go)
 	gone     map[int]bool     // nodes known lost: they will not leave
 	refused  bool             // the rendezvous was refused (flags differ)
 	ahead    chan aheadKeeper // the first attempt's keeper, started while the world forms
@@ -65,7 +66,7 @@ type agent struct {
 // stops the job as SIGTERM does. It returns the process exit code: 0, the first
 // failure's exit code, or 128+signal.
 func Run(ctx context.Context, c Config, p Program, sigs <-chan os.Signal) int {
-	a := &agent{c: c, p: p, out: &console{w: p.Stdout}, err: &console{w: p.Stderr}, sigs: sigs, lost: make(chan int, c.NNodes), gone: map[int]bool{}}
+	a := &agent{c: c, p: p, out: &console{w: p.Stdout}, err: &console{w: p.Stderr}, sigs: sigs, lost: make(chan int, c.NNodes), susp: newSuspensions(), gone: map[int]bool{}}
 	a.host, _ = os.Hostname()
 	code, err := a.run(ctx)
 	if err != nil {
@@ -117,7 +118,7 @@ func (a *agent) run(ctx context.Context) (int, error) {
 		if !a.formed && a.client != nil {
 			hctx, stop := context.WithCancel(ctx)
 			defer stop()
-			go a.heartbeat(hctx, a.lost)
+			go a.heartbeat(hctx, a.lost, a.susp)
 		}
 		a.formed = true
 		f, err := a.attempt(ctx, w, restart)

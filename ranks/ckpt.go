@@ -258,11 +258,45 @@ func (t *trainer) chooseResume() (resumeChoice, error) {
 	}
 	dir := checkpoint.StepDir(root, plan.Step)
 	b, err := os.ReadFile(filepath.Join(dir, checkpoint.ManifestName))
+	if err == nil {
+		err = checkChosen(dir, plan.Step)
+	}
 	if err != nil {
-		return resumeChoice{}, fmt.Errorf("resume: %w", err)
+		return resumeChoice{}, damaged(root, steps, plan.Step, err)
 	}
 	sum := sha256.Sum256(b)
 	return resumeChoice{Step: plan.Step, Manifest: hex.EncodeToString(sum[:])}, nil
+}
+
+// checkChosen parses and checks the manifest in dir, the checkpoint of step
+// rank 0 chose, before it publishes the choice: every rank would otherwise
+// find the same damage at once, and whichever reported it first would be
+// named the root cause.
+func checkChosen(dir string, step int) error {
+	m, err := checkpoint.ReadManifest(dir)
+	if err != nil {
+		return err
+	}
+	if m.Step != step {
+		return fmt.Errorf("its manifest says step %d", m.Step)
+	}
+	return nil
+}
+
+// damaged is rank 0's error for a chosen checkpoint it found damaged: which
+// one, why, and how to go on. It does not fall back to an older checkpoint by
+// itself: that would train over the lost steps again without anyone having
+// decided to, and leave the damage in place for the next --resume.
+func damaged(root string, steps []int, step int, err error) error {
+	dir := checkpoint.StepDir(root, step)
+	next := "start from step 0"
+	for i := len(steps) - 1; i >= 0; i-- {
+		if steps[i] < step {
+			next = "resume from " + filepath.Base(checkpoint.StepDir(root, steps[i])) + ", the one before it"
+			break
+		}
+	}
+	return fmt.Errorf("resume: the newest complete checkpoint %s is damaged: %w; move it out of %s (or delete it) to %s", dir, err, root, next)
 }
 
 // open reads the chosen checkpoint's manifest under root and checks that it

@@ -317,7 +317,7 @@ func openComm(ctx context.Context, r *ranks.Rank, opts collective.TCPOptions) (c
 		host = c.LocalAddr().(*net.UDPAddr).IP.String()
 		c.Close()
 	}
-	dctx, cancel := context.WithTimeout(ctx, opts.Timeout)
+	dctx, cancel := collective.RunTimeout(ctx, opts.Timeout) // time stopped does not count
 	defer cancel()
 	opts.Token, opts.Addr = r.Token, net.JoinHostPort(host, "0")
 	comm, err := collective.NewTCP(dctx, r.Store, r.Rank, r.WorldSize, opts)

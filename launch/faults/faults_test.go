@@ -99,6 +99,7 @@ func TestFaults(t *testing.T) {
 	cases = append(cases, supervisionCases...)
 	cases = append(cases, hostileCases...)
 	cases = append(cases, keeperCases...)
+	cases = append(cases, suspendCases...)
 	names := map[string]bool{}
 	for _, c := range cases {
 		if names[c.name] {
