@@ -54,8 +54,9 @@ func (c *sampleCmd) open() (*sampleSource, error) {
 	}
 	var extra ranks.ManifestExtra
 	if len(m.Extra) > 0 && json.Unmarshal(m.Extra, &extra) == nil && len(extra.Config) > 0 {
-		if f, err := parseRunFile(dir, extra.Config); err == nil && f.Data != nil {
-			src.data = *f.Data
+		var run struct{ Data string }
+		if json.Unmarshal(extra.Config, &run) == nil {
+			src.data = run.Data
 		}
 	}
 	if c.Data != "" {
