@@ -74,7 +74,7 @@ func TestCheckpointCompareCLI(t *testing.T) {
 	if code, _, errs = pplaunch("checkpoint", "compare", one); code != 2 || !strings.Contains(errs, "DIR2") {
 		t.Fatalf("one directory: exit %d, %s", code, errs)
 	}
-	if code, _, errs = pplaunch("checkpoint"); code != 1 || !strings.Contains(errs, "name a subcommand") {
+	if code, _, errs = pplaunch("checkpoint"); code != 2 || !strings.Contains(errs, "compare      compare two checkpoints") {
 		t.Fatalf("no subcommand: exit %d, %s", code, errs)
 	}
 }
