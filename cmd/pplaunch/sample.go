@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"time"
 
@@ -41,6 +43,9 @@ type sampleSource struct {
 // open reads the checkpoint's manifest: the model, and from the saved
 // configuration the seed and corpus of the run.
 func (c *sampleCmd) open() (*sampleSource, error) {
+	if _, err := os.Stat(c.From); errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("--from %s does not exist: give a checkpoint directory, or a train --checkpoint-dir", c.From)
+	}
 	dir, m, err := checkpoint.Resolve(c.From)
 	if err != nil {
 		return nil, fmt.Errorf("--from: %w", err)
