@@ -296,3 +296,17 @@ func TestConfigYAML(t *testing.T) {
 		}
 	}
 }
+
+// TestDPFromPP: --pp alone takes dp = world / pp, as --dp alone takes
+// pp = world / dp.
+func TestDPFromPP(t *testing.T) {
+	for _, tc := range []struct {
+		args   []string
+		pp, dp int
+	}{{[]string{"--pp", "2"}, 2, 2}, {[]string{"--dp", "2"}, 2, 2}, {nil, 4, 1}, {[]string{"--pp", "4"}, 4, 1}} {
+		cfg, err := parseTrain(t, "", 4, tc.args...)
+		if err != nil || cfg.PP != tc.pp || cfg.DP != tc.dp {
+			t.Errorf("%q in a world of 4: pp %d × dp %d (%v), want %d × %d", tc.args, cfg.PP, cfg.DP, err, tc.pp, tc.dp)
+		}
+	}
+}

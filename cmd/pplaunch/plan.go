@@ -65,15 +65,23 @@ type planResult struct {
 	tl    *schedules.Timeline
 }
 
+// run exits 2 when the flags (or the schedule they name) are wrong, as
+// every command does for a usage error, and 1 when a file cannot be written.
 func (c *planCmd) run(ctx context.Context, stdout, stderr io.Writer) error {
+	usage := func(err error) error {
+		if err == nil {
+			return nil
+		}
+		return exitError{code: 2, err: err}
+	}
 	if err := c.check(); err != nil {
-		return err
+		return usage(err)
 	}
 	if c.Profile != "" {
-		return c.profilePlan(stdout)
+		return usage(c.profilePlan(stdout))
 	}
 	if c.Compare {
-		return c.compare(stdout)
+		return usage(c.compare(stdout))
 	}
 	var res *planResult
 	var err error
@@ -83,7 +91,7 @@ func (c *planCmd) run(ctx context.Context, stdout, stderr io.Writer) error {
 		res, err = c.simulate(c.Schedule, c.virtualFor(c.Schedule))
 	}
 	if err != nil {
-		return err
+		return usage(err)
 	}
 	if err := c.writeFiles(res); err != nil {
 		return err

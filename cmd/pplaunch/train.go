@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/pplaunch/pplaunch/collective"
 	"github.com/pplaunch/pplaunch/launch"
+	"github.com/pplaunch/pplaunch/models/checkpoint"
 	"github.com/pplaunch/pplaunch/models/tensor"
 	"github.com/pplaunch/pplaunch/ranks"
 	"github.com/pplaunch/pplaunch/ranks/store"
@@ -157,12 +160,8 @@ func (c *trainCmd) checkWorld(size int) error {
 	if _, err := ranks.LoadData(cfg); err != nil {
 		return err
 	}
-	if cfg.InitFrom != "" {
-		f, err := os.Open(cfg.InitFrom)
-		if err != nil {
-			return fmt.Errorf("--init-from: %w", err)
-		}
-		f.Close()
+	if err := checkInitFrom(cfg.InitFrom); err != nil {
+		return err
 	}
 	if size == 0 {
 		return nil // rank 0, which writes the files below, may be on another node
@@ -332,4 +331,35 @@ func isTerminal(w io.Writer) bool {
 	}
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// checkInitFrom checks, before any rank starts, that --init-from names a
+// weights file that can be read, and not a pplaunch checkpoint, whose shards
+// hold one stage each (and optimizer state): --resume continues from those.
+func checkInitFrom(path string) error {
+	if path == "" {
+		return nil
+	}
+	fi, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("--init-from %s does not exist", path)
+	} else if err != nil {
+		return fmt.Errorf("--init-from: %w", err)
+	}
+	dir := path
+	if !fi.IsDir() {
+		dir = filepath.Dir(path)
+	}
+	if _, err := checkpoint.ReadManifest(dir); err == nil {
+		return fmt.Errorf("--init-from %s is a pplaunch checkpoint (%s holds its manifest), whose shards hold one stage each: to continue that run, give --resume --checkpoint-dir %s; --init-from takes a whole model's weights in one safetensors file (nanoGPT's state_dict, or Hugging Face's GPT-2 model.safetensors)",
+			path, dir, filepath.Dir(dir))
+	}
+	if fi.IsDir() {
+		return fmt.Errorf("--init-from %s is a directory: give a safetensors file of the whole model's weights", path)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("--init-from: %w", err)
+	}
+	return f.Close()
 }
