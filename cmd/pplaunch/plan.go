@@ -324,8 +324,14 @@ func (c *planCmd) summary(w io.Writer, res *planResult) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintln(w, "\nGantt, time in ms:")
-	return schedules.WriteGantt(w, res.tl, res.V, 0)
+	fmt.Fprintln(w, "\nGantt:")
+	var g strings.Builder
+	if err := schedules.WriteGantt(&g, res.tl, res.V, 0); err != nil {
+		return err
+	}
+	// The simulator's time unit is the costs', which plan gives in ms.
+	_, err := io.WriteString(w, strings.Replace(g.String(), " time units;", " ms;", 1))
+	return err
 }
 
 func (c *planCmd) compare(w io.Writer) error {

@@ -168,3 +168,4 @@ func suggestKey(k string, opts []option, dsKeys []string) string {
 	}
 	return best
 }
+
