@@ -168,4 +168,3 @@ func suggestKey(k string, opts []option, dsKeys []string) string {
 	}
 	return best
 }
-
