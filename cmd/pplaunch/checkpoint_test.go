@@ -68,7 +68,7 @@ func TestCheckpointCompareCLI(t *testing.T) {
 	if code, _, errs = pplaunch("checkpoint", "compare", one, missing); code != 1 || !strings.Contains(errs, missing) {
 		t.Fatalf("missing checkpoint: exit %d, %s", code, errs)
 	}
-	if code, _, errs = pplaunch("checkpoint", "compare", one, two, "--atol", "-1"); code != 1 || !strings.Contains(errs, "--atol") {
+	if code, _, errs = pplaunch("checkpoint", "compare", one, two, "--atol", "-1"); code != 2 || !strings.Contains(errs, "--atol") {
 		t.Fatalf("negative tolerance: exit %d, %s", code, errs)
 	}
 	if code, _, errs = pplaunch("checkpoint", "compare", one); code != 2 || !strings.Contains(errs, "DIR2") {

@@ -94,6 +94,11 @@ func TestArgumentErrors(t *testing.T) {
 		{[]string{"train", "--steps=1.5"}, nil, "--steps 1.5: want a whole number"},
 		{[]string{"--nnodes", "1:2", "train"}, nil, "--nnodes 1:2: elastic ranges (MIN:MAX) are not supported yet"},
 		{[]string{"sample"}, nil, "--from CKPT is required"},
+		// Usage errors exit 2 in every command.
+		{[]string{"plan", "--tw", "5", "--tb", "1"}, nil, "--tw 5 is more than --tb 1"},
+		{[]string{"plan", "--schedule", "nope"}, nil, "nope"},
+		{[]string{"bench", "step", "--model", "nope"}, nil, "--model"},
+		{[]string{"bench", "rendezvous", "--agents", "x"}, nil, "--agents"},
 		{[]string{"--nproc", "2"}, nil, "nothing to run"},
 		// Several nodes need a secret: refused before the agent listens.
 		{[]string{"--nnodes", "2", "--node-rank", "0", "--rdzv-endpoint", "127.0.0.1:1", "--", "true"}, []string{"PPLAUNCH_TOKEN="},
