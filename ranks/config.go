@@ -95,6 +95,9 @@ func (c *TrainConfig) Plan(size int) (Layout, error) {
 		}
 		l.PP = size / l.DP
 	case size > 0 && l.DP == 0:
+		if l.PP > size {
+			return l, fmt.Errorf("--pp %d needs at least %d ranks, but the world has %d", l.PP, l.PP, size)
+		}
 		if size%l.PP != 0 {
 			return l, fmt.Errorf("--pp %d does not divide the world of %d ranks", l.PP, size)
 		}

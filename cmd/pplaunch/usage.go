@@ -143,9 +143,11 @@ func explainUsage(err error, argv, names []string, cmd any) string {
 		if flag == "--nnodes" && strings.Contains(value, ":") {
 			return fmt.Sprintf("--nnodes %s: elastic ranges (MIN:MAX) are not supported yet: give the number of nodes", value)
 		}
-		if ft, ok := flags[flag]; ok {
+		_, inner, _ := strings.Cut(msg, ": ")
+		if ft, ok := flags[flag]; ok && strings.Contains(inner, "strconv.") {
 			return fmt.Sprintf("%s %s: want %s", flag, value, valueKind(ft))
 		}
+		return flag + ": " + inner // the flag type's own message
 	}
 	return msg + " " + strings.Replace(help, "them", "the flags", 1)
 }
