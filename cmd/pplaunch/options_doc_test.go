@@ -23,7 +23,11 @@ func optionsTable() string {
 	}
 	var defaults trainCmd
 	for _, o := range append([]option{{Flag: "--config", Help: configHelp()}}, trainOptions(&defaults)...) {
-		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", o.Flag, code(o.Def), code(o.DS), cell(o.Help))
+		help := o.Help
+		if o.Env != "" {
+			help += " [env: " + o.Env + "]"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", o.Flag, code(o.Def), code(o.DS), cell(help))
 	}
 	return b.String()
 }
