@@ -53,6 +53,9 @@ type TrainConfig struct {
 	// CheckTransfers compares every rank's transfer shapes before every
 	// step (shapes.go), not only before the first on a device communicator.
 	CheckTransfers bool
+	// Zero is the ZeRO stage: 1 shards the optimizer state over the
+	// data-parallel replicas (zero.go); 0 off. Pipelines allow no other.
+	Zero int
 
 	CheckpointDir   string
 	CheckpointEvery int
@@ -235,6 +238,9 @@ func (c *TrainConfig) checkFlags() error {
 		return fmt.Errorf("--optimizer: %w", err)
 	}
 	if err := c.checkOptim(); err != nil {
+		return err
+	}
+	if err := c.checkZero(); err != nil {
 		return err
 	}
 	return c.Model.Validate()

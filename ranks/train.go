@@ -148,9 +148,11 @@ func (t *trainer) setup(ctx context.Context) error {
 			st.SetTiming(t.prof.hook)
 		}
 		t.stages[s] = st
-		if t.opts[s], err = c.newOptimizer(); err != nil {
+		opt, err := c.newOptimizer()
+		if err != nil {
 			return fmt.Errorf("--optimizer: %w", err)
 		}
+		t.opts[s] = t.shardOptimizer(st, opt)
 	}
 	for _, p := range c.Model.Params() {
 		if p.TiedTo == "" {
@@ -286,6 +288,13 @@ func (t *trainer) runStep(ctx context.Context, step, first int) (stepOutcome, er
 		}
 	}
 	o.optimS = time.Since(optimStart).Seconds()
+	if t.zeroOn() {
+		gatherStart := time.Now()
+		if err := t.gatherParams(ctx, step); err != nil {
+			return stepOutcome{}, err
+		}
+		o.reduceS += time.Since(gatherStart).Seconds()
+	}
 	return o, nil
 }
 

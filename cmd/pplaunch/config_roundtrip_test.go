@@ -53,6 +53,7 @@ var roundTrip = map[string]struct {
 	"--pp":               {args: []string{"--pp", "2"}, world: 2},
 	"--dp":               {args: []string{"--dp", "2"}, world: 2},
 	"--recompute":        {args: []string{"--recompute"}},
+	"--zero":             {args: []string{"--dp", "2", "--zero", "1"}, world: 2},
 	"--optimizer":        {args: []string{"--optimizer", "sgd"}},
 	"--lr":               {args: []string{"--lr", "0.01"}},
 	"--min-lr":           {args: []string{"--min-lr", "0.00001"}},

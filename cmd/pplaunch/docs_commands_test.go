@@ -135,10 +135,18 @@ func wordText(parts []syntax.WordPart) string {
 	return b.String()
 }
 
+var placeholder = regexp.MustCompile(`^[A-Z][A-Z0-9_]*$`)
+
 // parseDocCommand parses args as pplaunch's command line: the launcher
 // flags and subcommand before --, and for bench scaling the train flags
 // after it.
 func parseDocCommand(args []string) error {
+	args = append([]string{}, args...)
+	for i, a := range args {
+		if placeholder.MatchString(a) {
+			args[i] = "1" // DP, FILE, N: the docs' names for a value
+		}
+	}
 	flagArgs, program, _ := splitProgram(args)
 	var c cli
 	p, err := arg.NewParser(arg.Config{Program: "pplaunch", IgnoreEnv: true}, &c)

@@ -38,6 +38,7 @@ type planCmd struct {
 	World        int     `arg:"--world" placeholder:"N" help:"with --profile: search the pp × dp layouts of N ranks [default: the profiled run's]"`
 	MemoryBudget string  `arg:"--memory-budget" placeholder:"SIZE" help:"with --profile: the memory a rank may use, e.g. 12GiB; layouts above it are rejected"`
 	GlobalBatch  int     `arg:"--global-batch" placeholder:"SEQ" help:"with --profile: sequences per step to search for [default: the profiled run's]"`
+	Zero         int     `arg:"--zero" placeholder:"STAGE" help:"with a search: predict train --zero STAGE (1: the optimizer state sharded over the data-parallel replicas; 0 off)"`
 	Top          int     `arg:"--top" default:"5" placeholder:"N" help:"with a search: how many kept and how many rejected layouts to print"`
 }
 

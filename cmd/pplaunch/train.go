@@ -96,6 +96,7 @@ func (c *trainCmd) config() (ranks.TrainConfig, error) {
 		LRSchedule: c.LRSchedule, WarmupStart: c.WarmupStartLR, LRDecaySteps: c.LRDecaySteps,
 		Beta1: c.AdamBeta1, Beta2: c.AdamBeta2, Eps: c.AdamEps, Momentum: c.Momentum,
 		CheckTransfers: c.CheckTransfers,
+		Zero:           c.Zero,
 	}, nil
 }
 
@@ -230,6 +231,11 @@ func (c *trainCmd) job(stdout io.Writer, backend string) func(ctx context.Contex
 			}
 			defer out.close()
 			job.Report, job.OnSample = out.step, out.sample
+		}
+		if c.MetricsAddr != "" {
+			lctx, stopLive := context.WithCancel(ctx)
+			defer stopLive()
+			trackLive(lctx, &job, cfg, out, r.MaxRestarts)
 		}
 		res, err := ranks.Train(ctx, cfg, job)
 		if err != nil {

@@ -45,20 +45,21 @@ func newTrainOutput(c *trainCmd, cfg ranks.TrainConfig, backend string, world in
 		}
 		o.trace = t
 	}
+	v := ""
+	if cfg.Schedule == "interleaved" {
+		v = fmt.Sprintf(" v=%d", max(cfg.Virtual, 2))
+	}
+	title := fmt.Sprintf("%s (%d parameters) on %s; %d ranks = pp %d × dp %d%s; schedule %s%s, %d micro-batches of %d sequences; %d steps; compute %s",
+		cfg.Model, cfg.Model.NumParams(), dataName(cfg.Data), world, cfg.PP, cfg.DP, zeroNote(cfg.Zero, cfg.DP), cfg.Schedule, v, cfg.Micro, cfg.MicroSize, cfg.Steps, backend)
 	if c.MetricsAddr != "" {
-		m, err := startMetrics(c.MetricsAddr, cfg.Steps, w)
+		m, err := startMetrics(c.MetricsAddr, cfg.Steps, newBoard(cfg, title, world), w)
 		if err != nil {
 			o.close()
 			return nil, err
 		}
 		o.prom = m
 	}
-	v := ""
-	if cfg.Schedule == "interleaved" {
-		v = fmt.Sprintf(" v=%d", max(cfg.Virtual, 2))
-	}
-	fmt.Fprintf(w, "train: %s (%d parameters) on %s; %d ranks = pp %d × dp %d; schedule %s%s, %d micro-batches of %d sequences; %d steps; compute %s\n",
-		cfg.Model, cfg.Model.NumParams(), dataName(cfg.Data), world, cfg.PP, cfg.DP, cfg.Schedule, v, cfg.Micro, cfg.MicroSize, cfg.Steps, backend)
+	fmt.Fprintf(w, "train: %s\n", title)
 	if len(cfg.Effective) > 0 {
 		fmt.Fprintf(w, "config: %s\n", cfg.Effective)
 	}
@@ -70,6 +71,17 @@ func dataName(p string) string {
 		return "the embedded corpus"
 	}
 	return p
+}
+
+// zeroNote is what the start line says of --zero.
+func zeroNote(zero, dp int) string {
+	switch {
+	case zero == 0:
+		return ""
+	case dp == 1:
+		return fmt.Sprintf(" (ZeRO stage %d shards nothing on one replica)", zero)
+	}
+	return fmt.Sprintf(" (ZeRO stage %d: each replica keeps 1/%d of the optimizer state)", zero, dp)
 }
 
 func mib(b int64) string { return fmt.Sprintf("%.1f", float64(b)/(1<<20)) }
@@ -130,7 +142,7 @@ func (o *trainOutput) close() {
 		o.trace.close()
 	}
 	if o.prom != nil {
-		o.prom.close()
+		o.prom.close("this attempt ended with an error (the console says which)", false)
 	}
 }
 
@@ -155,6 +167,14 @@ func (o *trainOutput) finish(res *ranks.Result, sig os.Signal) error {
 			return fmt.Errorf("train: %w", err)
 		}
 	}
+	if o.prom != nil {
+		outcome := fmt.Sprintf("finished: steps %d..%d in %.1f s", res.FirstStep+1, res.Steps, time.Since(o.start).Seconds())
+		if res.Stopped {
+			outcome = fmt.Sprintf("stopped after step %d of %d (preempted): continue with --resume", res.Steps, o.cfg.Steps)
+		}
+		o.prom.close(outcome, true)
+		o.prom = nil
+	}
 	sum := &res.Summary
 	fmt.Fprintf(o.w, "\nsummary: steps %d..%d in %.1fs", res.FirstStep+1, res.Steps, time.Since(o.start).Seconds())
 	if sum.Steps == 0 {
@@ -176,6 +196,9 @@ func (o *trainOutput) finish(res *ranks.Result, sig os.Signal) error {
 		dev := ""
 		if r < len(sum.PeakDevice) {
 			dev = fmt.Sprintf(", peak device memory %s MiB", mib(sum.PeakDevice[r]))
+		}
+		if r < len(last.OptimizerBytes) {
+			dev += fmt.Sprintf(", optimizer state %s MiB", mib(last.OptimizerBytes[r]))
 		}
 		fmt.Fprintf(o.w, "  rank %d: peak activations %s MiB (%.2f micro-batches)%s\n", r, mib(p), last.PeakMicroBatches[r], dev)
 	}
