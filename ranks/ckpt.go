@@ -202,7 +202,9 @@ func CheckCheckpointDir(c TrainConfig) error {
 	if err != nil {
 		return fmt.Errorf("--checkpoint-dir %s: %w", c.CheckpointDir, err)
 	}
-	if c.Resume && len(steps) > 0 && steps[len(steps)-1] >= c.Steps {
+	// Past, not at: a newest checkpoint at --steps that turns out damaged
+	// leaves an older one to train on from.
+	if c.Resume && len(steps) > 0 && steps[len(steps)-1] > c.Steps {
 		return fmt.Errorf("--resume: the newest checkpoint under %s is at step %d, already past --steps %d: give --steps above %d to train on",
 			c.CheckpointDir, steps[len(steps)-1], c.Steps, steps[len(steps)-1])
 	}
