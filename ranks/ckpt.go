@@ -220,7 +220,7 @@ func checkResumeRoot(c TrainConfig, restart int) error {
 		return nil
 	}
 	if _, err := os.Stat(c.CheckpointDir); errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("--resume: --checkpoint-dir %s does not exist: give the directory of the run to continue (or leave out --resume to start a new run there)", c.CheckpointDir)
+		return fmt.Errorf("--resume: --checkpoint-dir %s does not exist: give the directory of the run to continue (or make it, e.g. mkdir -p, to start a new run there)", c.CheckpointDir)
 	}
 	return nil
 }
