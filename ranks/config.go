@@ -220,6 +220,9 @@ func (c *TrainConfig) checkFlags() error {
 	case c.Resume && c.Overwrite:
 		return errors.New("--resume continues the run in --checkpoint-dir, --overwrite removes it: give one")
 	}
+	if c.Steps == 0 {
+		return errors.New("--steps 0 trains nothing: give --steps 1 or more (with --resume, the total to reach, counting the steps done)")
+	}
 	for _, f := range []struct {
 		flag string
 		v    any

@@ -14,8 +14,15 @@ import (
 
 // StepRecord is one step as rank 0 reports it (--metrics writes it as a JSON line).
 type StepRecord struct {
-	Step            int      `json:"step"`
-	Loss            float64  `json:"loss"`
+	// Record is "step" (RecordStep), telling the step's line of --metrics
+	// from the evaluations' and checkpoints' (EventRecord).
+	Record string `json:"record"`
+	// Step counts from 1, as the console and the checkpoints do: the
+	// record of step 1 is the first optimizer step's.
+	Step int     `json:"step"`
+	Loss float64 `json:"loss"`
+	// ValLoss is the evaluation's after this step, if there was one; its
+	// time is in the evaluation's own record, not in StepS.
 	ValLoss         *float64 `json:"val_loss"`
 	TokensPerS      float64  `json:"tokens_per_s"`
 	StepS           float64  `json:"step_s"`
@@ -144,7 +151,7 @@ func (t *trainer) encodeReport(o stepOutcome, cpuS float64) []float64 {
 // of every rank on rank 0's clock.
 func (t *trainer) record(step int, all [][]float64) *StepRecord {
 	n := t.job.Size
-	rec := &StepRecord{Step: step, PeakActivation: make([]int64, n), PeakMicroBatches: make([]float64, n), CPUS: make([]float64, n),
+	rec := &StepRecord{Record: RecordStep, Step: step + 1, PeakActivation: make([]int64, n), PeakMicroBatches: make([]float64, n), CPUS: make([]float64, n),
 		RSS: make([]int64, n), ComputeS: make([]float64, n), ReduceS: make([]float64, n), OptimizerS: make([]float64, n),
 		OptimizerBytes: make([]int64, n)}
 	abs := &schedules.Timeline{Ranks: make([][]schedules.Span, n)}

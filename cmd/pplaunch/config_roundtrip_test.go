@@ -73,6 +73,7 @@ var roundTrip = map[string]struct {
 	"--metrics":          {args: []string{"--metrics", "DIR/m.jsonl"}, noRun: "every run of this test writes --metrics, which it reads the losses from"},
 	"--trace":            {args: []string{"--trace", "DIR/trace.json"}},
 	"--trace-svg":        {args: []string{"--trace-svg", "DIR/trace.svg"}},
+	"--trace-steps":      {args: []string{"--trace-svg", "DIR/trace.svg", "--trace-steps", "all"}},
 	"--device":           {args: []string{"--device", "cuda"}, noRun: "needs a GPU"},
 	"--tf32":             {args: []string{"--device", "cuda", "--tf32"}, noRun: "needs a GPU"},
 	"--backend":          {args: []string{"--backend", "auto"}},

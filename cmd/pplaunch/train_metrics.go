@@ -142,7 +142,7 @@ func startMetrics(addr string, steps int, board *live.Board, w io.Writer) (*metr
 // observe sets the metrics from a step's record.
 func (m *metricsServer) observe(r ranks.StepRecord) {
 	m.board.Observe(r)
-	m.step.WithLabelValues().Set(float64(r.Step + 1))
+	m.step.WithLabelValues().Set(float64(r.Step))
 	m.loss.WithLabelValues().Set(r.Loss)
 	if r.ValLoss != nil {
 		m.valLoss.WithLabelValues().Set(*r.ValLoss)

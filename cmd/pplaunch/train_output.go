@@ -63,6 +63,9 @@ func newTrainOutput(c *trainCmd, cfg ranks.TrainConfig, backend string, world in
 	if len(cfg.Effective) > 0 {
 		fmt.Fprintf(w, "config: %s\n", cfg.Effective)
 	}
+	for _, n := range schedules.LoadNotes(cfg.Schedule, cfg.ScheduleText) {
+		fmt.Fprintf(w, "schedule: %s\n", n)
+	}
 	return o, nil
 }
 
@@ -105,7 +108,7 @@ func (o *trainOutput) step(r ranks.StepRecord) {
 		val = fmt.Sprintf("  val %.4f", *r.ValLoss)
 	}
 	line := fmt.Sprintf("step %d/%d  loss %.4f%s  %.0f tok/s  %.3fs  bubble %.1f%% (sim %.1f%%)  peak act MiB [%s]",
-		r.Step+1, o.cfg.Steps, r.Loss, val, r.TokensPerS, r.StepS, 100*r.BubbleMeasured, 100*r.BubblePredicted, strings.Join(peaks, " "))
+		r.Step, o.cfg.Steps, r.Loss, val, r.TokensPerS, r.StepS, 100*r.BubbleMeasured, 100*r.BubblePredicted, strings.Join(peaks, " "))
 	if r.PeakDevice != nil {
 		dev := make([]string, len(r.PeakDevice))
 		for i, p := range r.PeakDevice {
@@ -121,12 +124,20 @@ func (o *trainOutput) step(r ranks.StepRecord) {
 	// twentieth of the run, at evaluations and at the ends.
 	const width = 20
 	n := max(o.cfg.Steps, 1)
-	done := width * (r.Step + 1) / n
-	if r.Step > 0 && r.Step+1 < n && r.ValLoss == nil && done == width*r.Step/n {
+	done := width * r.Step / n
+	if r.Step > 1 && r.Step < n && r.ValLoss == nil && done == width*(r.Step-1)/n {
 		return
 	}
-	eta := time.Duration(float64(time.Since(o.start)) / float64(r.Step+1) * float64(n-r.Step-1)).Round(time.Second)
-	fmt.Fprintf(o.w, "[%s%s] %3d%%  ETA %-6v %s\n", strings.Repeat("#", done), strings.Repeat(".", width-done), 100*(r.Step+1)/n, eta, line)
+	eta := time.Duration(float64(time.Since(o.start)) / float64(r.Step) * float64(n-r.Step)).Round(time.Second)
+	fmt.Fprintf(o.w, "[%s%s] %3d%%  ETA %-6v %s\n", strings.Repeat("#", done), strings.Repeat(".", width-done), 100*r.Step/n, eta, line)
+}
+
+// event writes an evaluation's or a checkpoint's record to --metrics, as
+// its own line after its step's.
+func (o *trainOutput) event(e ranks.EventRecord) {
+	if o.enc != nil && o.encErr == nil {
+		o.encErr = o.enc.Encode(e)
+	}
 }
 
 // sample prints a sample on one line.
@@ -158,12 +169,15 @@ func (o *trainOutput) finish(res *ranks.Result, sig os.Signal) error {
 	}
 	if o.trace != nil {
 		title := fmt.Sprintf("measured: %s, pp %d × dp %d, %d micro-batches", o.cfg.Schedule, o.cfg.PP, o.cfg.DP, o.cfg.Micro)
-		var sched *schedules.Schedule // for the expected timeline beside the measured one
+		var sched *schedules.Schedule // for the steps and the expected timeline
 		if l, err := o.cfg.Plan(o.world); err == nil {
 			sched = l.Sched
-			title += "; strips: as simulated from each step's mean action times, red: ended late"
 		}
-		if err := o.trace.finish(o.c.TraceSVG, title, sched); err != nil {
+		win, err := parseTraceSteps(o.c.TraceSteps)
+		if err == nil {
+			err = o.trace.finish(o.c.TraceSVG, title, sched, win, res.FirstStep)
+		}
+		if err != nil {
 			return fmt.Errorf("train: %w", err)
 		}
 	}

@@ -43,7 +43,7 @@ func (b *Board) Observe(rec ranks.StepRecord) {
 	tl := timelineOf(rec, b.sched)
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.pts = append(b.pts, Point{Step: rec.Step + 1, Loss: rec.Loss, ValLoss: rec.ValLoss, TokensPerS: rec.TokensPerS,
+	b.pts = append(b.pts, Point{Step: rec.Step, Loss: rec.Loss, ValLoss: rec.ValLoss, TokensPerS: rec.TokensPerS,
 		StepS: rec.StepS, Bubble: rec.BubbleMeasured, SimBubble: rec.BubblePredicted})
 	if len(b.pts) > maxPoints {
 		b.pts = thin(b.pts)
@@ -173,6 +173,9 @@ func (b *Board) memory(rs *RankState) {
 	if r < len(rec.PeakActivation) {
 		rs.PeakAct = rec.PeakActivation[r]
 	}
+	if r < len(rec.OptimizerBytes) {
+		rs.Optimizer = rec.OptimizerBytes[r]
+	}
 	if r < len(rec.ComputeS) && rec.StepS > 0 {
 		rs.Busy = min(1, rec.ComputeS[r]/rec.StepS)
 	}
@@ -186,7 +189,7 @@ func timelineOf(rec ranks.StepRecord, sched *schedules.Schedule) *Timeline {
 		return nil
 	}
 	t0, t1 := firstLast(m)
-	out := &Timeline{Step: rec.Step + 1, Measured: spans(m, t0), Span: t1 - t0}
+	out := &Timeline{Step: rec.Step, Measured: spans(m, t0), Span: t1 - t0}
 	if sched != nil {
 		// The schedule is one pipeline's: expect replica 0's ranks.
 		pipe := &schedules.Timeline{Ranks: m.Ranks[:min(len(m.Ranks), sched.P)]}

@@ -135,7 +135,7 @@ func TestBoardState(t *testing.T) {
 func TestBoardThinsLongCurves(t *testing.T) {
 	b := NewBoard(Run{World: 1, Steps: 100000}, nil)
 	for s := range 3 * maxPoints {
-		b.Observe(ranks.StepRecord{Step: s, Loss: 1})
+		b.Observe(ranks.StepRecord{Step: s + 1, Loss: 1})
 	}
 	st := b.Snapshot(time.Now())
 	if n := len(st.Series); n > maxPoints || n < maxPoints/2 || st.Series[0].Step != 1 || st.Series[n-1].Step != 3*maxPoints {

@@ -36,7 +36,7 @@ func TestHandler(t *testing.T) {
 	if resp, _ := get("/nosuch"); resp.StatusCode != http.StatusNotFound {
 		t.Errorf("/nosuch: %s, want 404", resp.Status)
 	}
-	b.Observe(ranks.StepRecord{Step: 0, Loss: 5.5, RSS: []int64{1 << 20, 2 << 20}})
+	b.Observe(ranks.StepRecord{Step: 1, Loss: 5.5, RSS: []int64{1 << 20, 2 << 20}})
 	resp, body = get("/api/state")
 	var st State
 	if err := json.Unmarshal([]byte(body), &st); err != nil || resp.StatusCode != 200 || len(st.Series) != 1 || st.Series[0].Loss != 5.5 || len(st.Ranks) != 2 || st.Ranks[1].RSS != 2<<20 {
@@ -94,7 +94,7 @@ func TestHandler(t *testing.T) {
 	if s := next(); len(s.Series) != 1 {
 		t.Errorf("first event: %d points, want 1", len(s.Series))
 	}
-	b.Observe(ranks.StepRecord{Step: 1, Loss: 5.0})
+	b.Observe(ranks.StepRecord{Step: 2, Loss: 5.0})
 	for s := next(); len(s.Series) != 2; s = next() {
 	}
 	b.End("failed", false)

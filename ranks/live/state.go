@@ -63,6 +63,7 @@ type RankState struct {
 	RSS        int64 `json:"rss_bytes"`
 	PeakDevice int64 `json:"peak_device_bytes,omitempty"`
 	PeakAct    int64 `json:"peak_activation_bytes"`
+	Optimizer  int64 `json:"optimizer_state_bytes"` // a 1/dp part of the stage's with --zero 1
 	// Busy is the rank's share of the last step in compute (1 - its bubble).
 	Busy float64 `json:"busy"`
 }
