@@ -14,6 +14,7 @@ require (
 	go.yaml.in/yaml/v3 v3.0.5
 	golang.org/x/sys v0.49.0
 	gonum.org/v1/gonum v0.17.0
+	mvdan.cc/sh/v3 v3.14.1
 )
 
 require (

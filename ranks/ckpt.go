@@ -5,7 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -94,6 +96,9 @@ func (t *trainer) restore(ctx context.Context) (int, error) {
 	c := t.cfg
 	if c.CheckpointDir == "" {
 		return 0, nil
+	}
+	if err := checkResumeRoot(c, t.job.Restart); err != nil {
+		return 0, err
 	}
 	if t.dRank == 0 {
 		// This rank writes shards: find a root it cannot write now, not at the
@@ -187,6 +192,9 @@ func CheckCheckpointDir(c TrainConfig) error {
 	if c.CheckpointDir == "" {
 		return nil
 	}
+	if err := checkResumeRoot(c, 0); err != nil {
+		return err
+	}
 	if err := checkpoint.CheckWritable(c.CheckpointDir); err != nil {
 		return fmt.Errorf("--checkpoint-dir %s cannot hold checkpoints: %w", c.CheckpointDir, err)
 	}
@@ -194,8 +202,27 @@ func CheckCheckpointDir(c TrainConfig) error {
 	if err != nil {
 		return fmt.Errorf("--checkpoint-dir %s: %w", c.CheckpointDir, err)
 	}
+	// Past, not at: a newest checkpoint at --steps that turns out damaged
+	// leaves an older one to train on from.
+	if c.Resume && len(steps) > 0 && steps[len(steps)-1] > c.Steps {
+		return fmt.Errorf("--resume: the newest checkpoint under %s is at step %d, already past --steps %d: give --steps above %d to train on",
+			c.CheckpointDir, steps[len(steps)-1], c.Steps, steps[len(steps)-1])
+	}
 	_, err = planResume(c.CheckpointDir, c.Resume, c.Overwrite, steps)
 	return err
+}
+
+// checkResumeRoot refuses --resume (asked for, not a restart's) into a
+// --checkpoint-dir that does not exist: a mistyped path would otherwise
+// start a new run from step 0. An empty directory starts from step 0.
+func checkResumeRoot(c TrainConfig, restart int) error {
+	if !c.Resume || restart > 0 {
+		return nil
+	}
+	if _, err := os.Stat(c.CheckpointDir); errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("--resume: --checkpoint-dir %s does not exist: give the directory of the run to continue (or make it, e.g. mkdir -p, to start a new run there)", c.CheckpointDir)
+	}
+	return nil
 }
 
 // resumePoint is rank 0's choice of checkpoint, which it makes (cleaning up

@@ -104,7 +104,7 @@ func Train(ctx context.Context, cfg TrainConfig, job Job) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg.PP = l.PP
+	cfg.PP, cfg.DP = l.PP, l.DP
 	t := &trainer{cfg: cfg, job: job, sched: l.Sched, cut: l.Cut, pRank: job.Rank % cfg.PP, dRank: job.Rank / cfg.PP}
 	if err := t.setup(ctx); err != nil {
 		return nil, err

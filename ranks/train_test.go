@@ -229,7 +229,8 @@ func TestTrainConfigPlan(t *testing.T) {
 	}{
 		{"world", func(c *TrainConfig) { c.PP = 2 }, 4, "--pp 2 × --dp 1 = 2 ranks, but the world has 4"},
 		{"dp does not divide", func(c *TrainConfig) { c.PP, c.DP = 0, 3 }, 4, "--dp 3 does not divide the world of 4 ranks"},
-		{"dp zero", func(c *TrainConfig) { c.PP, c.DP = 0, 0 }, 4, "--dp 0 must be at least 1"},
+		{"dp negative", func(c *TrainConfig) { c.PP, c.DP = 0, -1 }, 4, "--dp -1 must be at least 1"},
+		{"pp does not divide", func(c *TrainConfig) { c.PP, c.DP = 3, 0 }, 4, "--pp 3 does not divide the world of 4 ranks"},
 		{"micro", func(c *TrainConfig) { c.Micro = 0 }, 1, "--microbatches 0"},
 		{"micro, world unknown", func(c *TrainConfig) { c.Micro = 0 }, 0, "--microbatches 0"},
 		{"dp needs power of two", func(c *TrainConfig) { c.DP, c.Micro = 2, 3 }, 2, "power of two"},

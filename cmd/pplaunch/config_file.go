@@ -9,11 +9,11 @@ import (
 	"strings"
 )
 
-// runFile is what `pplaunch train --config FILE` reads: DeepSpeed's keys
-// (batch sizes, clipping, optimizer, scheduler, pipeline) beside the
-// project's own. Every key is optional: a missing key leaves the flag's
-// default, a flag given on the command line wins over the file. A pointer
-// says whether the key was there.
+// runFile is DeepSpeed's part of what `pplaunch train --config FILE` reads
+// (batch sizes, clipping, optimizer, scheduler, pipeline); the rest of the
+// file's keys are the options' own names (train_options.go). Every key is
+// optional: a missing key leaves the flag's default, a flag given on the
+// command line wins over the file. A pointer says whether the key was there.
 type runFile struct {
 	TrainBatchSize   *int           `json:"train_batch_size,omitempty"`
 	MicroBatch       *int           `json:"train_micro_batch_size_per_gpu,omitempty"`
@@ -23,30 +23,7 @@ type runFile struct {
 	Scheduler        *fileScheduler `json:"scheduler,omitempty"`
 	Pipeline         *filePipeline  `json:"pipeline,omitempty"`
 	ZeroOptimization *fileZero      `json:"zero_optimization,omitempty"`
-	Steps            *int           `json:"steps,omitempty"`
-	TrainIters       *int           `json:"train_iters,omitempty"` // Megatron's name for steps
-
-	// The project's own keys, named as their flags (underscores for dashes).
-	Model          *string         `json:"model,omitempty"`
-	Layers         *int            `json:"layers,omitempty"`
-	Width          *int            `json:"width,omitempty"`
-	Heads          *int            `json:"heads,omitempty"`
-	Seq            *int            `json:"seq,omitempty"`
-	Tied           *bool           `json:"tied,omitempty"`
-	Schedule       *string         `json:"schedule,omitempty"`
-	Virtual        *int            `json:"virtual,omitempty"`
-	DP             *int            `json:"dp,omitempty"`
-	Balance        *string         `json:"balance,omitempty"`
-	LayersPerStage *string         `json:"layers_per_stage,omitempty"`
-	Data           *string         `json:"data,omitempty"`
-	Seed           *uint64         `json:"seed,omitempty"`
-	InitFrom       *string         `json:"init_from,omitempty"`
-	Timeout        *string         `json:"timeout,omitempty"`
-	Checkpoint     *fileCheckpoint `json:"checkpoint,omitempty"`
-	Eval           *fileEval       `json:"eval,omitempty"`
-	Sample         *fileSample     `json:"sample,omitempty"`
-	Metrics        *string         `json:"metrics,omitempty"`
-	MetricsAddr    *string         `json:"metrics_addr,omitempty"`
+	TrainIters       *int           `json:"train_iters,omitempty"` // Megatron's name for --steps
 }
 
 type fileOptimizer struct {
@@ -104,24 +81,15 @@ type fileZero struct {
 	AllgatherBucketSize *float64 `json:"allgather_bucket_size,omitempty"`
 }
 
-type fileCheckpoint struct {
-	Dir       *string `json:"dir,omitempty"`
-	Every     *int    `json:"every,omitempty"`
-	Resume    *bool   `json:"resume,omitempty"`
-	Overwrite *bool   `json:"overwrite,omitempty"`
-}
-
-type fileEval struct {
-	Every   *int `json:"every,omitempty"`
-	Batches *int `json:"batches,omitempty"`
-}
-
-type fileSample struct {
-	Every       *int     `json:"every,omitempty"`
-	Tokens      *int     `json:"tokens,omitempty"`
-	Temperature *float64 `json:"temperature,omitempty"`
-	TopK        *int     `json:"top_k,omitempty"`
-	Prompt      *string  `json:"prompt,omitempty"`
+// runFileKeys are runFile's top-level keys.
+func runFileKeys() []string {
+	var out []string
+	t := reflect.TypeFor[runFile]()
+	for i := range t.NumField() {
+		k, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		out = append(out, k)
+	}
+	return out
 }
 
 // unsupportedKeys are DeepSpeed keys a DeepSpeed user may well have that

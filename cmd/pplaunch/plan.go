@@ -69,15 +69,23 @@ type planResult struct {
 	tl    *schedules.Timeline
 }
 
+// run exits 2 when the flags (or the schedule they name) are wrong, as
+// every command does for a usage error, and 1 when a file cannot be written.
 func (c *planCmd) run(ctx context.Context, stdout, stderr io.Writer) error {
+	usage := func(err error) error {
+		if err == nil {
+			return nil
+		}
+		return exitError{code: 2, err: err}
+	}
 	if err := c.check(); err != nil {
-		return err
+		return usage(err)
 	}
 	if c.Profile != "" {
-		return c.profilePlan(stdout)
+		return usage(c.profilePlan(stdout))
 	}
 	if c.Compare {
-		return c.compare(stdout)
+		return usage(c.compare(stdout))
 	}
 	var res *planResult
 	var err error
@@ -87,7 +95,7 @@ func (c *planCmd) run(ctx context.Context, stdout, stderr io.Writer) error {
 		res, err = c.simulate(c.Schedule, c.virtualFor(c.Schedule))
 	}
 	if err != nil {
-		return err
+		return usage(err)
 	}
 	if err := c.writeFiles(res); err != nil {
 		return err
@@ -327,8 +335,14 @@ func (c *planCmd) summary(w io.Writer, res *planResult) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintln(w, "\nGantt, time in ms:")
-	return schedules.WriteGantt(w, res.tl, res.V, 0)
+	fmt.Fprintln(w, "\nGantt:")
+	var g strings.Builder
+	if err := schedules.WriteGantt(&g, res.tl, res.V, 0); err != nil {
+		return err
+	}
+	// The simulator's time unit is the costs', which plan gives in ms.
+	_, err := io.WriteString(w, strings.Replace(g.String(), " time units;", " ms;", 1))
+	return err
 }
 
 func (c *planCmd) compare(w io.Writer) error {

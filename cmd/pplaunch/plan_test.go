@@ -309,7 +309,7 @@ func TestPlanTorchCSV(t *testing.T) {
 		t.Errorf("torch's GPipe --json: exit %d %s\n%s", code, errOut, out)
 	}
 	code, _, errOut = runPlan(t, "--from", filepath.Join(dir, "torch215_1f1b_p4_m4.csv"))
-	if code != 1 || !strings.Contains(errOut, "stage 3 (rank 3) has no forward of micro-batch 0 and runs micro-batch 4, out of range") {
+	if code != 2 || !strings.Contains(errOut, "stage 3 (rank 3) has no forward of micro-batch 0 and runs micro-batch 4, out of range") {
 		t.Errorf("torch's 1F1B: exit %d %s", code, errOut)
 	}
 }

@@ -192,6 +192,10 @@ func (o *trainOutput) finish(res *ranks.Result, sig os.Signal) error {
 	sum := &res.Summary
 	fmt.Fprintf(o.w, "\nsummary: steps %d..%d in %.1fs", res.FirstStep+1, res.Steps, time.Since(o.start).Seconds())
 	if sum.Steps == 0 {
+		if res.FirstStep > 0 && res.FirstStep >= res.Steps {
+			fmt.Fprintf(o.w, " (nothing to do: the run resumed at step %d, already at --steps %d or past it; give a larger --steps to train on)\n", res.FirstStep, res.Steps)
+			return nil
+		}
 		fmt.Fprintln(o.w, " (nothing to do)")
 		return nil
 	}

@@ -445,7 +445,8 @@ func TestTrainBadFlags(t *testing.T) {
 		want string
 	}{
 		{4, []string{"--dp", "3"}, "--dp 3 does not divide the world of 4 ranks"},
-		{2, []string{"--pp", "4"}, "--pp 4 × --dp 1 = 4 ranks, but the world has 2"},
+		{2, []string{"--pp", "4"}, "--pp 4 needs at least 4 ranks, but the world has 2"},
+		{2, []string{"--pp", "4", "--dp", "1"}, "--pp 4 × --dp 1 = 4 ranks, but the world has 2"},
 		{2, []string{"--schedule", "foo"}, `--schedule "foo": want one of gpipe, 1f1b`},
 		{2, []string{"--dp", "2", "--microbatches", "3"}, "needs --microbatches a power of two"},
 		{1, []string{"--checkpoint-every", "2"}, "need --checkpoint-dir"},
@@ -557,7 +558,7 @@ func TestTrainDirectBadFlags(t *testing.T) {
 	cmd := exec.Command(binary(t), append([]string{"--direct", "--master-addr", "127.0.0.1", "--master-port", freePort(t), "train", "--pp", "3"}, tinyModel...)...)
 	cmd.Env = append(os.Environ(), env...)
 	out, err := cmd.CombinedOutput()
-	want := "pplaunch: rank 0: train: --pp 3 × --dp 1 = 3 ranks, but the world has 1"
+	want := "pplaunch: rank 0: train: --pp 3 needs at least 3 ranks, but the world has 1"
 	if code := exitCode(t, err); code != 1 || !strings.Contains(string(out), want) {
 		t.Errorf("exit %d, want 1 and %q:\n%s", code, want, out)
 	}

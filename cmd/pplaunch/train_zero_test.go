@@ -14,7 +14,7 @@ import (
 // and once with DeepSpeed's zero_optimization.stage 1 in a --config file:
 // the same losses, gradient norms and checkpoint bits, half the optimizer
 // state on every rank (in --metrics and the summary), and the effective
-// configuration says ZeRO stage 1.
+// configuration says ZeRO stage 1 (its zero option).
 func TestTrainZeroProcesses(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "zero.json")
@@ -48,7 +48,7 @@ func TestTrainZeroProcesses(t *testing.T) {
 	if err != nil || !rep.OK() {
 		t.Errorf("checkpoints with and without ZeRO: %d differ (%v)", rep.Mismatches(), err)
 	}
-	for _, want := range []string{"pp 2 × dp 2 (ZeRO stage 1: each replica keeps 1/2 of the optimizer state)", `"zero_optimization":{"stage":1}`, "rank 3: peak activations", "optimizer state"} {
+	for _, want := range []string{"pp 2 × dp 2 (ZeRO stage 1: each replica keeps 1/2 of the optimizer state)", `"zero":1`, "rank 3: peak activations", "optimizer state"} {
 		if !strings.Contains(zero.out, want) {
 			t.Errorf("output lacks %q:\n%s", want, zero.out)
 		}

@@ -364,6 +364,12 @@ func reference(t *testing.T, c fcase) string {
 		}
 		r.dir = filepath.Join(dir, "ckpt")
 		e.ck = r.dir
+		// A case's --resume refuses a directory that does not exist; an
+		// empty one starts from step 0, as the reference must.
+		if err := os.Mkdir(r.dir, 0o755); err != nil {
+			r.err = err
+			return
+		}
 		ref := c
 		ref.ckpt = true
 		code, out := runPlain(t, c.name+"-reference", c.nproc, ref.trainArgs(e))
