@@ -1,77 +1,174 @@
 package bench
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 )
 
-// launchRuns is how many launches each row's median is taken over.
-const launchRuns = 31
+// launchRuns launches of each row per round; launchRounds rounds, the rows
+// taking turns within each, so that a busy spell of a shared machine falls
+// on every row alike.
+const launchRuns, launchRounds = 3, 5
 
-// BenchmarkLaunch prints the median wall time of `pplaunch --nproc 4 --
-// /bin/true` (spawn 4 ranks, supervise them, summarise, exit), beside the floor
-// of starting 4 /bin/true directly from Go, and mpirun when it is installed.
+// launchLimit bounds one launch: past it the cell is given up (mpirun -np 64
+// does not finish on the 2-core development machine).
+const launchLimit = 30 * time.Second
+
+// otherBuildEnv names another pplaunch binary to time beside this build
+// (an older build, to compare against).
+const otherBuildEnv = "PPLAUNCH_BENCH_OTHER"
+
+// launchRanksEnv overrides the rank counts ("4,16,64").
+const launchRanksEnv = "PPLAUNCH_BENCH_RANKS"
+
+// BenchmarkLaunch prints the median wall time of `pplaunch --nproc N --
+// /bin/true` (spawn N ranks, supervise them, summarise, exit) for 4, 16 and
+// 64 ranks, beside the floor of starting N /bin/true directly from Go,
+// another build of pplaunch when $PPLAUNCH_BENCH_OTHER names one, and mpirun
+// when it is installed:
 //
-//	go test -run '^$' -bench Launch -benchtime 1x ./bench/
+//	PPLAUNCH_BENCH_OTHER=/tmp/old/pplaunch go test -run '^$' -bench Launch -benchtime 1x ./bench/
 func BenchmarkLaunch(b *testing.B) {
 	bin := filepath.Join(b.TempDir(), "pplaunch")
 	build := exec.Command("go", "build", "-o", bin, "../cmd/pplaunch")
 	if out, err := build.CombinedOutput(); err != nil {
 		b.Fatalf("go build: %v\n%s", err, out)
 	}
-	type row struct {
-		name string
-		run  func() error
+	counts, err := launchCounts(os.Getenv(launchRanksEnv))
+	if err != nil {
+		b.Fatal(err)
 	}
-	rows := []row{
-		{"pplaunch --nproc 4 -- /bin/true", func() error { return exec.Command(bin, "--nproc", "4", "--", "/bin/true").Run() }},
-		{"4 × /bin/true started from Go (floor)", func() error {
-			var wg sync.WaitGroup
-			errs := make([]error, 4)
-			for i := range 4 {
-				wg.Add(1)
-				go func() { defer wg.Done(); errs[i] = exec.Command("/bin/true").Run() }()
-			}
-			wg.Wait()
-			for _, err := range errs {
-				if err != nil {
-					return err
+	cols := launchColumns(bin, os.Getenv(otherBuildEnv))
+	times := make([][][]time.Duration, len(counts)) // [count][column] launches; nil: given up
+	for range b.N {
+		for i := range times {
+			times[i] = make([][]time.Duration, len(cols))
+		}
+		failed := map[[2]int]bool{}
+		for round := range launchRounds {
+			for i, n := range counts {
+				for c, col := range cols {
+					for k := 0; k < launchRuns && !failed[[2]int{i, c}]; k++ {
+						ctx, cancel := context.WithTimeout(context.Background(), launchLimit)
+						t0 := time.Now()
+						err := col.run(ctx, n)
+						d := time.Since(t0)
+						cancel()
+						switch {
+						case err != nil && c == 0:
+							b.Fatalf("%s, %d ranks: %v", col.name, n, err)
+						case err != nil:
+							b.Logf("%s, %d ranks: %v: given up", col.name, n, err)
+							failed[[2]int{i, c}], times[i][c] = true, nil
+						default:
+							times[i][c] = append(times[i][c], d)
+						}
+					}
 				}
 			}
-			return nil
-		}},
+			fmt.Fprintf(os.Stderr, "launch benchmark: round %d of %d done\n", round+1, launchRounds)
+		}
+	}
+	fmt.Printf("\nlaunch wall time of /bin/true, ms: median of %d launches (%d alternating rounds of %d)\n",
+		launchRuns*launchRounds, launchRounds, launchRuns)
+	fmt.Print(launchTable(counts, cols, times))
+	b.ReportMetric(ms(median(times[0][0])), "ms/launch")
+}
+
+// launchColumn is one way of launching n processes of /bin/true.
+type launchColumn struct {
+	name string
+	run  func(ctx context.Context, n int) error
+}
+
+func launchColumns(bin, other string) []launchColumn {
+	pp := func(path string) func(context.Context, int) error {
+		return func(ctx context.Context, n int) error {
+			return exec.CommandContext(ctx, path, "--nproc", strconv.Itoa(n), "--", "/bin/true").Run()
+		}
+	}
+	cols := []launchColumn{{"pplaunch", pp(bin)}}
+	if other != "" {
+		cols = append(cols, launchColumn{"other build", pp(other)})
 	}
 	if mpirun, err := exec.LookPath("mpirun"); err == nil {
-		args := []string{"-np", "4", "--oversubscribe"}
-		if os.Geteuid() == 0 {
-			args = append(args, "--allow-run-as-root")
-		}
-		rows = append(rows, row{"mpirun -np 4 /bin/true", func() error { return exec.Command(mpirun, append(args, "/bin/true")...).Run() }})
-	}
-	medians := make([]time.Duration, len(rows))
-	for range b.N {
-		for i, r := range rows {
-			times := make([]time.Duration, launchRuns)
-			for k := range times {
-				t0 := time.Now()
-				if err := r.run(); err != nil {
-					b.Fatalf("%s: %v", r.name, err)
-				}
-				times[k] = time.Since(t0)
+		cols = append(cols, launchColumn{"mpirun", func(ctx context.Context, n int) error {
+			args := []string{"-np", strconv.Itoa(n), "--oversubscribe"}
+			if os.Geteuid() == 0 {
+				args = append(args, "--allow-run-as-root")
 			}
-			slices.Sort(times)
-			medians[i] = times[len(times)/2]
+			return exec.CommandContext(ctx, mpirun, append(args, "/bin/true")...).Run()
+		}})
+	}
+	return append(cols, launchColumn{"floor (Go)", startTrue})
+}
+
+// startTrue starts n /bin/true at once from Go and waits for them: the floor.
+func startTrue(_ context.Context, n int) error {
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() { errs[i] = exec.Command("/bin/true").Run() })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
 		}
 	}
-	fmt.Printf("\nlaunch wall time, median of %d runs\n", launchRuns)
-	for i, r := range rows {
-		fmt.Printf("  %-42s %7.1f ms\n", r.name, float64(medians[i])/float64(time.Millisecond))
+	return nil
+}
+
+// launchCounts reads a comma-separated list of rank counts ("" for 4,16,64).
+func launchCounts(s string) ([]int, error) {
+	if s == "" {
+		return []int{4, 16, 64}, nil
 	}
-	b.ReportMetric(float64(medians[0])/float64(time.Millisecond), "ms/launch")
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%s=%q: want rank counts such as 4,16,64", launchRanksEnv, s)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// launchTable is the medians, one row per rank count, with pplaunch's ratio
+// to the other build where there is one.
+func launchTable(counts []int, cols []launchColumn, times [][][]time.Duration) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "  %6s", "ranks")
+	for _, c := range cols {
+		fmt.Fprintf(&b, " %12s", c.name)
+	}
+	ratio := len(cols) > 1 && cols[1].name == "other build"
+	if ratio {
+		fmt.Fprintf(&b, " %12s", "pplaunch/other")
+	}
+	b.WriteString("\n")
+	for i, n := range counts {
+		fmt.Fprintf(&b, "  %6d", n)
+		for c := range cols {
+			if len(times[i][c]) == 0 {
+				fmt.Fprintf(&b, " %12s", "–")
+				continue
+			}
+			fmt.Fprintf(&b, " %12.1f", ms(median(times[i][c])))
+		}
+		if ratio {
+			fmt.Fprintf(&b, " %14.2f", float64(median(times[i][0]))/float64(median(times[i][1])))
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
 }

@@ -63,12 +63,17 @@
 // (Options.Timeout) when the context has none; a timed-out operation is
 // withdrawn (or, if half on the wire, its link is broken) before the call
 // returns, and the error names the operation, the peer and the time waited:
-// "recv activation chunk=0 step=3 mb=2 from rank 1: timeout after 30s". A
+// "recv activation chunk=0 step=3 mb=2 from rank 1: timeout after 30s".
+// Deadlines are measured on the run clock (RunTimeout), which leaves out the
+// time the process was stopped: a job suspended with Ctrl-Z for longer than
+// its timeout carries on when continued. A
 // peer that closes, aborts or dies fails the operations waiting on it at
 // once, naming it. Abort fails everything on this rank and drops its links.
 // TCP peers prove they hold the job token (HMAC over fresh nonces, the
-// store's handshake) before any frame is accepted. A rank's listener holds at
-// most store.MaxHello bytes and store.MaxHandshakes connections that have not
-// proved it, each for at most store.HandshakeTimeout, and stops waiting on
-// them once every peer is in: a silent or hostile connection holds up nothing.
+// store's handshake) before any frame is accepted. A rank's listener accepts
+// every connection at once and holds at most store.MaxHello bytes of each that
+// has not proved it, each for at most store.HandshakeTimeout, a capped number
+// per source address and in all (store.Pending: the oldest goes), logs every
+// refusal, and stops waiting on them once every peer is in: a silent or
+// hostile connection holds up nothing.
 package collective

@@ -71,7 +71,7 @@ type Handle struct {
 	// hold the handle there, and when it expires.
 	wprev, wnext *Handle
 	watchers     int
-	expires      time.Time
+	expires      time.Duration // on the run clock (RunNow)
 
 	pending atomic.Int32
 	mu      sync.Mutex
@@ -195,7 +195,7 @@ func (h *Handle) Wait(ctx context.Context) error {
 		}
 	}
 	h.parked = true
-	start := time.Now()
+	start := RunNow() // time stopped is not time waited
 	if _, ok := ctx.Deadline(); !ok && h.wd != nil {
 		h.wd.watch(h, start)
 		defer h.wd.unwatch(h)
@@ -205,7 +205,7 @@ func (h *Handle) Wait(ctx context.Context) error {
 	case <-done:
 		return h.Err()
 	case <-ctx.Done():
-		waited := time.Since(start).Round(time.Millisecond)
+		waited := (RunNow() - start).Round(time.Millisecond)
 		h.cancel(fmt.Errorf("timeout after %v (%w)", waited, ctx.Err()))
 		<-done
 		return h.Err()
@@ -250,7 +250,7 @@ func waitAll(ctx context.Context, hs []*Handle) error {
 }
 
 // watchdog enforces a communicator's default timeout on the Waits whose
-// context has no deadline. One goroutine, running only while something waits,
+// context has no deadline, on the run clock (runclock.go). One goroutine, running only while something waits,
 // looks over the waiting handles a few times per timeout and cancels the
 // expired ones, so a Wait arms no timer of its own: starting and stopping a
 // runtime timer for every message would sit on the small-message latency
@@ -271,11 +271,11 @@ func (w *watchdog) tick() time.Duration {
 	return min(max(w.timeout/10, time.Millisecond), time.Second)
 }
 
-func (w *watchdog) watch(h *Handle, start time.Time) {
+func (w *watchdog) watch(h *Handle, start time.Duration) {
 	w.mu.Lock()
 	h.watchers++
 	if h.watchers == 1 {
-		h.expires = start.Add(w.timeout)
+		h.expires = start + w.timeout
 		h.wprev, h.wnext = nil, w.head
 		if w.head != nil {
 			w.head.wprev = h
@@ -318,12 +318,15 @@ func (w *watchdog) unlink(h *Handle) {
 func (w *watchdog) loop() {
 	t := time.NewTicker(w.tick())
 	defer t.Stop()
+	theRunClock.acquire() // observed between the ticks, however far apart
+	defer theRunClock.release()
 	idle := 0
-	for now := range t.C {
+	for range t.C {
 		var expired []*Handle
+		now := RunNow()
 		w.mu.Lock()
 		for h := w.head; h != nil; h = h.wnext {
-			if !now.Before(h.expires) {
+			if now >= h.expires {
 				expired = append(expired, h)
 			}
 		}

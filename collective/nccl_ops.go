@@ -158,18 +158,18 @@ func (c *ncclComm) Barrier(ctx context.Context) error {
 func (c *ncclComm) collective(ctx context.Context, what string, enqueue func() error) error {
 	j := &ncclJob{c: c, done: make(chan error, 1)}
 	c.w.issue(j, enqueue)
-	start := time.Now()
-	var expire <-chan time.Time
+	start := RunNow() // time stopped is not time waited
+	var expire <-chan struct{}
 	if _, ok := ctx.Deadline(); !ok {
-		t := time.NewTimer(c.w.opts.Timeout)
-		defer t.Stop()
-		expire = t.C
+		tctx, cancel := RunTimeout(context.Background(), c.w.opts.Timeout)
+		defer cancel()
+		expire = tctx.Done()
 	}
 	var err error
 	select {
 	case err = <-j.done:
 	case <-ctx.Done():
-		err = fmt.Errorf("timeout after %v (%w)", time.Since(start).Round(time.Millisecond), ctx.Err())
+		err = fmt.Errorf("timeout after %v (%w)", (RunNow() - start).Round(time.Millisecond), ctx.Err())
 	case <-expire:
 		err = fmt.Errorf("timeout after %v (%w)", c.w.opts.Timeout, context.DeadlineExceeded)
 	}

@@ -49,6 +49,11 @@ type TCPOptions struct {
 	// always staged when nothing else is, whatever its size.
 	StageLimit int
 
+	// Logf receives one line per connection the rank's listener refuses
+	// (a stranger without the token, a hello that is not a rank's); nil:
+	// the standard logger.
+	Logf func(format string, args ...any)
+
 	// handshakeTimeout, when positive, replaces store.HandshakeTimeout (tests).
 	handshakeTimeout time.Duration
 }
@@ -76,7 +81,7 @@ func NewTCP(ctx context.Context, st store.Store, rank, size int, opts TCPOptions
 	opts.Options = opts.Options.withDefaults()
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, opts.Timeout)
+		ctx, cancel = RunTimeout(ctx, opts.Timeout)
 		defer cancel()
 	}
 	t := &tcpTransport{rank: rank, size: size, opts: opts, peers: make([]*tcpPeer, size), addrs: make([]string, size)}

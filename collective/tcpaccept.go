@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"net"
 	"sync"
 	"time"
@@ -11,12 +12,13 @@ import (
 	"github.com/pplaunch/pplaunch/ranks/store"
 )
 
-// What a rank's listener allows connections that have not proved the token:
-// at most store.MaxHandshakes handshakes at once (the rest wait in the
-// kernel's accept queue), each within its own deadline (handshakeLimit), at
-// most store.MaxHello bytes read from each. Once every higher rank is in, the
-// handshakes still running (a connection that never speaks) are cut off, not
-// waited for.
+// What a rank's listener allows connections that have not proved the token
+// is what the store allows them (store.Pending): every connection is accepted
+// at once, each has its own deadline (handshakeLimit), at most
+// store.MaxHello bytes are read from each, and the caps per source address
+// and in all drop the oldest. Each refusal is logged (TCPOptions.Logf). Once
+// every higher rank is in, the handshakes still running (a connection that
+// never speaks) are cut off, not waited for.
 
 // maxRefusals bounds the refused connections remembered for the error a rank
 // gives when its world does not form; the rest are counted.
@@ -55,41 +57,6 @@ func (r *refusals) all() []error {
 	return errs
 }
 
-// inHandshake is the set of connections whose handshake runs, so that they
-// can be cut off at once when the world is complete.
-type inHandshake struct {
-	mu     sync.Mutex
-	conns  map[*net.TCPConn]struct{}
-	closed bool
-}
-
-// add registers c; false once the set is closed (c must then be closed).
-func (h *inHandshake) add(c *net.TCPConn) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.closed {
-		return false
-	}
-	h.conns[c] = struct{}{}
-	return true
-}
-
-func (h *inHandshake) remove(c *net.TCPConn) {
-	h.mu.Lock()
-	delete(h.conns, c)
-	h.mu.Unlock()
-}
-
-// closeAll closes every registered connection and refuses later ones.
-func (h *inHandshake) closeAll() {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.closed = true
-	for c := range h.conns {
-		c.Close()
-	}
-}
-
 // acceptPeers accepts connections until every higher rank has connected and
 // proved the token, or ctx ends. Connections that fail the handshake are
 // refused and remembered for the error message; they do not stop the wait.
@@ -100,7 +67,9 @@ func (t *tcpTransport) acceptPeers(ctx context.Context) error {
 	}
 	results := make(chan admitted)
 	done := make(chan struct{})
-	hs := &inHandshake{conns: map[*net.TCPConn]struct{}{}}
+	// Twice the peers that dial it: no peer of the world is ever dropped, even
+	// with a stranger's connections from its address waiting beside them.
+	pending := store.NewPending(store.DefaultPendingLimits.AtLeast(2 * want))
 	refused := &refusals{}
 	var wg sync.WaitGroup
 	acceptEnded := make(chan struct{})
@@ -108,7 +77,7 @@ func (t *tcpTransport) acceptPeers(ctx context.Context) error {
 	go func() {
 		defer wg.Done()
 		defer close(acceptEnded)
-		t.acceptLoop(ctx, done, results, hs, refused, &wg)
+		t.acceptLoop(ctx, done, results, pending, refused, &wg)
 	}()
 	var why error
 	for want > 0 && why == nil {
@@ -117,6 +86,7 @@ func (t *tcpTransport) acceptPeers(ctx context.Context) error {
 			if t.peers[res.rank] != nil {
 				res.conn.Close()
 				refused.add(fmt.Errorf("rank %d connected twice", res.rank))
+				t.logf("rank %d: link listener %s: refused connection from %s: rank %d connected twice", t.rank, t.ln.Addr(), res.conn.RemoteAddr(), res.rank)
 			} else {
 				t.addPeer(res.rank, res.conn)
 				want--
@@ -129,7 +99,7 @@ func (t *tcpTransport) acceptPeers(ctx context.Context) error {
 	}
 	close(done)
 	t.ln.Close()
-	hs.closeAll()
+	pending.CloseAll()
 	wg.Wait()
 	if want == 0 {
 		return nil
@@ -147,20 +117,17 @@ func (t *tcpTransport) acceptPeers(ctx context.Context) error {
 	return errors.Join(append([]error{wait}, refused.all()...)...)
 }
 
-// acceptLoop accepts connections until the listener closes, each after taking
-// a slot of the gate, and runs each one's handshake in its own goroutine
-// (counted in wg): a refusal goes to refused, an admitted peer to results
-// unless done is closed.
-func (t *tcpTransport) acceptLoop(ctx context.Context, done <-chan struct{}, results chan<- admitted, hs *inHandshake, refused *refusals, wg *sync.WaitGroup) {
-	gate := store.NewGate(store.MaxHandshakes)
+// acceptLoop accepts connections until the listener closes and runs each
+// one's handshake in its own goroutine (counted in wg): a refusal is logged
+// and goes to refused, an admitted peer to results unless done is closed.
+func (t *tcpTransport) acceptLoop(ctx context.Context, done <-chan struct{}, results chan<- admitted, pending *store.Pending, refused *refusals, wg *sync.WaitGroup) {
 	var backoff time.Duration
-	for gate.Enter(done) {
+	for {
 		c, err := t.ln.Accept()
+		if errors.Is(err, net.ErrClosed) {
+			return
+		}
 		if err != nil {
-			gate.Leave()
-			if errors.Is(err, net.ErrClosed) {
-				return
-			}
 			// Out of file descriptors, say: peers retry nothing, so keep
 			// accepting (until the listener is closed).
 			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
@@ -169,8 +136,7 @@ func (t *tcpTransport) acceptLoop(ctx context.Context, done <-chan struct{}, res
 		}
 		backoff = 0
 		conn := c.(*net.TCPConn)
-		if !hs.add(conn) {
-			gate.Leave()
+		if !pending.Add(conn) {
 			conn.Close()
 			return
 		}
@@ -178,11 +144,12 @@ func (t *tcpTransport) acceptLoop(ctx context.Context, done <-chan struct{}, res
 		go func() {
 			defer wg.Done()
 			r, err := t.handshakeAccept(ctx, conn)
-			hs.remove(conn)
-			gate.Leave()
+			if why := pending.Done(conn); why != "" {
+				err = errors.New(why)
+			}
 			if err != nil {
 				conn.Close()
-				refused.add(fmt.Errorf("refused %s: %w", conn.RemoteAddr(), err))
+				t.refuse(conn, err, done, refused)
 				return
 			}
 			select {
@@ -192,4 +159,26 @@ func (t *tcpTransport) acceptLoop(ctx context.Context, done <-chan struct{}, res
 			}
 		}()
 	}
+}
+
+// refuse logs and remembers a refused connection, unless the world is
+// complete (done): the handshakes still running then are cut off, not
+// refused.
+func (t *tcpTransport) refuse(c net.Conn, err error, done <-chan struct{}, refused *refusals) {
+	select {
+	case <-done:
+		return
+	default:
+	}
+	refused.add(fmt.Errorf("refused %s: %w", c.RemoteAddr(), err))
+	t.logf("rank %d: link listener %s: refused connection from %s: %v", t.rank, t.ln.Addr(), c.RemoteAddr(), err)
+}
+
+// logf logs a line of the listener's (TCPOptions.Logf).
+func (t *tcpTransport) logf(format string, args ...any) {
+	if t.opts.Logf != nil {
+		t.opts.Logf(format, args...)
+		return
+	}
+	log.Printf(format, args...)
 }

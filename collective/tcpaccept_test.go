@@ -4,10 +4,13 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"net"
+	"regexp"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -102,30 +105,81 @@ func TestTCPSilentConnectionDoesNotHoldTheWorld(t *testing.T) {
 	exchange(t, ctx, cs, 1, 0)
 }
 
-// Silent connections holding every handshake slot of rank 0's listener
-// (store.MaxHandshakes) are dropped at their own deadline, and the real
-// peers, waiting behind them in the accept queue, are admitted then.
-func TestTCPHandshakesHaveTheirOwnDeadline(t *testing.T) {
+// The real peers get in while 200 silent connections to rank 0's listener
+// wait for their hello: every connection is accepted at once. The handshake
+// deadline is an hour, far longer than the test, so the peers did not get in
+// by outliving the silent connections: each of those is still open (its
+// read stops at the test's own short deadline, not at the end of the
+// connection) until the rank cuts them off once its world is complete.
+func TestTCPPeersGetInPastSilentConnections(t *testing.T) {
 	st := store.NewMemory()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	opts := TCPOptions{Token: testToken, handshakeTimeout: 200 * time.Millisecond}
+	var logged lines
+	opts := TCPOptions{Token: testToken, handshakeTimeout: time.Hour, Logf: logged.logf}
 	rank0 := startRanks(t, ctx, st, 3, []int{0}, opts)
 	addr := addrOf(t, ctx, st, 0)
-	for range store.MaxHandshakes {
-		dialGreeted(t, addr)
+	silent := make([]net.Conn, 200)
+	for i := range silent {
+		silent[i] = dialGreeted(t, addr)
 	}
 	rest := startRanks(t, ctx, st, 3, []int{1, 2}, opts)
 	cs := append(rank0(), rest()...)
-	if ctx.Err() != nil {
-		t.Fatal("the world formed only at its deadline: the silent connections held it up")
-	}
 	exchange(t, ctx, cs, 2, 0)
+	for i, c := range silent {
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if n, err := io.Copy(io.Discard, c); err != nil || n != 0 {
+			t.Fatalf("silent connection %d: read %d bytes, %v; want it open until the world was complete, then closed", i, n, err)
+		}
+	}
+	if l := logged.String(); l != "" {
+		t.Errorf("the rank refused connections meanwhile (the silent ones were cut off, not refused):\n%s", l)
+	}
+}
+
+// A stranger's connection to a rank's listener is refused and logged, as the
+// store logs those it refuses, naming where it came from and why.
+func TestTCPRefusalIsLogged(t *testing.T) {
+	st := store.NewMemory()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var logged lines
+	opts := TCPOptions{Token: testToken, Logf: logged.logf}
+	rank0 := startRanks(t, ctx, st, 2, []int{0}, opts)
+	addr := addrOf(t, ctx, st, 0)
+	c := dialGreeted(t, addr)
+	c.Write([]byte("GET / HTTP/1.1\r\n\r\n"))
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	io.Copy(io.Discard, c) // refused: the rank closes it
+	rest := startRanks(t, ctx, st, 2, []int{1}, TCPOptions{Token: testToken})
+	cs := append(rank0(), rest()...)
+	exchange(t, ctx, cs, 1, 0)
+	want := regexp.MustCompile(`rank 0: link listener \S+: refused connection from ` + regexp.QuoteMeta(c.LocalAddr().String()) + `: not a pplaunch \S+ hello`)
+	if !want.MatchString(logged.String()) {
+		t.Errorf("the rank's log does not match %q:\n%s", want, logged.String())
+	}
+}
+
+// lines collects log lines.
+type lines struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lines) logf(format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	fmt.Fprintf(&l.b, format+"\n", args...)
+}
+
+func (l *lines) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // Token-less connections to a rank's listener that announce huge frames cost
-// it no more than a handshake's few bytes each: 40 of them (more than
-// store.MaxHandshakes) allocate less than 16 KiB apiece in all, counted by
+// it no more than a handshake's few bytes each: 40 of them allocate less than 16 KiB apiece in all, counted by
 // the Go heap's cumulative allocations (runtime.MemStats.TotalAlloc); each is
 // refused and closed, and the real peer joins afterwards.
 func TestTCPUnauthenticatedConnectionsHoldLittle(t *testing.T) {

@@ -2,6 +2,7 @@ package launch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -50,11 +51,13 @@ type agent struct {
 	server   *store.Server // node 0 only
 	client   *store.Client // multi-node: the agents' namespace
 	sigs     <-chan os.Signal
-	formed   bool         // a world formed: the other nodes use the store until they leave
-	runDir   string       // the ranks' progress files
-	lost     chan int     // nodes whose heartbeat stopped (heartbeat.go)
-	gone     map[int]bool // nodes known lost: they will not leave
-	refused  bool         // the rendezvous was refused (flags differ)
+	formed   bool             // a world formed: the other nodes use the store until they leave
+	runDir   string           // the ranks' progress files
+	lost     chan int         // nodes whose heartbeat stopped (heartbeat.go)
+	susp     *suspensions     // other nodes suspended by job control (heartbeat.go)
+	gone     map[int]bool     // nodes known lost: they will not leave
+	refused  bool             // the rendezvous was refused (flags differ)
+	ahead    chan aheadKeeper // the first attempt's keeper, started while the world forms
 }
 
 // Run is the agent: it forms the world with the other nodes' agents, runs this
@@ -63,7 +66,7 @@ type agent struct {
 // stops the job as SIGTERM does. It returns the process exit code: 0, the first
 // failure's exit code, or 128+signal.
 func Run(ctx context.Context, c Config, p Program, sigs <-chan os.Signal) int {
-	a := &agent{c: c, p: p, out: &console{w: p.Stdout}, err: &console{w: p.Stderr}, sigs: sigs, lost: make(chan int, c.NNodes), gone: map[int]bool{}}
+	a := &agent{c: c, p: p, out: &console{w: p.Stdout}, err: &console{w: p.Stderr}, sigs: sigs, lost: make(chan int, c.NNodes), susp: newSuspensions(), gone: map[int]bool{}}
 	a.host, _ = os.Hostname()
 	code, err := a.run(ctx)
 	if err != nil {
@@ -81,6 +84,8 @@ func (a *agent) logf(format string, args ...any) {
 }
 
 func (a *agent) run(ctx context.Context) (int, error) {
+	a.startKeeperAhead()
+	defer a.dropKeeper()
 	var storeAddr string
 	sig, err := a.untilSignal(ctx, func(ctx context.Context) (err error) {
 		storeAddr, err = a.openStore(ctx)
@@ -113,10 +118,13 @@ func (a *agent) run(ctx context.Context) (int, error) {
 		if !a.formed && a.client != nil {
 			hctx, stop := context.WithCancel(ctx)
 			defer stop()
-			go a.heartbeat(hctx, a.lost)
+			go a.heartbeat(hctx, a.lost, a.susp)
 		}
 		a.formed = true
 		f, err := a.attempt(ctx, w, restart)
+		if se := (*startError)(nil); errors.As(err, &se) {
+			return se.code, err
+		}
 		if err != nil {
 			return 1, err
 		}

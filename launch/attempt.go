@@ -18,7 +18,7 @@ import (
 func (a *agent) attempt(ctx context.Context, w World, restart int) (*failure, error) {
 	start := time.Now()
 	failKey := fmt.Sprintf("attempt/%d/failed", restart)
-	g, err := startGroup(a.c, a.p, w, restart, a.runDir, a.out, a.err)
+	g, err := startGroup(a.c, a.p, w, restart, a.runDir, a.out, a.err, a.takeKeeper(), a.logf)
 	if err != nil {
 		if a.client != nil {
 			// The other nodes must not wait for ranks that will never start.
@@ -57,6 +57,8 @@ func (a *agent) attempt(ctx context.Context, w World, restart int) (*failure, er
 			evs = []event{{kind: evCancel, at: time.Now()}}
 		case n := <-a.lost:
 			evs = []event{{kind: evNodeLost, at: time.Now(), node: n}}
+		case <-a.susp.changed:
+			evs = []event{{kind: evSuspensions, at: time.Now(), susp: a.susp.now()}}
 		case e := <-events:
 			if e.kind == evRemote && !sv.stopping {
 				evs = a.snapshots(g, nil, false) // what the ranks do now may be what the record is about
@@ -173,11 +175,23 @@ func (a *agent) carryOut(ctx context.Context, act action, g *group, failKey stri
 		a.logf("%s", act.text)
 	case actSuspend:
 		a.logf("received SIGTSTP: suspending the ranks and this agent (SIGCONT resumes them)")
+		if a.client != nil {
+			a.announceSuspension(ctx) // the other nodes hold their ranks first
+		}
 		g.suspend()
 		syscall.Kill(os.Getpid(), syscall.SIGSTOP)
 	case actResume:
 		g.signal(syscall.SIGCONT)
 		a.logf("received SIGCONT: resumed the ranks")
+		if a.client != nil {
+			a.announceResumption(ctx)
+		}
+	case actHold:
+		g.suspend()
+	case actAck:
+		a.ackSuspension(ctx, act.node, act.episode)
+	case actRelease:
+		g.signal(syscall.SIGCONT)
 	case actPublish:
 		// The first record wins on every node.
 		b, _ := json.Marshal(act.f)

@@ -2,6 +2,9 @@ package launch
 
 import (
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -33,15 +36,16 @@ const remoteWait = 2*heartbeatDeadline + settleWindow
 type evKind int
 
 const (
-	evExit     evKind = iota // a local rank ended (code, sig, stopped)
-	evReport                 // a local rank's own account of its failure (rep)
-	evSnapshot               // what a live local rank was doing (snap)
-	evNodeLost               // node's agent stopped heartbeating
-	evRemote                 // the job's failure record, from the store (f)
-	evAgreed                 // the record that won the store after this node published (f)
-	evSignal                 // the agent received sig
-	evCancel                 // the agent's context ended
-	evTick                   // a wake-up asked for by actWake
+	evExit        evKind = iota // a local rank ended (code, sig, stopped)
+	evReport                    // a local rank's own account of its failure (rep)
+	evSnapshot                  // what a live local rank was doing (snap)
+	evNodeLost                  // node's agent stopped heartbeating
+	evRemote                    // the job's failure record, from the store (f)
+	evAgreed                    // the record that won the store after this node published (f)
+	evSignal                    // the agent received sig
+	evCancel                    // the agent's context ended
+	evTick                      // a wake-up asked for by actWake
+	evSuspensions               // the other nodes suspended by job control changed (susp)
 )
 
 // event is one input of the supervisor.
@@ -58,6 +62,7 @@ type event struct {
 	snap    snapshot
 	node    int
 	f       *failure
+	susp    map[int]int64 // suspended node → its episode (evSuspensions)
 }
 
 // report is a rank's own account of its failure, from its progress file.
@@ -97,14 +102,19 @@ const (
 	actResume                 // SIGCONT the ranks' groups
 	actWake                   // feed evTick at (or soon after) at
 	actLog                    // print text
+	actHold                   // stop the ranks' groups while other nodes are suspended (not the agent)
+	actAck                    // tell node its episode-th suspension holds this node's ranks
+	actRelease                // SIGCONT the ranks' groups held by actHold
 )
 
 type action struct {
-	kind actKind
-	sig  syscall.Signal
-	f    *failure
-	at   time.Time
-	text string
+	kind    actKind
+	sig     syscall.Signal
+	f       *failure
+	at      time.Time
+	text    string
+	node    int   // actAck
+	episode int64 // actAck
 }
 
 // supervisor decides for one attempt on one node.
@@ -128,8 +138,10 @@ type supervisor struct {
 	stopAt     time.Time
 	killed     bool
 	published  bool
-	winner     *failure // the job's failure record (multi-node)
-	suspended  bool
+	winner     *failure      // the job's failure record (multi-node)
+	suspended  bool          // this node, by job control
+	held       bool          // this node's ranks, for other nodes' suspension
+	acked      map[int]int64 // other nodes' suspensions acknowledged
 	lostNodes  map[int]bool
 	publishDue time.Time
 }
@@ -138,7 +150,7 @@ func newSupervisor(c Config, host string, w World, start time.Time) *supervisor 
 	s := &supervisor{node: c.NodeRank, firstRank: w.FirstRank, nproc: c.NProc, host: host, start: start,
 		multi: c.NNodes > 1, grace: c.GracePeriod, remoteWait: remoteWait,
 		live: map[int]bool{}, cands: map[int]*candidate{}, reports: map[int]report{}, snaps: map[int]snapshot{},
-		lostNodes: map[int]bool{}}
+		lostNodes: map[int]bool{}, acked: map[int]int64{}}
 	for i := range c.NProc {
 		s.live[w.FirstRank+i] = true
 	}
@@ -205,6 +217,8 @@ func (s *supervisor) on(e event) []action {
 		return append(acts, s.stop(e.at, syscall.SIGTERM)...)
 	case evSignal:
 		return s.signal(e)
+	case evSuspensions:
+		return s.othersSuspended(e.susp)
 	case evCancel:
 		return s.agentStop(e.at, 128+int(syscall.SIGTERM), "pplaunch was cancelled", syscall.SIGTERM)
 	case evTick:
@@ -287,9 +301,6 @@ func (s *supervisor) signal(e event) []action {
 		}
 		return s.agentStop(e.at, 128+int(e.sig), "pplaunch received "+SignalName(e.sig), e.sig)
 	case syscall.SIGTSTP:
-		if s.multi {
-			return []action{{kind: actLog, text: "received SIGTSTP: a job on several nodes is not suspended from one of them; carrying on (stop it with SIGTERM)"}}
-		}
 		s.suspended = true
 		return []action{{kind: actSuspend}}
 	case syscall.SIGCONT:
@@ -301,6 +312,34 @@ func (s *supervisor) signal(e event) []action {
 	default:
 		return []action{{kind: actForward, sig: e.sig}, {kind: actLog, text: fmt.Sprintf("forwarded %s to the ranks", SignalName(e.sig))}}
 	}
+}
+
+// othersSuspended follows the other nodes suspended by job control (nodes:
+// node → episode): the job cannot step while one is, so this node's ranks are
+// held (stopped) until none is, and each suspension is acknowledged once they
+// are. A group that is stopping is left to stop.
+func (s *supervisor) othersSuspended(nodes map[int]int64) []action {
+	if s.stopping {
+		return nil
+	}
+	var acts []action
+	ids := slices.Sorted(maps.Keys(nodes))
+	if len(ids) > 0 && !s.held {
+		s.held = true
+		acts = append(acts, action{kind: actLog, text: fmt.Sprintf("node %s suspended (job control): suspending this node's ranks until it resumes", strings.Trim(fmt.Sprint(ids), "[]"))},
+			action{kind: actHold})
+	}
+	for _, n := range ids {
+		if s.acked[n] < nodes[n] {
+			s.acked[n] = nodes[n]
+			acts = append(acts, action{kind: actAck, node: n, episode: nodes[n]})
+		}
+	}
+	if len(ids) == 0 && s.held {
+		s.held = false
+		acts = append(acts, action{kind: actLog, text: "the suspended nodes resumed: resuming this node's ranks"}, action{kind: actRelease})
+	}
+	return acts
 }
 
 // agentStop is the job told to stop (a signal, a cancelled context): stop

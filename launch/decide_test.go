@@ -45,6 +45,12 @@ func actString(acts []action) string {
 			out = append(out, "suspend")
 		case actResume:
 			out = append(out, "resume")
+		case actHold:
+			out = append(out, "hold")
+		case actAck:
+			out = append(out, fmt.Sprintf("ack node %d episode %d", a.node, a.episode))
+		case actRelease:
+			out = append(out, "release")
 		}
 	}
 	return strings.Join(out, ", ")
@@ -168,9 +174,17 @@ func TestSupervisorDecisions(t *testing.T) {
 		{name: "job control on one node", nnodes: 1, nproc: 1,
 			events: []event{{kind: evSignal, sig: syscall.SIGTSTP}, {kind: evSignal, sig: syscall.SIGCONT}, {kind: evSignal, sig: syscall.SIGUSR1}},
 			acts:   []string{"suspend", "resume", "forward SIGUSR1"}, done: false, rank: -2},
-		{name: "on several nodes Ctrl-Z does not suspend", nnodes: 2, nproc: 1,
-			events: []event{{kind: evSignal, sig: syscall.SIGTSTP}},
-			acts:   []string{""}, done: false, rank: -2},
+		{name: "on several nodes Ctrl-Z suspends this node (the others hold theirs)", nnodes: 2, nproc: 1,
+			events: []event{{kind: evSignal, sig: syscall.SIGTSTP}, {kind: evSignal, sig: syscall.SIGCONT}},
+			acts:   []string{"suspend", "resume"}, done: false, rank: -2},
+		{name: "another node suspended holds this node's ranks, acknowledged once per episode", nnodes: 3, nproc: 1,
+			events: []event{{kind: evSuspensions, susp: map[int]int64{1: 1}}, {kind: evSuspensions, susp: map[int]int64{1: 1, 2: 3}},
+				{kind: evSuspensions, susp: map[int]int64{2: 3}}, {kind: evSuspensions, susp: map[int]int64{}},
+				{kind: evSuspensions, susp: map[int]int64{1: 2}}},
+			acts: []string{"hold, ack node 1 episode 1", "ack node 2 episode 3", "", "release", "hold, ack node 1 episode 2"}, done: false, rank: -2},
+		{name: "a group that is stopping is not held", nnodes: 2, nproc: 1,
+			events: []event{exitEv(0, 1, 0, ms(5), false), {kind: evSuspensions, susp: map[int]int64{1: 1}}},
+			acts:   []string{"stop SIGTERM, publish rank 0 node 0", ""}, done: false, rank: 0, code: 1},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

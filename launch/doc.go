@@ -8,17 +8,18 @@
 //
 // The supervision decisions (when to stop, whom to blame, when to tell the
 // other nodes, whether to restart) are a pure function of events (decide.go,
-// rootcause.go); attempt.go only feeds it and carries out its actions. Each
-// rank runs under a keeper (keeper.go: this same executable in a hidden mode,
-// a child subreaper) so that nothing a rank started outlives it or the agent,
-// and publishes its progress in a small file the agent reads (progress.go;
-// the writer is ranks.Progress).
+// rootcause.go); attempt.go only feeds it and carries out its actions. A node's
+// ranks run under one keeper (package keeper: this same executable in a hidden
+// mode, a child subreaper that puts each rank in a cgroup where it can;
+// keeper.go is the agent's side) so that nothing a rank started outlives it or
+// the agent, and each rank publishes its progress in a small file the agent
+// reads (progress.go; the writer is ranks.Progress).
 //
 // The contract's variable names are constants in package ranks/store, which
 // both this package and package ranks (the rank side) import. Slurm's host
 // lists are expanded by the pure subpackage hostlist.
 //
-// It imports ranks/store and launch/hostlist (and procfs for per-rank memory
-// and CPU); it must never import ranks, collective, models, schedules or bench:
+// It imports ranks/store, launch/keeper and launch/hostlist (and procfs for
+// per-rank memory and CPU); it must never import ranks, collective, models, schedules or bench:
 // the agent starts ranks, it does not run their code.
 package launch

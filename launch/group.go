@@ -1,6 +1,7 @@
 package launch
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -12,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/pplaunch/pplaunch/launch/keeper"
 )
 
 // Program is what each rank runs, and where the agent's console is.
@@ -59,53 +62,114 @@ func (r *rank) how() string {
 // stoppedByAgent reports whether the agent's stop ended the rank (endedByStop).
 func (r *rank) stoppedByAgent() bool { return endedByStop(r.stopSent, r.sig) }
 
-// keeperPath is this executable, which runs each rank's keeper.
-var keeperPath, keeperErr = os.Executable()
-
-// group is the local ranks of one attempt.
+// group is the local ranks of one attempt, started and kept by one keeper.
 type group struct {
-	ranks []*rank
-	exits chan int // index of each rank as it ends
-	out   sync.WaitGroup
-	files []*os.File
+	ranks    []*rank  // by local rank
+	exits    chan int // index of each rank as it ends
+	out      sync.WaitGroup
+	files    []*os.File
+	k        *keeperProc
+	started  chan startReply // one per rank, or the keeper's end before they all started
+	followed chan struct{}   // closed once the keeper is gone and its events are handled
+	logf     func(format string, args ...any)
 
-	mu sync.Mutex // guards the ranks' fields against the signalling paths
+	mu      sync.Mutex // guards the ranks' fields and the flags below against the signalling paths
+	running bool       // every rank started: a keeper's end now ends ranks
+	closing bool       // the agent told the keeper the attempt is over
 }
 
-// startGroup starts this node's ranks for attempt restart.
-// Each rank's progress file is made in runDir ("" for none).
-func startGroup(c Config, p Program, w World, restart int, runDir string, stdout, stderr *console) (*group, error) {
-	g := &group{exits: make(chan int, c.NProc)}
-	if keeperErr != nil {
-		return nil, fmt.Errorf("find this executable to run the ranks' keepers: %w", keeperErr)
-	}
+// startReply is the keeper's answer to one start: err is nil once the rank runs.
+type startReply struct {
+	local int
+	err   error
+}
+
+// startGroup starts this node's ranks for attempt restart under k (a keeper
+// started ahead, or nil for a new one). Each rank's progress file is made in
+// runDir ("" for none). logf is the agent's log.
+func startGroup(c Config, p Program, w World, restart int, runDir string, stdout, stderr *console,
+	k *keeperProc, logf func(string, ...any)) (*group, error) {
 	path := p.Path
 	if filepath.Base(path) == path {
 		lp, err := exec.LookPath(path)
 		if err != nil {
+			if k != nil {
+				k.discard()
+			}
 			return nil, fmt.Errorf("program %q: %w", path, err)
 		}
 		path = lp
 	}
+	if k == nil {
+		var err error
+		if k, err = startKeeper(p.Env); err != nil {
+			return nil, err
+		}
+	}
+	g := &group{exits: make(chan int, c.NProc), k: k, started: make(chan startReply, c.NProc+1),
+		followed: make(chan struct{}), logf: logf}
 	for i := range c.NProc {
-		r := &rank{local: i, global: w.FirstRank + i, errDone: make(chan struct{})}
+		g.ranks = append(g.ranks, &rank{local: i, global: w.FirstRank + i, errDone: make(chan struct{})})
+	}
+	go g.follow()
+	for _, r := range g.ranks {
 		if runDir != "" {
 			r.progress = progressPath(runDir, r.global)
 			if err := newProgressFile(r.progress); err != nil {
-				g.stop(syscall.SIGKILL)
-				g.wait()
+				g.abort()
 				return nil, err
 			}
 		}
 		if err := g.start(c, p, path, w, restart, r, stdout, stderr); err != nil {
-			g.stop(syscall.SIGKILL)
-			g.wait()
-			return nil, fmt.Errorf("start rank %d (local rank %d): %w", r.global, i, err)
+			died := g.keeperDeath(err)
+			g.abort()
+			if died != nil {
+				return nil, died
+			}
+			return nil, fmt.Errorf("start rank %d (local rank %d): %w", r.global, r.local, err)
 		}
 	}
+	for range c.NProc {
+		if rep := <-g.started; rep.err != nil {
+			g.abort()
+			if rep.local < 0 {
+				return nil, rep.err
+			}
+			return nil, fmt.Errorf("start rank %d (local rank %d): %w", w.FirstRank+rep.local, rep.local, rep.err)
+		}
+	}
+	g.mu.Lock()
+	g.running = true
+	g.mu.Unlock()
 	return g, nil
 }
 
+// keeperDeath is the keeper's death as startGroup reports it, when err (of
+// a start asked of it) says its socket is closed: nil if it is not that.
+func (g *group) keeperDeath(err error) error {
+	if !errors.Is(err, syscall.EPIPE) && !errors.Is(err, syscall.ECONNRESET) {
+		return nil
+	}
+	<-g.followed // the keeper is gone and its end handled
+	for {
+		select {
+		case rep := <-g.started:
+			if rep.local < 0 {
+				return rep.err
+			}
+		default:
+			return nil
+		}
+	}
+}
+
+// abort ends a group that did not start whole: the keeper kills what it
+// started.
+func (g *group) abort() {
+	g.wait()
+}
+
+// start opens rank r's streams and asks the keeper to start it.
 func (g *group) start(c Config, p Program, path string, w World, restart int, r *rank, stdout, stderr *console) error {
 	outFile, errFile, err := g.openLogs(c, r, restart)
 	if err != nil {
@@ -131,41 +195,18 @@ func (g *group) start(c Config, p Program, path string, w World, restart int, r 
 		outW.Close()
 		return err
 	}
-	link, keeperEnd, err := newKeeperLink()
-	if err != nil {
-		outR.Close()
-		outW.Close()
-		errR.Close()
-		errW.Close()
-		return err
-	}
-	env := append(rankEnv(p.Env, c, w, r.local, restart), keeperEnv+"=1")
+	env := rankEnv(p.Env, c, w, r.local, restart)
 	if r.progress != "" {
 		env = append(env, EnvProgress+"="+r.progress)
 	}
-	// The rank runs under a keeper (keeper.go), in its own process group.
-	proc, err := os.StartProcess(keeperPath, append([]string{"pplaunch-keeper", path, p.Path}, p.Args...), &os.ProcAttr{
-		Env:   env,
-		Files: []*os.File{stdin, outW, errW, keeperEnd},
-		Sys:   &syscall.SysProcAttr{Setpgid: true}, // terminal signals are the agent's to forward
-	})
+	err = g.k.start(keeper.Start{Local: r.local, Path: path, Argv: append([]string{p.Path}, p.Args...), Env: env}, stdin, outW, errW)
 	outW.Close()
 	errW.Close()
-	keeperEnd.Close()
-	if err == nil {
-		if r.pid, err = link.readPid(); err != nil {
-			proc.Kill()
-			proc.Wait()
-		}
-	}
 	if err != nil {
-		link.f.Close()
 		outR.Close()
 		errR.Close()
 		return err
 	}
-	r.start = time.Now()
-	g.ranks = append(g.ranks, r)
 	var outCon, errCon *console
 	if show {
 		outCon, errCon = stdout, stderr
@@ -182,33 +223,74 @@ func (g *group) start(c Config, p Program, path string, w World, restart int, r 
 		errR.Close()
 		close(r.errDone)
 	}()
-	go g.watch(len(g.ranks)-1, r, proc, link)
 	return nil
 }
 
-// watch waits for rank r's end (its keeper's report, then the keeper's exit)
-// and sends its index on g.exits.
-func (g *group) watch(idx int, r *rank, proc *os.Process, link *keeperLink) {
-	code, sig, at, reported := link.readExit()
-	st, _ := proc.Wait()
-	link.f.Close()
-	g.mu.Lock()
-	r.end, r.exited = time.Now(), true
-	if reported {
-		r.code, r.sig, r.end = code, sig, at
-	} else if st != nil { // the keeper itself was killed
-		ws := st.Sys().(syscall.WaitStatus)
-		r.code = ws.ExitStatus()
-		if ws.Signaled() {
-			r.sig = ws.Signal()
+// follow handles the keeper's events: the ranks' starts for startGroup, their
+// ends for the attempt, and the keeper's own end.
+func (g *group) follow() {
+	defer close(g.followed)
+	for e := range g.k.events {
+		if e.Kind != keeper.Ready && (e.Local < 0 || e.Local >= len(g.ranks)) {
+			if e.Kind == keeper.Failed {
+				g.logf("the ranks' keeper (pid %d): %s", g.k.proc.Pid, e.Text)
+			}
+			continue
+		}
+		switch e.Kind {
+		case keeper.Started:
+			g.mu.Lock()
+			r := g.ranks[e.Local]
+			r.pid, r.start = e.Pid, e.At
+			g.mu.Unlock()
+			g.started <- startReply{local: e.Local}
+		case keeper.Failed:
+			g.started <- startReply{local: e.Local, err: errors.New(e.Text)}
+		case keeper.Exited:
+			g.mu.Lock()
+			r := g.ranks[e.Local]
+			r.exited, r.code, r.sig, r.end = true, e.Code, syscall.Signal(e.Sig), e.At
+			r.use = r.use.addExit(e.CPU)
+			g.mu.Unlock()
+			g.exits <- e.Local
 		}
 	}
-	if st != nil {
-		ru, _ := st.SysUsage().(*syscall.Rusage)
-		r.use = r.use.addExit(ru)
+	g.keeperGone()
+}
+
+// keeperGone handles the keeper's end. After the agent's done that is the
+// attempt's end. Before, it is a failure: the ranks it held died with it
+// (PR_SET_PDEATHSIG; their processes are killed here too, and their
+// cgroup), and the agent says what died and how.
+func (g *group) keeperGone() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closing {
+		return
 	}
-	g.mu.Unlock()
-	g.exits <- idx
+	keeper.Kill(g.k.cgroup)
+	defer keeper.Remove(g.k.cgroup) // the keeper could not: its ranks' processes leave it as they die
+	var started, pending, ended []int
+	for _, r := range g.ranks {
+		switch {
+		case r.pid == 0:
+			pending = append(pending, r.global)
+		case !r.exited:
+			started = append(started, r.global)
+			syscall.Kill(-r.pid, syscall.SIGKILL)
+			r.exited, r.code, r.sig, r.end = true, -1, syscall.SIGKILL, time.Now()
+			ended = append(ended, r.local)
+		}
+	}
+	msg := keeperDied(g.k.proc.Pid, g.k.status, started, pending)
+	if !g.running {
+		g.started <- startReply{local: -1, err: &startError{code: keeperCode(g.k.status), msg: msg}}
+		return
+	}
+	g.logf("%s", msg)
+	for _, l := range ended {
+		g.exits <- l
+	}
 }
 
 // openLogs opens rank r's --log-dir files (nil without --log-dir).
@@ -248,7 +330,7 @@ func (g *group) signal(sig syscall.Signal) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for _, r := range g.ranks {
-		if !r.exited {
+		if r.pid > 0 && !r.exited {
 			syscall.Kill(-r.pid, sig)
 		}
 	}
@@ -261,7 +343,7 @@ func (g *group) stop(sig syscall.Signal) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for _, r := range g.ranks {
-		if !r.exited {
+		if r.pid > 0 && !r.exited {
 			r.stopSent = r.stopSent.with(sig)
 			syscall.Kill(-r.pid, sig)
 			if sig != syscall.SIGKILL {
@@ -279,7 +361,7 @@ func (g *group) suspend() {
 	g.mu.Lock()
 	var pids []int
 	for _, r := range g.ranks {
-		if !r.exited {
+		if r.pid > 0 && !r.exited {
 			pids = append(pids, r.pid)
 		}
 	}
@@ -300,7 +382,7 @@ func (g *group) sample() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for _, r := range g.ranks {
-		if r.exited {
+		if r.pid == 0 || r.exited {
 			continue
 		}
 		if u, ok := sample(r.pid); ok {
@@ -310,9 +392,21 @@ func (g *group) sample() {
 	}
 }
 
-// wait waits for the output of every rank to drain (after they all exited),
-// bounded: a grandchild that keeps a pipe open must not hold the agent.
+// wait ends the attempt: the keeper kills what is left and exits, and the
+// output of every rank drains (bounded: a grandchild that keeps a pipe open
+// must not hold the agent).
 func (g *group) wait() {
+	g.mu.Lock()
+	g.closing = true
+	g.mu.Unlock()
+	g.k.done()
+	select { // the keeper kills what is left of the ranks, then exits
+	case <-g.followed:
+		g.k.release()
+	case <-time.After(10 * time.Second):
+		// Its socket stays open: its reader still reads it.
+		g.logf("the ranks' keeper (pid %d) has not finished killing what the ranks left after 10s", g.k.proc.Pid)
+	}
 	done := make(chan struct{})
 	go func() {
 		g.out.Wait()

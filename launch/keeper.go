@@ -1,190 +1,249 @@
 package launch
 
 import (
-	"bufio"
+	"errors"
 	"fmt"
-	"io"
 	"os"
-	"os/signal"
-	"runtime"
-	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
-	"github.com/prometheus/procfs"
 	"golang.org/x/sys/unix"
+
+	"github.com/pplaunch/pplaunch/launch/keeper"
 )
 
-// The keeper makes sure nothing of a rank outlives it. The agent starts each
-// rank under a keeper: the agent's own executable, re-executed in this hidden
-// mode (keeperEnv set; any binary that links this package has it, through
-// init). The keeper
-//   - is a child subreaper (PR_SET_CHILD_SUBREAPER), so what the rank leaves
-//     behind (a background process, a daemon that double-forked) becomes the
-//     keeper's child instead of init's;
-//   - starts the rank in its own process group (the agent signals that
-//     group) with PR_SET_PDEATHSIG, so the rank dies with the keeper;
-//   - holds one end of a socket pair whose other end only the agent holds:
-//     it reads EOF when the agent is gone, however it died (SIGKILL
-//     included), and then kills the whole subtree;
-//   - kills the whole subtree when the rank exits, then tells the agent how
-//     the rank ended and exits.
-//
-// Protocol on the socket (fd 3), keeper to agent, one line each:
-// "pid PID" once the rank runs (or "error TEXT" and exit 127), then
-// "exit CODE SIGNAL UNIXNANO" after the rank ended and its subtree was killed.
-const keeperEnv = "PPLAUNCH_KEEPER"
+// The agent starts its node's ranks through one keeper per attempt (package
+// keeper: this same executable, re-executed in the keeper's mode). This is
+// the agent's side: the keeper process, the socket to it, and its reports.
 
-func init() {
-	if os.Getenv(keeperEnv) == "1" {
-		os.Exit(keep(os.Args[1:]))
-	}
+// keeperPath is this executable, which runs the keepers.
+var keeperPath, keeperErr = os.Executable()
+
+// keeperProc is a running keeper as the agent sees it.
+type keeperProc struct {
+	proc   *os.Process
+	fd     int               // the agent's end of the socket (SOCK_SEQPACKET)
+	events chan keeper.Event // what it reports, closed once it is gone
+	status *os.ProcessState  // how it ended (set before events is closed)
+	cgroup string            // its job's cgroup directory ("" none), from its Ready
 }
 
-// keep is the keeper's main: args are the program's path, then its argv.
-func keep(args []string) int {
-	// The rank's PR_SET_PDEATHSIG follows the thread that forks it: keep this
-	// goroutine on one thread, which lives until the keeper exits.
-	runtime.LockOSThread()
-	ctl := os.NewFile(3, "agent")
-	if ctl == nil || len(args) < 2 {
-		fmt.Fprintln(os.Stderr, "pplaunch: keeper: started without its agent")
-		return 127
+// startKeeper starts a keeper with the agent's environment env.
+func startKeeper(env []string) (*keeperProc, error) {
+	if keeperErr != nil {
+		return nil, fmt.Errorf("find this executable to run the ranks' keeper: %w", keeperErr)
 	}
-	// Signals are the agent's to send to the rank's group; the keeper stays.
-	// (Caught, not ignored: an ignored signal would stay ignored in the rank.)
-	signal.Notify(make(chan os.Signal, 1), syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP,
-		syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU, syscall.SIGPIPE)
-	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
-		fmt.Fprintf(ctl, "error PR_SET_CHILD_SUBREAPER: %v\n", err)
-		return 127
-	}
-	env := make([]string, 0, len(os.Environ()))
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, keeperEnv+"=") {
-			env = append(env, kv)
-		}
-	}
-	proc, err := os.StartProcess(args[0], args[1:], &os.ProcAttr{
-		Env:   env,
-		Files: []*os.File{os.Stdin, os.Stdout, os.Stderr},
-		Sys:   &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
-	})
+	pid, fd, err := keeper.Spawn(keeperPath, env)
 	if err != nil {
-		fmt.Fprintf(ctl, "error %s\n", strings.ReplaceAll(err.Error(), "\n", " "))
-		return 127
+		return nil, fmt.Errorf("start the ranks' keeper: %w", err)
 	}
-	rank := proc.Pid
-	fmt.Fprintf(ctl, "pid %d\n", rank)
-	os.Stdin.Close()
-	os.Stdout.Close()
-	os.Stderr.Close()
-	agentGone := make(chan struct{})
-	go func() {
-		io.Copy(io.Discard, bufio.NewReader(ctl)) // returns at EOF: the agent is gone
-		close(agentGone)
-		killTree(rank)
-	}()
-	// Reap every child: the rank, and what it left behind. The rank's
-	// status is what the agent hears; its orphans are killed.
-	var status unix.WaitStatus
-	var ended time.Time
+	return followKeeper(pid, fd)
+}
+
+// followKeeper is the agent's side of the keeper with pid and socket fd.
+func followKeeper(pid, fd int) (*keeperProc, error) {
+	proc, err := os.FindProcess(pid)
+	if err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("the ranks' keeper (pid %d): %w", pid, err)
+	}
+	k := &keeperProc{proc: proc, fd: fd, events: make(chan keeper.Event, 16)}
+	go k.read()
+	return k, nil
+}
+
+// read delivers the keeper's events until its end of the socket closes, then
+// waits for the keeper's exit.
+func (k *keeperProc) read() {
+	buf := make([]byte, 1<<16)
 	for {
-		var ws unix.WaitStatus
-		pid, err := unix.Wait4(-1, &ws, 0, nil)
+		n, _, _, _, err := unix.Recvmsg(k.fd, buf, nil, 0)
 		if err == unix.EINTR {
 			continue
 		}
-		if err != nil { // ECHILD: no child left
+		if err != nil || n == 0 {
 			break
 		}
-		if pid == rank {
-			status, ended = ws, time.Now()
-			killTree(rank)
-		} else if !ended.IsZero() {
-			killTree(rank)
+		e, err := keeper.ParseEvent(buf[:n])
+		if err != nil {
+			e = keeper.Event{Kind: keeper.Failed, Local: -1, Text: err.Error()}
 		}
-		select {
-		case <-agentGone:
-			killTree(rank)
-		default:
+		if e.Kind == keeper.Ready {
+			k.cgroup = e.Text
 		}
+		k.events <- e
 	}
-	code, sig := status.ExitStatus(), 0
-	if status.Signaled() {
-		code, sig = -1, int(status.Signal())
-	}
-	fmt.Fprintf(ctl, "exit %d %d %d\n", code, sig, ended.UnixNano())
-	if sig != 0 {
-		return 128 + sig
-	}
-	return code
+	k.status, _ = k.proc.Wait()
+	close(k.events)
 }
 
-// killTree SIGKILLs the rank's process group and every child of the keeper
-// (orphans re-parent to it, a subreaper, as their parents die; the reaping
-// loop calls this again after each death, so it reaches them all).
-func killTree(rankPgid int) {
-	unix.Kill(-rankPgid, unix.SIGKILL)
-	me := os.Getpid()
-	procs, err := procfs.AllProcs()
-	if err != nil {
+// start asks the keeper to start one rank with these standard streams.
+func (k *keeperProc) start(s keeper.Start, stdin, stdout, stderr *os.File) error {
+	rights := unix.UnixRights(int(stdin.Fd()), int(stdout.Fd()), int(stderr.Fd()))
+	msg := s.Encode()
+	for {
+		err := unix.Sendmsg(k.fd, msg, rights, nil, unix.MSG_NOSIGNAL)
+		switch {
+		case err == nil:
+			return nil
+		case err == unix.EINTR:
+			continue
+		case errors.Is(err, unix.EMSGSIZE):
+			return fmt.Errorf("the rank's arguments and environment (%d bytes) are more than its keeper's socket takes", len(msg))
+		default:
+			return fmt.Errorf("ask the ranks' keeper (pid %d) to start it: %w", k.proc.Pid, err)
+		}
+	}
+}
+
+// done tells the keeper that the attempt is over: it kills whatever is left of
+// the ranks and exits. It does not wait (events closes once it exited).
+func (k *keeperProc) done() {
+	unix.Shutdown(k.fd, unix.SHUT_WR)
+}
+
+// discard ends a keeper no group used, and waits for its exit.
+func (k *keeperProc) discard() {
+	k.done()
+	for range k.events {
+	}
+	k.release()
+}
+
+// release closes the agent's end of the socket, once nothing sends on it.
+func (k *keeperProc) release() {
+	unix.Close(k.fd)
+}
+
+// keeperDied says how the keeper ended, for the ranks it held: global ranks
+// started were running under it, pending had not started yet.
+func keeperDied(pid int, st *os.ProcessState, started, pending []int) string {
+	how := "ended"
+	if st != nil {
+		ws := st.Sys().(syscall.WaitStatus)
+		sig := syscall.Signal(0)
+		if ws.Signaled() {
+			sig = ws.Signal()
+		}
+		how = exitHow(ws.ExitStatus(), sig, false)
+	}
+	all := append(append([]int{}, started...), pending...)
+	held := "the keeper of ranks " + rankList(all)
+	if len(all) == 1 {
+		held = fmt.Sprintf("rank %d's keeper", all[0])
+	}
+	s := fmt.Sprintf("%s (pid %d) %s", held, pid, verb(how))
+	switch {
+	case len(started) == 0 && len(all) == 1:
+		return s + " before the rank started"
+	case len(started) == 0:
+		return s + " before any of them started"
+	case len(pending) > 0:
+		return fmt.Sprintf("%s after %s started and before %s did; %s died with it",
+			s, rankNames(started), rankList(pending), rankNames(started))
+	case len(all) == 1:
+		return s + " while the rank ran; the rank died with it"
+	default:
+		return s + " while they ran; they died with it"
+	}
+}
+
+// verb turns exitHow's "killed by SIGKILL" / "exited with code 1" into the
+// predicate of a sentence about the keeper.
+func verb(how string) string {
+	if strings.HasPrefix(how, "killed") {
+		return "was " + how
+	}
+	return how
+}
+
+func rankNames(ranks []int) string {
+	if len(ranks) == 1 {
+		return fmt.Sprintf("rank %d", ranks[0])
+	}
+	return "ranks " + rankList(ranks)
+}
+
+// keeperCode is the agent's exit code when its keeper ended so: 128+signal,
+// or the keeper's own non-zero code, else 1.
+func keeperCode(st *os.ProcessState) int {
+	if st == nil {
+		return 1
+	}
+	ws := st.Sys().(syscall.WaitStatus)
+	if ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	if c := ws.ExitStatus(); c > 0 {
+		return c
+	}
+	return 1
+}
+
+// rankList writes ascending ranks compactly: "0-3", "0, 2, 5-7".
+func rankList(ranks []int) string {
+	var out []string
+	for i := 0; i < len(ranks); {
+		j := i
+		for j+1 < len(ranks) && ranks[j+1] == ranks[j]+1 {
+			j++
+		}
+		switch {
+		case j == i:
+			out = append(out, fmt.Sprint(ranks[i]))
+		case j == i+1:
+			out = append(out, fmt.Sprint(ranks[i]), fmt.Sprint(ranks[j]))
+		default:
+			out = append(out, fmt.Sprintf("%d-%d", ranks[i], ranks[j]))
+		}
+		i = j + 1
+	}
+	return strings.Join(out, ", ")
+}
+
+// startError is a group that could not start, with the agent's exit code.
+type startError struct {
+	code int
+	msg  string
+}
+
+func (e *startError) Error() string { return e.msg }
+
+// aheadKeeper is a keeper started before it is needed, or why it could not be.
+type aheadKeeper struct {
+	k   *keeperProc
+	err error
+}
+
+// startKeeperAhead starts the first attempt's keeper while the agent forms
+// the world: its start then costs the launch nothing.
+func (a *agent) startKeeperAhead() {
+	a.ahead = make(chan aheadKeeper, 1)
+	if pid, fd, ok := keeper.TakeEarly(); ok { // started by the binary's init
+		k, err := followKeeper(pid, fd)
+		a.ahead <- aheadKeeper{k, err}
 		return
 	}
-	for _, p := range procs {
-		st, err := p.Stat()
-		if err == nil && st.PPID == me {
-			unix.Kill(p.PID, unix.SIGKILL)
-			unix.Kill(-p.PID, unix.SIGKILL) // its group, if it made one
-		}
-	}
+	go func() {
+		k, err := startKeeper(a.p.Env)
+		a.ahead <- aheadKeeper{k, err}
+	}()
 }
 
-// keeperLink is the agent's end of a keeper's socket.
-type keeperLink struct {
-	f *os.File
-	r *bufio.Reader
+// takeKeeper is the keeper started ahead, if any is left (nil: start one; a
+// keeper that failed to start ahead is tried again, and its error told then).
+func (a *agent) takeKeeper() *keeperProc {
+	if a.ahead == nil {
+		return nil
+	}
+	r := <-a.ahead
+	a.ahead = nil
+	return r.k
 }
 
-// readPid reads the keeper's first line: the rank's pid.
-func (k *keeperLink) readPid() (int, error) {
-	line, err := k.r.ReadString('\n')
-	if err != nil {
-		return 0, fmt.Errorf("keeper: %v", err)
+// dropKeeper ends a keeper started ahead that no attempt took.
+func (a *agent) dropKeeper() {
+	if k := a.takeKeeper(); k != nil {
+		k.discard()
 	}
-	line = strings.TrimSpace(line)
-	if msg, ok := strings.CutPrefix(line, "error "); ok {
-		return 0, fmt.Errorf("%s", msg)
-	}
-	pid, err := strconv.Atoi(strings.TrimPrefix(line, "pid "))
-	if err != nil {
-		return 0, fmt.Errorf("keeper said %q", line)
-	}
-	return pid, nil
-}
-
-// readExit reads how the rank ended; ok is false if the keeper died first.
-func (k *keeperLink) readExit() (code int, sig syscall.Signal, at time.Time, ok bool) {
-	line, err := k.r.ReadString('\n')
-	if err != nil {
-		return 0, 0, time.Time{}, false
-	}
-	var s int
-	var ns int64
-	if _, err := fmt.Sscanf(line, "exit %d %d %d", &code, &s, &ns); err != nil {
-		return 0, 0, time.Time{}, false
-	}
-	return code, syscall.Signal(s), time.Unix(0, ns), true
-}
-
-// newKeeperLink makes the socket pair: the agent's end, and the keeper's end
-// to pass as its fd 3 (close it in the agent after the start).
-func newKeeperLink() (*keeperLink, *os.File, error) {
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return nil, nil, fmt.Errorf("keeper socket: %w", err)
-	}
-	f := os.NewFile(uintptr(fds[0]), "keeper")
-	return &keeperLink{f: f, r: bufio.NewReader(f)}, os.NewFile(uintptr(fds[1]), "agent"), nil
 }

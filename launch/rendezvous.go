@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -41,8 +42,8 @@ func (a *agent) rendezvous(ctx context.Context, restart int, storeAddr string) (
 	start := time.Now()
 	rec, err := a.worldRecord(ctx, pfx, keys)
 	if err != nil {
-		return w, fmt.Errorf("rendezvous of %d nodes at %s (restart %d): %w; missing: %s",
-			a.c.NNodes, storeAddr, restart, err, a.missing(append(keys, pfx+"world")))
+		return w, fmt.Errorf("rendezvous of %d nodes at %s (restart %d): %w; %s",
+			a.c.NNodes, storeAddr, restart, err, neverJoined(a.absent(keys)))
 	}
 	if w, err = rec.world(w, a.c.NodeRank); err != nil {
 		return w, fmt.Errorf("rendezvous: %w", err)
@@ -127,8 +128,11 @@ func (rec worldRecord) world(w World, node int) (World, error) {
 	return w, nil
 }
 
-// missing lists which of keys are absent, for a rendezvous timeout message.
-func (a *agent) missing(keys []string) string {
+// missing lists which of keys are absent, for a timeout message.
+func (a *agent) missing(keys []string) string { return fmt.Sprint(a.absent(keys)) }
+
+// absent is which of keys the store does not hold.
+func (a *agent) absent(keys []string) []string {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	var out []string
@@ -139,7 +143,25 @@ func (a *agent) missing(keys []string) string {
 		}
 		qcancel()
 	}
-	return fmt.Sprint(out)
+	return out
+}
+
+// neverJoined says which nodes did not announce themselves at the
+// rendezvous (absent holds their keys, "rdzv/R/node/N"), and why that
+// happens: in a user's words, not the store's keys.
+func neverJoined(absent []string) string {
+	var nodes []string
+	for _, k := range absent {
+		nodes = append(nodes, k[strings.LastIndex(k, "/")+1:])
+	}
+	why := "(not started, or started with a different PPLAUNCH_TOKEN, --nnodes, --rdzv-id or --rdzv-endpoint?)"
+	switch len(nodes) {
+	case 0:
+		return "every node joined, but node 0 did not publish the world (did its agent stop?)"
+	case 1:
+		return "node " + nodes[0] + " never joined " + why
+	}
+	return "nodes " + strings.Join(nodes, ", ") + " never joined " + why
 }
 
 // agreedFlags are the launcher flags every agent of a job must be given

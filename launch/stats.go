@@ -1,7 +1,6 @@
 package launch
 
 import (
-	"syscall"
 	"time"
 
 	"github.com/prometheus/procfs"
@@ -30,12 +29,11 @@ func sample(pid int) (usage, bool) {
 	return usage{peakRSS: st.VmHWM, cpu: time.Duration(stat.CPUTime() * float64(time.Second))}, true
 }
 
-// addExit folds in the kernel's CPU accounting at exit (wait4's rusage),
-// which covers the rank's last moments and its reaped children. Its ru_maxrss
-// is not used: Linux carries the forking agent's RSS into it across exec.
-func (u usage) addExit(ru *syscall.Rusage) usage {
-	if ru != nil {
-		u.cpu = max(u.cpu, time.Duration(ru.Utime.Nano()+ru.Stime.Nano()))
-	}
+// addExit folds in the kernel's CPU accounting at exit (the user and system
+// time of wait4's rusage, as the keeper reports it), which covers the rank's
+// last moments and its reaped children. (Its ru_maxrss is not used: Linux
+// carries the forking process's RSS into it across exec.)
+func (u usage) addExit(cpu time.Duration) usage {
+	u.cpu = max(u.cpu, cpu)
 	return u
 }

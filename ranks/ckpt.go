@@ -5,7 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -33,15 +35,20 @@ type ManifestExtra struct {
 }
 
 // save writes the checkpoint after step steps: replica 0's ranks write their
-// stages' shards, rank 0 gathers their entries through the store and commits
+// stages' shards (under ZeRO stage 1 with the optimizer state the other
+// replicas send them), rank 0 gathers their entries through the store and commits
 // the manifest. It returns the directory.
 func (t *trainer) save(ctx context.Context, step int) (string, error) {
 	dir := checkpoint.StepDir(t.cfg.CheckpointDir, step)
 	S := t.sched.Stages()
 	key := func(s int) string { return fmt.Sprintf("ckpt/%d/stage/%d", step, s) }
-	if t.dRank == 0 {
-		for _, s := range t.order {
-			sh := t.stages[s].Shard(t.opts[s])
+	for _, s := range t.order {
+		st, write, err := t.optimizerState(ctx, step, s)
+		if err != nil {
+			return "", fmt.Errorf("checkpoint step %d: %w", step, err)
+		}
+		if write {
+			sh := t.stages[s].ShardState(st)
 			if err := checkShard(s, sh); err != nil {
 				return "", fmt.Errorf("checkpoint step %d: %w", step, err)
 			}
@@ -89,6 +96,9 @@ func (t *trainer) restore(ctx context.Context) (int, error) {
 	c := t.cfg
 	if c.CheckpointDir == "" {
 		return 0, nil
+	}
+	if err := checkResumeRoot(c, t.job.Restart); err != nil {
+		return 0, err
 	}
 	if t.dRank == 0 {
 		// This rank writes shards: find a root it cannot write now, not at the
@@ -182,6 +192,9 @@ func CheckCheckpointDir(c TrainConfig) error {
 	if c.CheckpointDir == "" {
 		return nil
 	}
+	if err := checkResumeRoot(c, 0); err != nil {
+		return err
+	}
 	if err := checkpoint.CheckWritable(c.CheckpointDir); err != nil {
 		return fmt.Errorf("--checkpoint-dir %s cannot hold checkpoints: %w", c.CheckpointDir, err)
 	}
@@ -189,8 +202,27 @@ func CheckCheckpointDir(c TrainConfig) error {
 	if err != nil {
 		return fmt.Errorf("--checkpoint-dir %s: %w", c.CheckpointDir, err)
 	}
+	// Past, not at: a newest checkpoint at --steps that turns out damaged
+	// leaves an older one to train on from.
+	if c.Resume && len(steps) > 0 && steps[len(steps)-1] > c.Steps {
+		return fmt.Errorf("--resume: the newest checkpoint under %s is at step %d, already past --steps %d: give --steps above %d to train on",
+			c.CheckpointDir, steps[len(steps)-1], c.Steps, steps[len(steps)-1])
+	}
 	_, err = planResume(c.CheckpointDir, c.Resume, c.Overwrite, steps)
 	return err
+}
+
+// checkResumeRoot refuses --resume (asked for, not a restart's) into a
+// --checkpoint-dir that does not exist: a mistyped path would otherwise
+// start a new run from step 0. An empty directory starts from step 0.
+func checkResumeRoot(c TrainConfig, restart int) error {
+	if !c.Resume || restart > 0 {
+		return nil
+	}
+	if _, err := os.Stat(c.CheckpointDir); errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("--resume: --checkpoint-dir %s does not exist: give the directory of the run to continue (or make it, e.g. mkdir -p, to start a new run there)", c.CheckpointDir)
+	}
+	return nil
 }
 
 // resumePoint is rank 0's choice of checkpoint, which it makes (cleaning up
@@ -253,11 +285,45 @@ func (t *trainer) chooseResume() (resumeChoice, error) {
 	}
 	dir := checkpoint.StepDir(root, plan.Step)
 	b, err := os.ReadFile(filepath.Join(dir, checkpoint.ManifestName))
+	if err == nil {
+		err = checkChosen(dir, plan.Step)
+	}
 	if err != nil {
-		return resumeChoice{}, fmt.Errorf("resume: %w", err)
+		return resumeChoice{}, damaged(root, steps, plan.Step, err)
 	}
 	sum := sha256.Sum256(b)
 	return resumeChoice{Step: plan.Step, Manifest: hex.EncodeToString(sum[:])}, nil
+}
+
+// checkChosen parses and checks the manifest in dir, the checkpoint of step
+// rank 0 chose, before it publishes the choice: every rank would otherwise
+// find the same damage at once, and whichever reported it first would be
+// named the root cause.
+func checkChosen(dir string, step int) error {
+	m, err := checkpoint.ReadManifest(dir)
+	if err != nil {
+		return err
+	}
+	if m.Step != step {
+		return fmt.Errorf("its manifest says step %d", m.Step)
+	}
+	return nil
+}
+
+// damaged is rank 0's error for a chosen checkpoint it found damaged: which
+// one, why, and how to go on. It does not fall back to an older checkpoint by
+// itself: that would train over the lost steps again without anyone having
+// decided to, and leave the damage in place for the next --resume.
+func damaged(root string, steps []int, step int, err error) error {
+	dir := checkpoint.StepDir(root, step)
+	next := "start from step 0"
+	for i := len(steps) - 1; i >= 0; i-- {
+		if steps[i] < step {
+			next = "resume from " + filepath.Base(checkpoint.StepDir(root, steps[i])) + ", the one before it"
+			break
+		}
+	}
+	return fmt.Errorf("resume: the newest complete checkpoint %s is damaged: %w; move it out of %s (or delete it) to %s", dir, err, root, next)
 }
 
 // open reads the chosen checkpoint's manifest under root and checks that it

@@ -22,7 +22,7 @@ type TrainConfig struct {
 	Virtual      int // virtual stages per rank (interleaved: 2 when 0; zb-v: 2)
 	Micro        int // micro-batches per step per data-parallel replica
 	MicroSize    int // sequences per micro-batch
-	PP, DP       int
+	PP, DP       int // 0: the world divided by the other (both 0: dp 1)
 	Recompute    bool
 	// Profile times every block's passes (the stages' Timing hook) and the
 	// transfers; Train returns the medians on rank 0 (Result.Profile).
@@ -53,6 +53,9 @@ type TrainConfig struct {
 	// CheckTransfers compares every rank's transfer shapes before every
 	// step (shapes.go), not only before the first on a device communicator.
 	CheckTransfers bool
+	// Zero is the ZeRO stage: 1 shards the optimizer state over the
+	// data-parallel replicas (zero.go); 0 off. Pipelines allow no other.
+	Zero int
 
 	CheckpointDir   string
 	CheckpointEvery int
@@ -89,14 +92,27 @@ func (c *TrainConfig) Plan(size int) (Layout, error) {
 	}
 	switch {
 	case size > 0 && l.PP == 0:
+		l.DP = max(l.DP, 1)
 		if size%l.DP != 0 {
 			return l, fmt.Errorf("--dp %d does not divide the world of %d ranks", l.DP, size)
 		}
 		l.PP = size / l.DP
+	case size > 0 && l.DP == 0:
+		if l.PP > size {
+			return l, fmt.Errorf("--pp %d needs at least %d ranks, but the world has %d", l.PP, l.PP, size)
+		}
+		if size%l.PP != 0 {
+			return l, fmt.Errorf("--pp %d does not divide the world of %d ranks", l.PP, size)
+		}
+		l.DP = size / l.PP
 	case size > 0 && l.PP*l.DP != size:
 		return l, fmt.Errorf("--pp %d × --dp %d = %d ranks, but the world has %d", l.PP, l.DP, l.PP*l.DP, size)
 	case l.PP == 0:
 		return l, nil
+	}
+	if l.DP > 1 && c.Micro&(c.Micro-1) != 0 {
+		// The accumulator's tree matches one process only for power-of-two blocks.
+		return l, fmt.Errorf("--dp %d needs --microbatches a power of two (got %d) so that results do not depend on the layout", l.DP, c.Micro)
 	}
 	sched, err := c.schedule(l.PP)
 	if err != nil {
@@ -191,8 +207,8 @@ func LoadData(c TrainConfig) (*data.Corpus, error) {
 // checkFlags checks what does not depend on the world size.
 func (c *TrainConfig) checkFlags() error {
 	switch {
-	case c.PP < 0 || c.DP < 1:
-		return fmt.Errorf("--pp %d and --dp %d must be at least 1", c.PP, c.DP)
+	case c.PP < 0 || c.DP < 0:
+		return fmt.Errorf("--pp %d and --dp %d must be at least 1 (or left out: the world divided by the other)", c.PP, c.DP)
 	case c.Micro < 1:
 		return fmt.Errorf("--microbatches %d must be at least 1", c.Micro)
 	case c.MicroSize < 1:
@@ -203,9 +219,9 @@ func (c *TrainConfig) checkFlags() error {
 		return errors.New("--checkpoint-every, --overwrite and --resume need --checkpoint-dir")
 	case c.Resume && c.Overwrite:
 		return errors.New("--resume continues the run in --checkpoint-dir, --overwrite removes it: give one")
-	case c.DP > 1 && c.Micro&(c.Micro-1) != 0:
-		// The accumulator's tree matches one process only for power-of-two blocks.
-		return fmt.Errorf("--dp %d needs --microbatches a power of two (got %d) so that results do not depend on the layout", c.DP, c.Micro)
+	}
+	if c.Steps == 0 {
+		return errors.New("--steps 0 trains nothing: give --steps 1 or more (with --resume, the total to reach, counting the steps done)")
 	}
 	for _, f := range []struct {
 		flag string
@@ -225,6 +241,9 @@ func (c *TrainConfig) checkFlags() error {
 		return fmt.Errorf("--optimizer: %w", err)
 	}
 	if err := c.checkOptim(); err != nil {
+		return err
+	}
+	if err := c.checkZero(); err != nil {
 		return err
 	}
 	return c.Model.Validate()

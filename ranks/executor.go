@@ -138,10 +138,11 @@ func (e *ActionError) Error() string {
 func (e *ActionError) Unwrap() error { return e.Err }
 
 // waitCtx is the one place a wait's deadline comes from: every wait of the
-// stage loop and of the trainer gets timeout from the moment it starts.
+// stage loop and of the trainer gets timeout from the moment it starts, on
+// the run clock, so time the rank spent stopped (Ctrl-Z) does not count.
 func waitCtx(parent context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
 	if timeout > 0 {
-		return context.WithTimeout(parent, timeout)
+		return collective.RunTimeout(parent, timeout)
 	}
 	return context.WithCancel(parent)
 }

@@ -21,11 +21,25 @@ import (
 //	step, on the first attempt only (restarts run normally).
 //	PPLAUNCH_TEST_HOLD=RANK:STEP makes that rank wait before that step until
 //	it receives a preemption signal, so that a test's signal lands mid-run.
+//	PPLAUNCH_TEST_STOP=RANK makes that rank stop itself (SIGSTOP) once it has
+//	joined the store, before it connects to its peers, on the first attempt
+//	only: a test then acts while that rank is known not to have connected,
+//	and continues it with SIGCONT.
 const (
 	StallEnv = "PPLAUNCH_TEST_STALL"
 	KillEnv  = "PPLAUNCH_TEST_KILL"
 	HoldEnv  = "PPLAUNCH_TEST_HOLD"
+	StopEnv  = "PPLAUNCH_TEST_STOP"
 )
+
+// stopAtJoin is PPLAUNCH_TEST_STOP (spec) for this rank.
+func stopAtJoin(spec string, rank, restart int) {
+	if spec == "" || spec != strconv.Itoa(rank) || restart != 0 {
+		return
+	}
+	fmt.Fprintf(os.Stderr, "rank %d: %s: stopping before connecting to its peers\n", rank, StopEnv)
+	syscall.Kill(os.Getpid(), syscall.SIGSTOP)
+}
 
 // FaultHooksFromEnv reads the hooks from the environment (see FaultHooks).
 func FaultHooksFromEnv(getenv func(string) string, rank, restart int, signalled <-chan struct{}) (func(int, schedules.Action), error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
 	"strconv"
 	"time"
 
@@ -132,7 +133,7 @@ func Connect(ctx context.Context, id Identity, timeout time.Duration) (*Rank, er
 			return nil, fmt.Errorf("%v hosts the store: %w", id, err)
 		}
 	}
-	dctx, cancel := context.WithTimeout(ctx, timeout)
+	dctx, cancel := waitCtx(ctx, timeout)
 	defer cancel()
 	c, err := store.Dial(dctx, id.StoreAddr, id.Token, fmt.Sprintf("ranks/%d/", id.RestartCount))
 	if err != nil {
@@ -142,6 +143,7 @@ func Connect(ctx context.Context, id Identity, timeout time.Duration) (*Rank, er
 		return nil, fmt.Errorf("%v: %w", id, err)
 	}
 	r.Store = c
+	stopAtJoin(os.Getenv(StopEnv), id.Rank, id.RestartCount)
 	return r, nil
 }
 

@@ -229,7 +229,8 @@ func TestTrainConfigPlan(t *testing.T) {
 	}{
 		{"world", func(c *TrainConfig) { c.PP = 2 }, 4, "--pp 2 × --dp 1 = 2 ranks, but the world has 4"},
 		{"dp does not divide", func(c *TrainConfig) { c.PP, c.DP = 0, 3 }, 4, "--dp 3 does not divide the world of 4 ranks"},
-		{"dp zero", func(c *TrainConfig) { c.PP, c.DP = 0, 0 }, 4, "--dp 0 must be at least 1"},
+		{"dp negative", func(c *TrainConfig) { c.PP, c.DP = 0, -1 }, 4, "--dp -1 must be at least 1"},
+		{"pp does not divide", func(c *TrainConfig) { c.PP, c.DP = 3, 0 }, 4, "--pp 3 does not divide the world of 4 ranks"},
 		{"micro", func(c *TrainConfig) { c.Micro = 0 }, 1, "--microbatches 0"},
 		{"micro, world unknown", func(c *TrainConfig) { c.Micro = 0 }, 0, "--microbatches 0"},
 		{"dp needs power of two", func(c *TrainConfig) { c.DP, c.Micro = 2, 3 }, 2, "power of two"},
@@ -241,6 +242,7 @@ func TestTrainConfigPlan(t *testing.T) {
 		{"clip", func(c *TrainConfig) { c.Clip = -1 }, 1, "--clip -1 must not be negative"},
 		{"timeout", func(c *TrainConfig) { c.Timeout = -time.Second }, 1, "--timeout -1s must not be negative"},
 		{"steps", func(c *TrainConfig) { c.Steps = -2 }, 1, "--steps -2 must not be negative"},
+		{"steps zero", func(c *TrainConfig) { c.Steps = 0 }, 1, "--steps 0 trains nothing: give --steps 1 or more"},
 		{"schedule", func(c *TrainConfig) { c.Schedule = "nope" }, 1, "--schedule nope"},
 		{"virtual on 1f1b", func(c *TrainConfig) { c.PP, c.Virtual = 2, 3 }, 2, "--schedule 1f1b with --pp 2, --microbatches 4, --virtual 3"},
 		{"virtual 1 on interleaved", func(c *TrainConfig) { c.PP, c.Schedule, c.Virtual = 2, "interleaved", 1 }, 2, "would be 1f1b: use --virtual 2 or more"},

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/pplaunch/pplaunch/cbits"
 	"github.com/pplaunch/pplaunch/launch"
@@ -45,6 +46,7 @@ func chooseBackend(flag string, f backendFacts) (choice, note string, err error)
 	case flag == "nccl":
 		return "", "", fmt.Errorf("--backend nccl: %s", why)
 	}
+	why, _, _ = strings.Cut(why, " (use ") // the fix is for --backend nccl; auto has chosen
 	return "tcp", "backend tcp (auto: " + why + ")", nil
 }
 

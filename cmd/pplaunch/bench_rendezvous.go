@@ -26,7 +26,7 @@ type benchRendezvousCmd struct {
 func (c *benchRendezvousCmd) run(ctx context.Context, stdout io.Writer) error {
 	agents, err := intList("--agents", c.Agents)
 	if err != nil {
-		return err
+		return exitError{code: 2, err: err} // a usage error
 	}
 	rows, err := bench.Rendezvous(ctx, bench.RendezvousOptions{Agents: agents, RanksPerAgent: c.RanksPerAgent,
 		Rounds: c.Rounds, Timeout: c.Timeout, Join: joinWithin(c.Timeout)})

@@ -209,7 +209,7 @@ func parseTrainArgs(args []string) (*trainCmd, error) {
 		if errors.Is(err, arg.ErrHelp) {
 			return nil, fmt.Errorf("train flags: pplaunch train --help lists them")
 		}
-		return nil, fmt.Errorf("train flags: %w", err)
+		return nil, fmt.Errorf("train flags: %s", explainUsage(err, full, p.SubcommandNames(), p.Subcommand()))
 	}
 	if cl.Train.Config != "" {
 		if err := withConfigFile(&cl, full); err != nil {

@@ -83,7 +83,7 @@ func TestScalingPrepare(t *testing.T) {
 	}{
 		{"an owned flag", benchScalingCmd{NProc: "1,2", Mode: "weak", Grow: "pp", Steps: 2}, []string{"--steps", "9"}, "train flag --steps: bench scaling sets it"},
 		{"the growing dimension", benchScalingCmd{NProc: "1,2", Mode: "weak", Grow: "pp", Steps: 2}, []string{"--pp=2"}, "train flag --pp"},
-		{"an unknown train flag", benchScalingCmd{NProc: "1,2", Mode: "weak", Grow: "pp", Steps: 2}, []string{"--layerz", "2"}, "train flags: unknown argument --layerz"},
+		{"an unknown train flag", benchScalingCmd{NProc: "1,2", Mode: "weak", Grow: "pp", Steps: 2}, []string{"--layerz", "2"}, "train flags: unknown flag --layerz: did you mean --layers?"},
 		{"a size the model cannot take", benchScalingCmd{NProc: "1,2,8", Mode: "weak", Grow: "pp", Steps: 2}, []string{"--layers", "4"},
 			"at world 8 (1 node × 8 ranks, pp 8 × dp 1, 64 micro-batches)"},
 		{"no measured step", benchScalingCmd{NProc: "1", Mode: "weak", Grow: "pp", Steps: 0}, nil, "--steps 0"},
@@ -135,7 +135,7 @@ func TestScalingHelpNamesTheTrainFlags(t *testing.T) {
 	}
 	out.Reset()
 	if code := run([]string{"bench", "scaling", "--layers", "3"}, &out, &errOut); code != 2 ||
-		!strings.Contains(errOut.String(), "unknown argument --layers") || !strings.Contains(errOut.String(), "The train flags go after --:") {
+		!strings.Contains(errOut.String(), "unknown flag --layers") || !strings.Contains(errOut.String(), "The train flags go after --:") {
 		t.Errorf("a train flag before --: exit %d\n%s", code, errOut.String())
 	}
 }

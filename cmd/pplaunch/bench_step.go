@@ -26,7 +26,7 @@ type benchStepCmd struct {
 func (c *benchStepCmd) run(ctx context.Context, stdout, stderr io.Writer) error {
 	cfg, err := c.config()
 	if err != nil {
-		return err
+		return exitError{code: 2, err: err} // a usage error
 	}
 	if cpu, err := tensor.NewCPU(c.BLAS); err == nil && cpu.OpenBLASHint() != "" && c.Device == "cpu" {
 		fmt.Fprintln(stderr, "pplaunch: bench step:", cpu.OpenBLASHint())

@@ -34,7 +34,7 @@ func (c *checkpointCmd) run(ctx context.Context, stdout, stderr io.Writer) error
 // run prints one line per tensor and returns an error unless every tensor matches.
 func (c *checkpointCompareCmd) run(_ context.Context, stdout, _ io.Writer) error {
 	if !(c.RTol >= 0) || !(c.ATol >= 0) || math.IsInf(c.RTol, 0) || math.IsInf(c.ATol, 0) {
-		return fmt.Errorf("checkpoint compare: --rtol %v and --atol %v must be finite and >= 0", c.RTol, c.ATol)
+		return exitError{code: 2, err: fmt.Errorf("checkpoint compare: --rtol %v and --atol %v must be finite and >= 0", c.RTol, c.ATol)}
 	}
 	tol := checkpoint.Tolerance{RTol: c.RTol, ATol: c.ATol}
 	dirA, dirB, r, err := checkpoint.CompareDirs(c.Dir1, c.Dir2, tol)

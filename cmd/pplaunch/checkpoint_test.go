@@ -68,13 +68,13 @@ func TestCheckpointCompareCLI(t *testing.T) {
 	if code, _, errs = pplaunch("checkpoint", "compare", one, missing); code != 1 || !strings.Contains(errs, missing) {
 		t.Fatalf("missing checkpoint: exit %d, %s", code, errs)
 	}
-	if code, _, errs = pplaunch("checkpoint", "compare", one, two, "--atol", "-1"); code != 1 || !strings.Contains(errs, "--atol") {
+	if code, _, errs = pplaunch("checkpoint", "compare", one, two, "--atol", "-1"); code != 2 || !strings.Contains(errs, "--atol") {
 		t.Fatalf("negative tolerance: exit %d, %s", code, errs)
 	}
 	if code, _, errs = pplaunch("checkpoint", "compare", one); code != 2 || !strings.Contains(errs, "DIR2") {
 		t.Fatalf("one directory: exit %d, %s", code, errs)
 	}
-	if code, _, errs = pplaunch("checkpoint"); code != 1 || !strings.Contains(errs, "name a subcommand") {
+	if code, _, errs = pplaunch("checkpoint"); code != 2 || !strings.Contains(errs, "compare      compare two checkpoints") {
 		t.Fatalf("no subcommand: exit %d, %s", code, errs)
 	}
 }

@@ -10,13 +10,11 @@ import (
 )
 
 // batchSpec is what the batch arithmetic needs to know besides the values:
-// which of the three sizes were given (in the file or as flags), and
-// whether --dp is to be derived from the world and the pipeline's stages.
+// which of the three sizes were given (in the file or as flags).
 type batchSpec struct {
 	Total             int  // train_batch_size (0: not given)
-	Micro, Accum      bool // train_micro_batch_size_per_gpu / --microbatch-size, gradient_accumulation_steps / --microbatches given
+	Micro, Accum      bool // train_micro_batch_size_per_gpu / microbatch_size / --microbatch-size, gradient_accumulation_steps / microbatches / --microbatches given
 	MicroFlag, AccumF bool // ... as flags (for the messages)
-	DeriveDP          bool // pipeline.num_stages (or enabled false) given and --dp not: dp = world / pp
 }
 
 // optimizerTypes maps DeepSpeed's optimizer names onto --optimizer.
@@ -52,11 +50,17 @@ func (f *runFile) apply(c *trainCmd, name string, given map[string]bool) error {
 		}
 		c.batch.Total = *f.TrainBatchSize
 	}
-	if err := f.applyPipeline(c, name, given); err != nil {
+	if err := f.applyPipeline(c, name); err != nil {
 		return err
 	}
 	if err := f.applyOptimizer(c, name); err != nil {
 		return err
+	}
+	if z := f.ZeroOptimization; z != nil && z.Stage != nil {
+		if *z.Stage != 0 && *z.Stage != 1 {
+			return fmt.Errorf("%s: zero_optimization.stage %d: pipelines allow only stage 0 (off) or 1 (optimizer state sharded over the data-parallel replicas), as DeepSpeed's do: use 1", name, *z.Stage)
+		}
+		c.Zero = *z.Stage
 	}
 	return f.applyScheduler(c, name)
 }
@@ -67,56 +71,13 @@ func set[T any](dst *T, v *T) {
 	}
 }
 
-// applyProject sets what the project's own keys (and steps) give.
-func (f *runFile) applyProject(c *trainCmd, name string) error {
-	setS := set[string]
-	if f.Steps != nil && f.TrainIters != nil && *f.Steps != *f.TrainIters {
-		return fmt.Errorf("%s: steps %d and train_iters %d: give one", name, *f.Steps, *f.TrainIters)
-	}
-	set(&c.Steps, f.Steps)
+// applyProject sets what Megatron's train_iters gives.
+func (f *runFile) applyProject(c *trainCmd, _ string) error {
 	set(&c.Steps, f.TrainIters)
-	setS(&c.Model, f.Model)
-	set(&c.Layers, f.Layers)
-	set(&c.Width, f.Width)
-	set(&c.Heads, f.Heads)
-	set(&c.Seq, f.Seq)
-	set(&c.Tied, f.Tied)
-	setS(&c.Schedule, f.Schedule)
-	set(&c.Virtual, f.Virtual)
-	set(&c.DP, f.DP)
-	setS(&c.Balance, f.Balance)
-	setS(&c.LayersPerStage, f.LayersPerStage)
-	setS(&c.Data, f.Data)
-	set(&c.Seed, f.Seed)
-	setS(&c.InitFrom, f.InitFrom)
-	if f.Timeout != nil {
-		if err := c.Timeout.UnmarshalText([]byte(*f.Timeout)); err != nil {
-			return fmt.Errorf("%s: timeout %q: want seconds or a duration such as \"5m\"", name, *f.Timeout)
-		}
-	}
-	if k := f.Checkpoint; k != nil {
-		setS(&c.CheckpointDir, k.Dir)
-		set(&c.CheckpointEvery, k.Every)
-		set(&c.Resume, k.Resume)
-		set(&c.Overwrite, k.Overwrite)
-	}
-	if e := f.Eval; e != nil {
-		set(&c.EvalEvery, e.Every)
-		set(&c.EvalBatches, e.Batches)
-	}
-	if s := f.Sample; s != nil {
-		set(&c.SampleEvery, s.Every)
-		set(&c.SampleTokens, s.Tokens)
-		set(&c.Temperature, s.Temperature)
-		set(&c.TopK, s.TopK)
-		setS(&c.Prompt, s.Prompt)
-	}
-	setS(&c.Metrics, f.Metrics)
-	setS(&c.MetricsAddr, f.MetricsAddr)
 	return nil
 }
 
-func (f *runFile) applyPipeline(c *trainCmd, name string, given map[string]bool) error {
+func (f *runFile) applyPipeline(c *trainCmd, name string) error {
 	p := f.Pipeline
 	if p == nil {
 		return nil
@@ -132,11 +93,7 @@ func (f *runFile) applyPipeline(c *trainCmd, name string, given map[string]bool)
 		}
 		c.PP = *p.NumStages
 	}
-	c.batch.DeriveDP = (p.NumStages != nil || p.Enabled != nil) && f.DP == nil && !given["--dp"]
 	if p.Schedule != nil {
-		if f.Schedule != nil && *f.Schedule != *p.Schedule {
-			return fmt.Errorf("%s: schedule %q and pipeline.schedule %q: give one", name, *f.Schedule, *p.Schedule)
-		}
 		c.Schedule = *p.Schedule
 	}
 	if p.Virtual != nil {

@@ -55,19 +55,20 @@ func resolveBatch(spec batchSpec, cur batchSizes) (batchSizes, error) {
 }
 
 // resolveWorld finishes what the file leaves to the world's size (0: not
-// known yet, as on one agent of several nodes: nothing is done): dp from
-// the pipeline's stages, then the batch arithmetic.
+// known yet, as on one agent of several nodes: nothing is done): the batch
+// arithmetic, with dp as the world and the pipeline give it (Plan reports a
+// pipeline that does not divide the world).
 func (c *trainCmd) resolveWorld(size int) error {
 	if size == 0 || c.Config == "" {
 		return nil
 	}
-	if c.batch.DeriveDP && c.PP > 0 {
-		if size%c.PP != 0 {
-			return fmt.Errorf("%s: pipeline.num_stages %d does not divide the world of %d ranks", c.Config, c.PP, size)
-		}
-		c.DP = size / c.PP
-	}
 	dp := c.DP
+	if dp == 0 {
+		dp = 1
+		if c.PP > 0 && size%c.PP == 0 {
+			dp = size / c.PP
+		}
+	}
 	b, err := resolveBatch(c.batch, batchSizes{Micro: c.MicrobatchSize, Accum: c.Microbatches, DP: dp})
 	if err != nil {
 		return fmt.Errorf("%s: %w", c.Config, err)

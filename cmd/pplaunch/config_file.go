@@ -9,11 +9,11 @@ import (
 	"strings"
 )
 
-// runFile is what `pplaunch train --config FILE` reads: DeepSpeed's keys
-// (batch sizes, clipping, optimizer, scheduler, pipeline) beside the
-// project's own. Every key is optional: a missing key leaves the flag's
-// default, a flag given on the command line wins over the file. A pointer
-// says whether the key was there.
+// runFile is DeepSpeed's part of what `pplaunch train --config FILE` reads
+// (batch sizes, clipping, optimizer, scheduler, pipeline); the rest of the
+// file's keys are the options' own names (train_options.go). Every key is
+// optional: a missing key leaves the flag's default, a flag given on the
+// command line wins over the file. A pointer says whether the key was there.
 type runFile struct {
 	TrainBatchSize   *int           `json:"train_batch_size,omitempty"`
 	MicroBatch       *int           `json:"train_micro_batch_size_per_gpu,omitempty"`
@@ -22,30 +22,8 @@ type runFile struct {
 	Optimizer        *fileOptimizer `json:"optimizer,omitempty"`
 	Scheduler        *fileScheduler `json:"scheduler,omitempty"`
 	Pipeline         *filePipeline  `json:"pipeline,omitempty"`
-	Steps            *int           `json:"steps,omitempty"`
-	TrainIters       *int           `json:"train_iters,omitempty"` // Megatron's name for steps
-
-	// The project's own keys, named as their flags (underscores for dashes).
-	Model          *string         `json:"model,omitempty"`
-	Layers         *int            `json:"layers,omitempty"`
-	Width          *int            `json:"width,omitempty"`
-	Heads          *int            `json:"heads,omitempty"`
-	Seq            *int            `json:"seq,omitempty"`
-	Tied           *bool           `json:"tied,omitempty"`
-	Schedule       *string         `json:"schedule,omitempty"`
-	Virtual        *int            `json:"virtual,omitempty"`
-	DP             *int            `json:"dp,omitempty"`
-	Balance        *string         `json:"balance,omitempty"`
-	LayersPerStage *string         `json:"layers_per_stage,omitempty"`
-	Data           *string         `json:"data,omitempty"`
-	Seed           *uint64         `json:"seed,omitempty"`
-	InitFrom       *string         `json:"init_from,omitempty"`
-	Timeout        *string         `json:"timeout,omitempty"`
-	Checkpoint     *fileCheckpoint `json:"checkpoint,omitempty"`
-	Eval           *fileEval       `json:"eval,omitempty"`
-	Sample         *fileSample     `json:"sample,omitempty"`
-	Metrics        *string         `json:"metrics,omitempty"`
-	MetricsAddr    *string         `json:"metrics_addr,omitempty"`
+	ZeroOptimization *fileZero      `json:"zero_optimization,omitempty"`
+	TrainIters       *int           `json:"train_iters,omitempty"` // Megatron's name for --steps
 }
 
 type fileOptimizer struct {
@@ -89,24 +67,29 @@ type filePipeline struct {
 	Virtual         *int    `json:"virtual,omitempty"`
 }
 
-type fileCheckpoint struct {
-	Dir       *string `json:"dir,omitempty"`
-	Every     *int    `json:"every,omitempty"`
-	Resume    *bool   `json:"resume,omitempty"`
-	Overwrite *bool   `json:"overwrite,omitempty"`
+// fileZero is DeepSpeed's zero_optimization block: stage sets --zero; the
+// bucket sizes and overlap switches tune DeepSpeed's own exchange and change
+// no number (here each stage's exchange is one reduce-scatter and one
+// all-gather), so they are accepted and have no effect.
+type fileZero struct {
+	Stage               *int     `json:"stage,omitempty"`
+	ReduceScatter       *bool    `json:"reduce_scatter,omitempty"`
+	AllgatherPartitions *bool    `json:"allgather_partitions,omitempty"`
+	OverlapComm         *bool    `json:"overlap_comm,omitempty"`
+	ContiguousGradients *bool    `json:"contiguous_gradients,omitempty"`
+	ReduceBucketSize    *float64 `json:"reduce_bucket_size,omitempty"`
+	AllgatherBucketSize *float64 `json:"allgather_bucket_size,omitempty"`
 }
 
-type fileEval struct {
-	Every   *int `json:"every,omitempty"`
-	Batches *int `json:"batches,omitempty"`
-}
-
-type fileSample struct {
-	Every       *int     `json:"every,omitempty"`
-	Tokens      *int     `json:"tokens,omitempty"`
-	Temperature *float64 `json:"temperature,omitempty"`
-	TopK        *int     `json:"top_k,omitempty"`
-	Prompt      *string  `json:"prompt,omitempty"`
+// runFileKeys are runFile's top-level keys.
+func runFileKeys() []string {
+	var out []string
+	t := reflect.TypeFor[runFile]()
+	for i := range t.NumField() {
+		k, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		out = append(out, k)
+	}
+	return out
 }
 
 // unsupportedKeys are DeepSpeed keys a DeepSpeed user may well have that
@@ -115,12 +98,14 @@ var unsupportedKeys = map[string]string{
 	"fp16":                     "training is float32: remove it",
 	"bf16":                     "training is float32: remove it",
 	"amp":                      "training is float32: remove it",
-	"zero_optimization":        "there is no ZeRO sharding (optimizer state stays with its stage): remove it",
 	"steps_per_print":          "every step is printed (or every twentieth of the run on a terminal): remove it",
 	"wall_clock_breakdown":     "the step line and --trace show the time of every action: remove it",
 	"activation_checkpointing": "use pipeline.activation_checkpoint_interval (or --recompute)",
 	"tensorboard":              "use --metrics (JSON lines) or --metrics-addr (Prometheus)",
 	"wandb":                    "use --metrics (JSON lines) or --metrics-addr (Prometheus)",
+
+	"zero_optimization.offload_optimizer": "the optimizer state stays on the device (no offload): remove it",
+	"zero_optimization.offload_param":     "the parameters stay on the device (no offload): remove it",
 }
 
 // parseRunFile decodes a config file, refusing unknown keys (naming the

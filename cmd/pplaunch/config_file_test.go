@@ -44,20 +44,7 @@ func parseTrainAs(t *testing.T, name, file string, size int, args ...string) (ra
 			return ranks.TrainConfig{}, err
 		}
 	}
-	if err := c.Train.resolveWorld(size); err != nil {
-		return ranks.TrainConfig{}, err
-	}
-	cfg, err := c.Train.config()
-	if err != nil {
-		return cfg, err
-	}
-	l, err := cfg.Plan(size)
-	if err != nil {
-		return cfg, err
-	}
-	cfg.PP = l.PP
-	cfg.Effective = c.Train.effective(cfg)
-	return cfg, nil
+	return c.Train.rankConfig(size)
 }
 
 const dsExample = `{"train_batch_size": 16, "train_micro_batch_size_per_gpu": 4,
@@ -66,7 +53,7 @@ const dsExample = `{"train_batch_size": 16, "train_micro_batch_size_per_gpu": 4,
  "scheduler": {"type": "WarmupCosineLR", "params": {"warmup_num_steps": 3, "total_num_steps": 20, "warmup_type": "linear"}},
  "pipeline": {"enabled": true, "num_stages": 2, "schedule": "gpipe", "partition_method": "parameters",
               "activation_checkpoint_interval": 1},
- "steps": 20, "seed": 9, "eval": {"every": 5, "batches": 1}}`
+ "steps": 20, "seed": 9, "eval_every": 5, "eval-batches": 1}`
 
 func TestConfigFileMapping(t *testing.T) {
 	for _, tc := range []struct {
@@ -132,14 +119,41 @@ func TestConfigFileMapping(t *testing.T) {
 			}
 			return ""
 		}},
+		{"ZeRO stage 1", `{"zero_optimization": {"stage": 1, "reduce_scatter": true, "allgather_partitions": true, "overlap_comm": true,
+			"contiguous_gradients": true, "reduce_bucket_size": 5e8, "allgather_bucket_size": 5e8}, "dp": 2}`, 2, nil, func(c ranks.TrainConfig) string {
+			if c.Zero != 1 || c.DP != 2 {
+				return "want --zero 1 on dp 2"
+			}
+			return ""
+		}},
+		{"ZeRO off", `{"zero_optimization": {"stage": 0}}`, 1, nil, func(c ranks.TrainConfig) string {
+			if c.Zero != 0 {
+				return "want --zero 0"
+			}
+			return ""
+		}},
+		{"--zero wins over the file", `{"zero_optimization": {"stage": 1}}`, 1, []string{"--zero", "0"}, func(c ranks.TrainConfig) string {
+			if c.Zero != 0 {
+				return "want the flag's --zero 0"
+			}
+			return ""
+		}},
 		{"pipeline off", `{"pipeline": {"enabled": false}}`, 2, nil, func(c ranks.TrainConfig) string {
 			if c.PP != 1 || c.DP != 2 {
 				return "want pp 1 × dp 2"
 			}
 			return ""
 		}},
+		{"the flags' names, with dashes or underscores", `{"lr": 0.01, "microbatch-size": 3, "min_lr": 1e-5, "lr_schedule": "linear",
+			"gelu": "exact", "vocab": 300, "tied": true, "optimizer": "sgd", "momentum": 0.5, "pp": 1}`, 2, nil, func(c ranks.TrainConfig) string {
+			if c.LR != 0.01 || c.MicroSize != 3 || c.MinLR != 1e-5 || c.LRSchedule != ranks.LRLinear || c.Model.Gelu != "exact" ||
+				c.Model.Vocab != 300 || !c.Model.Tied || c.Optimizer != "sgd" || c.Momentum != 0.5 || c.PP != 1 || c.DP != 2 {
+				return "a flag's name not applied (or dp not world / pp)"
+			}
+			return ""
+		}},
 		{"project keys", `{"model": "gpt-tiny", "layers": 2, "width": 32, "heads": 2, "seq": 16, "virtual": 2, "schedule": "interleaved",
-			"train_iters": 7, "checkpoint": {"dir": "` + os.TempDir() + `", "every": 3}, "timeout": "1m"}`, 1, nil, func(c ranks.TrainConfig) string {
+			"train_iters": 7, "checkpoint_dir": "` + os.TempDir() + `", "checkpoint-every": 3, "timeout": "1m"}`, 1, nil, func(c ranks.TrainConfig) string {
 			if c.Model.Layers != 2 || c.Model.Width != 32 || c.Model.Seq != 16 || c.Virtual != 2 || c.Steps != 7 || c.CheckpointEvery != 3 || c.Timeout.Minutes() != 1 {
 				return "project keys not applied"
 			}
@@ -190,6 +204,11 @@ func TestConfigFileErrors(t *testing.T) {
 			[]string{"optimizer.params.weight_decai", "optimizer.params.weight_decay"}},
 		{"unknown pipeline key", `{"pipeline": {"num_stage": 2}}`, 1, nil, []string{"pipeline.num_stage", "did you mean pipeline.num_stages"}},
 		{"unsupported DeepSpeed key", `{"fp16": {"enabled": true}}`, 1, nil, []string{"fp16 is not supported", "float32"}},
+		{"ZeRO stage 2", `{"zero_optimization": {"stage": 2}}`, 1, nil, []string{"zero_optimization.stage 2", "pipelines allow only stage 0 (off) or 1"}},
+		{"ZeRO stage 3 as a flag", `{}`, 1, []string{"--zero", "3"}, []string{"--zero 3", "pipelines allow only stage 0 (off) or 1"}},
+		{"ZeRO offload", `{"zero_optimization": {"stage": 1, "offload_optimizer": {"device": "cpu"}}}`, 1, nil,
+			[]string{"zero_optimization.offload_optimizer is not supported", "no offload"}},
+		{"unknown ZeRO key", `{"zero_optimization": {"stgae": 1}}`, 1, nil, []string{"zero_optimization.stgae", "did you mean zero_optimization.stage"}},
 		{"wrong type", `{"steps": "ten"}`, 1, nil, []string{"steps", `"ten"`, "a whole number"}},
 		{"not an object", `[1, 2]`, 1, nil, []string{"not a JSON object"}},
 		{"batch inconsistent", `{"train_batch_size": 16, "train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 2}`, 1, nil,
@@ -200,7 +219,7 @@ func TestConfigFileErrors(t *testing.T) {
 			"pipeline": {"num_stages": 1}}`, 2, nil, []string{"dp 2", "= 32"}},
 		{"batch not divisible", `{"train_batch_size": 10, "train_micro_batch_size_per_gpu": 4}`, 1, nil,
 			[]string{"train_batch_size 10 is not a multiple of train_micro_batch_size_per_gpu 4"}},
-		{"stages do not divide", `{"pipeline": {"num_stages": 3}}`, 4, nil, []string{"num_stages 3", "world of 4"}},
+		{"stages do not divide", `{"pipeline": {"num_stages": 3}}`, 4, nil, []string{"--pp 3", "world of 4"}},
 		{"steps twice", `{"steps": 3, "train_iters": 4}`, 1, nil, []string{"steps 3 and train_iters 4"}},
 		{"schedule twice", `{"schedule": "gpipe", "pipeline": {"schedule": "1f1b"}}`, 1, nil, []string{"schedule", "pipeline.schedule", "give one"}},
 		{"optimizer type", `{"optimizer": {"type": "Lamb"}}`, 1, nil, []string{`optimizer.type "Lamb"`, "AdamW"}},
@@ -213,6 +232,13 @@ func TestConfigFileErrors(t *testing.T) {
 		{"log warmup", `{"scheduler": {"type": "WarmupLR", "params": {"warmup_type": "log"}}}`, 1, nil, []string{`warmup_type "log"`, "linear"}},
 		{"total steps missing", `{"scheduler": {"type": "WarmupDecayLR"}}`, 1, nil, []string{"total_num_steps is required"}},
 		{"partition", `{"pipeline": {"partition_method": "type:Embedding"}}`, 1, nil, []string{"type:Embedding", "TransformerBlock"}},
+		{"another tool's name", `{"learning_rate": 0.01}`, 1, nil, []string{"unknown key learning_rate", "did you mean lr (DeepSpeed: optimizer.params.lr)?"}},
+		{"a DeepSpeed key's last part", `{"num_stages": 2}`, 1, nil, []string{"did you mean pp (DeepSpeed: pipeline.num_stages)?"}},
+		{"a misspelt flag name", `{"microbatch_sise": 2}`, 1, nil, []string{"did you mean microbatch_size (DeepSpeed: train_micro_batch_size_per_gpu)?"}},
+		{"a flag's name and its DeepSpeed key", `{"lr": 0.01, "optimizer": {"type": "AdamW", "params": {"lr": 0.02}}}`, 1, nil,
+			[]string{"lr 0.01 and optimizer.params.lr 0.02: give one"}},
+		{"a group of the old form", `{"eval": {"every": 5}}`, 1, nil, []string{"unknown key eval", "eval_every, eval_batches"}},
+		{"a flag's name of the wrong type", `{"lr": "fast"}`, 1, nil, []string{"lr", `"fast"`, "a number"}},
 		{"bad value reaches the flag check", `{"optimizer": {"type": "AdamW", "params": {"betas": [1.5, 0.9]}}}`, 1, nil, []string{"--adam-beta1 1.5"}},
 	} {
 		_, err := parseTrain(t, tc.file, tc.size, tc.args...)
@@ -291,6 +317,20 @@ func TestConfigYAML(t *testing.T) {
 	} {
 		if _, err := parseTrainAs(t, "run.yml", tc.file, 1); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: error %v, want %q in it", tc.file, err, tc.want)
+		}
+	}
+}
+
+// TestDPFromPP: --pp alone takes dp = world / pp, as --dp alone takes
+// pp = world / dp.
+func TestDPFromPP(t *testing.T) {
+	for _, tc := range []struct {
+		args   []string
+		pp, dp int
+	}{{[]string{"--pp", "2"}, 2, 2}, {[]string{"--dp", "2"}, 2, 2}, {nil, 4, 1}, {[]string{"--pp", "4"}, 4, 1}} {
+		cfg, err := parseTrain(t, "", 4, tc.args...)
+		if err != nil || cfg.PP != tc.pp || cfg.DP != tc.dp {
+			t.Errorf("%q in a world of 4: pp %d × dp %d (%v), want %d × %d", tc.args, cfg.PP, cfg.DP, err, tc.pp, tc.dp)
 		}
 	}
 }

@@ -1,15 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
-	"strconv"
+	"slices"
 	"strings"
 
 	"github.com/alexflint/go-arg"
-
-	"github.com/pplaunch/pplaunch/ranks"
 )
 
 // withConfigFile re-reads the command line over train --config FILE: the
@@ -26,10 +26,6 @@ func withConfigFile(c *cli, args []string) error {
 	if b, err = configJSON(path, b); err != nil {
 		return err
 	}
-	f, err := parseRunFile(path, b)
-	if err != nil {
-		return err
-	}
 	var d cli
 	p, err := arg.NewParser(arg.Config{Program: "pplaunch", IgnoreEnv: true}, &d)
 	if err != nil {
@@ -39,7 +35,7 @@ func withConfigFile(c *cli, args []string) error {
 		return err
 	}
 	train := d.Train
-	if err := f.apply(train, path, givenFlags(args)); err != nil {
+	if err := readConfigFile(train, path, b, givenFlags(args)); err != nil {
 		return err
 	}
 	merged := *c
@@ -72,85 +68,85 @@ func givenFlags(args []string) map[string]bool {
 	return out
 }
 
-// effective is the whole configuration of the run in the file's format:
-// what --config would read to run it again, printed at the start and saved
-// in every checkpoint. cfg is the resolved configuration (cfg.PP set from
-// the world).
-func (c *trainCmd) effective(cfg ranks.TrainConfig) []byte {
-	i := func(v int) *int { return &v }
-	s := func(v string) *string { return &v }
-	fl := func(v float64) *float64 { return &v }
-	bl := func(v bool) *bool { return &v }
-	total := cfg.MicroSize * cfg.Micro * cfg.DP
-	m := cfg.Model
-	sched := map[string]string{ranks.LRConstant: "WarmupLR", ranks.LRLinear: "WarmupDecayLR"}[cfg.LRSchedule]
-	sp := &fileSchedParams{WarmupNumSteps: i(cfg.Warmup), WarmupType: s("linear"), TotalNumSteps: i(cfg.LRDecaySteps)}
-	if cfg.LRDecaySteps == 0 {
-		sp.TotalNumSteps = i(cfg.Steps)
+// readConfigFile sets c's options from the file's keys: DeepSpeed's
+// (translated by runFile.apply), then the options' own names, which may not
+// repeat a DeepSpeed key of the same meaning. given says which flags the
+// command line gave (they are applied after, and win).
+func readConfigFile(c *trainCmd, name string, b []byte, given map[string]bool) error {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(bytes.TrimSpace(b), &obj); err != nil || obj == nil {
+		return fmt.Errorf("%s: not a JSON object: %v", name, err)
 	}
-	if sched == "" {
-		sched = "WarmupCosineLR"
-		sp.WarmupMinRatio, sp.CosMinRatio = fl(ratio(cfg.WarmupStart, cfg.LR)), fl(ratio(cfg.MinLR, cfg.LR))
-		if cfg.LR == 0 {
-			sp.WarmupMinRatio, sp.CosMinRatio = fl(0), fl(0)
-		}
-	} else {
-		sp.WarmupMinLR, sp.WarmupMaxLR = fl(cfg.MinLR), fl(cfg.LR)
-		if sched == "WarmupLR" {
-			sp.TotalNumSteps = nil
-		}
-	}
-	op := &fileOptimParams{LR: fl(cfg.LR), WeightDecay: fl(cfg.WeightDecay)}
-	otype := "AdamW"
-	if cfg.Optimizer == "sgd" {
-		otype, op.Momentum = "SGD", fl(cfg.Momentum)
-	} else {
-		op.Betas, op.Eps = &[]float64{c.AdamBeta1, c.AdamBeta2}, fl(c.AdamEps)
-	}
-	partition := map[string]string{"params": "parameters"}[c.Balance]
-	if partition == "" {
-		partition = c.Balance
-	}
-	interval := 0
-	if cfg.Recompute {
-		interval = 1
-	}
-	f := runFile{
-		TrainBatchSize: i(total), MicroBatch: i(cfg.MicroSize), GradAccum: i(cfg.Micro), GradientClipping: fl(cfg.Clip),
-		Optimizer: &fileOptimizer{Type: s(otype), Params: op},
-		Scheduler: &fileScheduler{Type: s(sched), Params: sp},
-		Pipeline: &filePipeline{Enabled: bl(cfg.PP > 1), NumStages: i(cfg.PP), Schedule: s(cfg.Schedule),
-			PartitionMethod: s(partition), ActCkptInterval: i(interval), Virtual: i(cfg.Virtual)},
-		Steps: i(cfg.Steps),
-		Model: s(c.Model), Layers: i(m.Layers), Width: i(m.Width), Heads: i(m.Heads), Seq: i(m.Seq), Tied: bl(m.Tied),
-		DP: i(cfg.DP), Seed: &cfg.Seed, Timeout: s(cfg.Timeout.String()),
-		Eval:   &fileEval{Every: i(cfg.EvalEvery), Batches: i(cfg.EvalBatches)},
-		Sample: &fileSample{Every: i(c.SampleEvery), Tokens: i(c.SampleTokens), Temperature: fl(c.Temperature), TopK: i(c.TopK)},
-	}
-	for _, kv := range []struct {
-		dst **string
-		v   string
-	}{{&f.LayersPerStage, c.LayersPerStage}, {&f.Data, cfg.Data}, {&f.InitFrom, cfg.InitFrom}, {&f.Metrics, c.Metrics}, {&f.MetricsAddr, c.MetricsAddr}} {
-		if kv.v != "" {
-			*kv.dst = s(kv.v)
+	opts := trainOptions(c)
+	ds, own := map[string]json.RawMessage{}, map[string]json.RawMessage{}
+	dsKeys := runFileKeys()
+	keys := slices.Sorted(maps.Keys(obj)) // the first problem reported is the same every time
+	for _, k := range keys {
+		isDS := slices.Contains(dsKeys, k)
+		switch _, isOpt := byKey(opts, k); {
+		case isOpt && !(isDS && bytes.HasPrefix(bytes.TrimSpace(obj[k]), []byte("{"))):
+			own[k] = obj[k] // "optimizer": "sgd" is the flag's; "optimizer": {...} DeepSpeed's
+		case isDS:
+			ds[k] = obj[k]
+		case unsupportedKeys[k] != "":
+			return fmt.Errorf("%s: %s is not supported: %s", name, k, unsupportedKeys[k])
+		case len(prefixed(opts, k)) > 0:
+			return fmt.Errorf("%s: unknown key %s: give its settings as the flags' names (%s)", name, k, strings.Join(prefixed(opts, k), ", "))
+		default:
+			return fmt.Errorf("%s: unknown key %s (did you mean %s?)", name, k, suggestKey(k, opts, dsKeys))
 		}
 	}
-	if c.Prompt != "" {
-		f.Sample.Prompt = s(c.Prompt)
+	dsText, _ := json.Marshal(ds)
+	f, err := parseRunFile(name, dsText)
+	if err != nil {
+		return err
 	}
-	if cfg.CheckpointDir != "" {
-		f.Checkpoint = &fileCheckpoint{Dir: s(cfg.CheckpointDir), Every: i(cfg.CheckpointEvery)}
+	if err := f.apply(c, name, given); err != nil {
+		return err
 	}
-	b, _ := json.Marshal(f)
-	return b
+	for _, k := range slices.Sorted(maps.Keys(own)) {
+		o, _ := byKey(opts, k)
+		if raw, ok := lookupPath(obj, o.DS); ok {
+			return fmt.Errorf("%s: %s %s and %s %s: give one", name, k, own[k], o.DS, raw)
+		}
+		if err := o.set(name, k, own[k]); err != nil {
+			return err
+		}
+		switch o.Key {
+		case "microbatch_size":
+			c.batch.Micro = true
+		case "microbatches":
+			c.batch.Accum = true
+		}
+	}
+	return nil
 }
 
-// ratio is a/b, written with 12 significant digits when those give back a
-// exactly (0.1, not 0.09999999999999999, for 0.0003/0.003).
-func ratio(a, b float64) float64 {
-	r := a / b
-	if short, err := strconv.ParseFloat(strconv.FormatFloat(r, 'g', 12, 64), 64); err == nil && short*b == a {
-		return short
+// lookupPath finds a dotted key (pipeline.num_stages) in a decoded object.
+func lookupPath(obj map[string]json.RawMessage, path string) (json.RawMessage, bool) {
+	if path == "" {
+		return nil, false
 	}
-	return r
+	head, rest, nested := strings.Cut(path, ".")
+	raw, ok := obj[head]
+	if !ok || !nested {
+		return raw, ok
+	}
+	var inner map[string]json.RawMessage
+	if json.Unmarshal(raw, &inner) != nil {
+		return nil, false
+	}
+	return lookupPath(inner, rest)
+}
+
+// prefixed lists the options named group_*: what an unknown key "group" (an
+// object such as "eval": {"every": 5}) is spelt as here.
+func prefixed(opts []option, group string) []string {
+	var out []string
+	for _, o := range opts {
+		if strings.HasPrefix(o.Key, fileKey(group)+"_") {
+			out = append(out, o.Key)
+		}
+	}
+	return out
 }

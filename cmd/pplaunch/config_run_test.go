@@ -32,8 +32,8 @@ func TestTrainDeepSpeedConfig(t *testing.T) {
 	if err := json.Unmarshal([]byte(m[1]), &printed); err != nil {
 		t.Fatalf("config line %s: %v", m[1], err)
 	}
-	if printed["train_batch_size"] != 16.0 || printed["steps"] != 3.0 {
-		t.Errorf("printed config %s: want train_batch_size 16 and the flag's steps 3", m[1])
+	if printed["microbatch_size"] != 4.0 || printed["microbatches"] != 4.0 || printed["pp"] != 2.0 || printed["steps"] != 3.0 {
+		t.Errorf("printed config %s: want the file's batch of 4 × 4, pp 2 and the flag's steps 3", m[1])
 	}
 	if len(r.metrics) != 3 || r.metrics[2].LR == r.metrics[1].LR {
 		t.Errorf("metrics %+v: want 3 steps in the warmup", r.metrics)

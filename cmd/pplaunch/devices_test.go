@@ -53,3 +53,25 @@ func TestDevicesWithoutGPU(t *testing.T) {
 		t.Fatalf("exit %d, want 2 with the libraries found and the missing driver named:\n%s", code, out)
 	}
 }
+
+// TestDevicesJSONWithoutGPU: --json has snake_case keys, an empty device
+// list rather than null, and the reason on stderr rather than "see above".
+func TestDevicesJSONWithoutGPU(t *testing.T) {
+	out, code := runPPLaunch(t, nil, "devices", "--json")
+	switch {
+	case code == 0:
+		t.Skip("a GPU is usable here: the no-GPU description cannot be exercised")
+	case strings.Contains(out, "not found"):
+		t.Skipf("the NVIDIA libraries are not installed here:\n%s", out)
+	}
+	for _, want := range []string{`"devices": []`, `"device_error": "no NVIDIA driver`, `"runtime": `, "devices: no usable GPU: no NVIDIA driver"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("exit %d, want %q in:\n%s", code, want, out)
+		}
+	}
+	for _, bad := range []string{"DeviceErr", `"Devices"`, "see above"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("%q in:\n%s", bad, out)
+		}
+	}
+}

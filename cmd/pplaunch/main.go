@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -23,10 +24,11 @@ type cli struct {
 	launch.Flags
 	Plan       *planCmd       `arg:"subcommand:plan" help:"generate, validate and simulate a pipeline schedule"`
 	Train      *trainCmd      `arg:"subcommand:train" help:"pipeline-parallel training of a GPT (a rank job: runs under the launcher flags)"`
-	Bench      *benchCmd      `arg:"subcommand:bench" help:"benchmarks"`
-	Checkpoint *checkpointCmd `arg:"subcommand:checkpoint" help:"tools over saved checkpoints (compare)"`
+	Bench      *benchCmd      `arg:"subcommand:bench" help:"benchmarks: step, store, p2p, allreduce, rendezvous, scaling (listed below)"`
+	Checkpoint *checkpointCmd `arg:"subcommand:checkpoint" help:"tools over saved checkpoints: compare (listed below)"`
 	Devices    *devicesCmd    `arg:"subcommand:devices" help:"the NVIDIA libraries found (versions, where from) and the GPUs they see"`
 	Sample     *sampleCmd     `arg:"subcommand:sample" help:"generate text from a checkpoint (one rank, or a pipeline of N ranks)"`
+	Top        *topCmd        `arg:"subcommand:top" help:"watch a running job in the terminal: each rank's action, step, bubble and memory (reads train --metrics-addr)"`
 }
 
 // benchCmd groups the benchmarks.
@@ -81,15 +83,21 @@ func run(argv []string, stdout, stderr io.Writer) int {
 			if slices.Equal(p.SubcommandNames(), []string{"bench", "scaling"}) {
 				fmt.Fprint(stdout, scalingExamples)
 			}
+			if len(p.SubcommandNames()) == 0 {
+				fmt.Fprintf(stdout, "\nbench's commands:\n%s\ncheckpoint's commands:\n%s", commandList(reflect.TypeFor[benchCmd]()), commandList(reflect.TypeFor[checkpointCmd]()))
+			}
 			return 0
 		default:
-			fmt.Fprintln(stderr, "pplaunch:", err)
-			p.WriteUsageForSubcommand(stderr, p.SubcommandNames()...)
+			fmt.Fprintln(stderr, "pplaunch:", explainUsage(err, argv, p.SubcommandNames(), p.Subcommand()))
 			if slices.Equal(p.SubcommandNames(), []string{"bench", "scaling"}) {
 				fmt.Fprint(stderr, scalingExamples)
 			}
 			return 2
 		}
+	}
+	if sub := p.Subcommand(); sub != nil && len(subcommands(reflect.TypeOf(sub))) > 0 {
+		fmt.Fprintf(stderr, "pplaunch %s: give one of its commands:\n%s", strings.Join(p.SubcommandNames(), " "), commandList(reflect.TypeOf(sub)))
+		return 2
 	}
 	if c.Train != nil && c.Train.Config != "" {
 		if err := withConfigFile(&c, torchrunNames(flagArgs)); err != nil {
@@ -140,9 +148,10 @@ func run(argv []string, stdout, stderr io.Writer) int {
 		return runInProcess(stderr, func(ctx context.Context) error { return c.Checkpoint.run(ctx, stdout, stderr) })
 	case c.Devices != nil:
 		return runInProcess(stderr, func(ctx context.Context) error { return c.Devices.run(ctx, stdout, stderr) })
+	case c.Top != nil:
+		return runInProcess(stderr, func(ctx context.Context) error { return c.Top.run(ctx, stdout, stderr) })
 	default:
-		fmt.Fprintln(stderr, "pplaunch: nothing to run: give a subcommand or -- PROGRAM ARGS... (pplaunch --help lists them)")
-		p.WriteUsage(stderr)
+		fmt.Fprintf(stderr, "pplaunch: nothing to run: give a command, or -- PROGRAM ARGS... to run a program on every rank (pplaunch --help):\n%s", commandList(reflect.TypeFor[cli]()))
 		return 2
 	}
 }

@@ -12,12 +12,12 @@ import (
 // gives every field; the other flags override it where set.
 type modelFlags struct {
 	Model  string `arg:"--model" default:"gpt-tiny" help:"preset: gpt-tiny, gpt-small, gpt-medium, gpt2, mlp-tiny"`
-	Layers int    `arg:"--layers" help:"number of blocks (overrides the preset)"`
-	Width  int    `arg:"--width" help:"model width d (overrides the preset)"`
-	Heads  int    `arg:"--heads" help:"attention heads (overrides the preset)"`
-	Seq    int    `arg:"--seq" help:"sequence length in tokens (overrides the preset)"`
-	Tied   bool   `arg:"--tied" help:"tie the LM head to the token embedding (the gpt2 preset is always tied)"`
-	Vocab  int    `arg:"--vocab" placeholder:"N" help:"tokens in the vocabulary, e.g. 50257 for GPT-2's tokenizer; the embedding is padded to a multiple of 64 rows, never sampled nor counted in the loss [default: 256, a token per byte]"`
+	Layers int    `arg:"--layers" help:"number of blocks (overrides the preset)" alias:"num_layers,n_layer,n_layers"`
+	Width  int    `arg:"--width" help:"model width d (overrides the preset)" alias:"hidden_size,n_embd,d_model,dim"`
+	Heads  int    `arg:"--heads" help:"attention heads (overrides the preset)" alias:"num_attention_heads,n_head,n_heads"`
+	Seq    int    `arg:"--seq" help:"sequence length in tokens (overrides the preset)" alias:"seq_length,seq_len,block_size,max_seq_len"`
+	Tied   bool   `arg:"--tied" help:"tie the LM head to the token embedding (the gpt2 preset is always tied)" alias:"tie_word_embeddings,weight_tying"`
+	Vocab  int    `arg:"--vocab" placeholder:"N" help:"tokens in the vocabulary, e.g. 50257 for GPT-2's tokenizer; the embedding is padded to a multiple of 64 rows, never sampled nor counted in the loss [default: 256, a token per byte]" alias:"vocab_size"`
 	Gelu   string `arg:"--gelu" default:"tanh" help:"MLP activation: tanh (GPT-2's approximation) or exact (erf, nanoGPT's nn.GELU())"`
 }
 
@@ -54,7 +54,7 @@ func (f modelFlags) config() (models.Config, error) {
 // them beside modelFlags.
 type cutFlags struct {
 	LayersPerStage string `arg:"--layers-per-stage" help:"explicit cut, e.g. 3,3,2,2 (overrides --balance)"`
-	Balance        string `arg:"--balance" default:"uniform" help:"cut by: uniform, params, flops, or profile:FILE (the measured block times of train --profile)"`
+	Balance        string `arg:"--balance" default:"uniform" help:"cut by: uniform, params, flops, or profile:FILE (the measured block times of train --profile)" ds:"pipeline.partition_method"`
 }
 
 // cut returns the number of blocks in each of stages stages.

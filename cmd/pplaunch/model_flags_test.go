@@ -71,7 +71,7 @@ func TestBenchStepCommand(t *testing.T) {
 		t.Fatalf("report %q: %v", out.String(), err)
 	}
 	errb.Reset()
-	if rc := run([]string{"bench", "step", "--heads", "5"}, &out, &errb); rc != 1 || !strings.Contains(errb.String(), "not divisible by 5 heads") {
+	if rc := run([]string{"bench", "step", "--heads", "5"}, &out, &errb); rc != 2 || !strings.Contains(errb.String(), "not divisible by 5 heads") {
 		t.Fatalf("bad heads: exit %d, %q", rc, errb.String())
 	}
 	errb.Reset()

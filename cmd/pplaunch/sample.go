@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"time"
 
@@ -41,6 +43,9 @@ type sampleSource struct {
 // open reads the checkpoint's manifest: the model, and from the saved
 // configuration the seed and corpus of the run.
 func (c *sampleCmd) open() (*sampleSource, error) {
+	if _, err := os.Stat(c.From); errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("--from %s does not exist: give a checkpoint directory, or a train --checkpoint-dir", c.From)
+	}
 	dir, m, err := checkpoint.Resolve(c.From)
 	if err != nil {
 		return nil, fmt.Errorf("--from: %w", err)
@@ -54,8 +59,9 @@ func (c *sampleCmd) open() (*sampleSource, error) {
 	}
 	var extra ranks.ManifestExtra
 	if len(m.Extra) > 0 && json.Unmarshal(m.Extra, &extra) == nil && len(extra.Config) > 0 {
-		if f, err := parseRunFile(dir, extra.Config); err == nil && f.Data != nil {
-			src.data = *f.Data
+		var run struct{ Data string }
+		if json.Unmarshal(extra.Config, &run) == nil {
+			src.data = run.Data
 		}
 	}
 	if c.Data != "" {

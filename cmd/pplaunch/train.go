@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/pplaunch/pplaunch/collective"
 	"github.com/pplaunch/pplaunch/launch"
+	"github.com/pplaunch/pplaunch/models/checkpoint"
 	"github.com/pplaunch/pplaunch/models/tensor"
 	"github.com/pplaunch/pplaunch/ranks"
 	"github.com/pplaunch/pplaunch/ranks/store"
@@ -29,32 +32,33 @@ type trainCmd struct {
 	sampleFlags
 	metricsFlags
 	InitFrom        string        `arg:"--init-from" placeholder:"FILE.safetensors" help:"start from these weights (e.g. nanoGPT's state_dict) instead of the seed"`
-	Schedule        string        `arg:"--schedule" default:"1f1b" help:"gpipe, 1f1b, interleaved, zb-h1, zb-v, v-half, v-min, dualpipev, or a schedule FILE (text form, or PyTorch's pipeline-order .csv) checked against --pp and --microbatches"`
-	Virtual         int           `arg:"--virtual" help:"virtual stages per rank (interleaved: default 2; the V schedules zb-v, v-half, v-min and dualpipev always have 2)"`
-	Microbatches    int           `arg:"--microbatches" default:"8" help:"micro-batches per step per data-parallel replica"`
-	MicrobatchSize  int           `arg:"--microbatch-size" default:"4" help:"sequences per micro-batch"`
-	PP              int           `arg:"--pp" help:"pipeline ranks [default: world / dp]"`
-	DP              int           `arg:"--dp" default:"1" help:"data-parallel replicas"`
-	Recompute       bool          `arg:"--recompute" help:"recompute activations during backward instead of keeping them"`
-	Optimizer       string        `arg:"--optimizer" default:"adamw" help:"adamw or sgd"`
-	LR              float64       `arg:"--lr" default:"0.003" help:"peak learning rate"`
-	MinLR           float64       `arg:"--min-lr" default:"0.0003" help:"learning rate at the end of the cosine decay"`
-	Warmup          int           `arg:"--warmup" default:"5" help:"linear warmup steps"`
-	WeightDecay     float64       `arg:"--weight-decay" default:"0.1" help:"weight decay: AdamW's decoupled decay; with --optimizer sgd, L2 added to the gradient (torch.optim.SGD's weight_decay)"`
-	Clip            float64       `arg:"--clip" default:"1" help:"clip gradients to this global norm (0: off)"`
-	Steps           int           `arg:"--steps" default:"200" help:"optimizer steps"`
-	EvalEvery       int           `arg:"--eval-every" default:"50" help:"validation loss every K steps (and at the end)"`
-	EvalBatches     int           `arg:"--eval-batches" default:"4" help:"held-out micro-batches per evaluation"`
+	Schedule        string        `arg:"--schedule" default:"1f1b" help:"gpipe, 1f1b, interleaved, zb-h1, zb-v, v-half, v-min, dualpipev, or a schedule FILE (text form, or PyTorch's pipeline-order .csv) checked against --pp and --microbatches" ds:"pipeline.schedule"`
+	Virtual         int           `arg:"--virtual" help:"virtual stages per rank (interleaved: default 2; the V schedules zb-v, v-half, v-min and dualpipev always have 2)" ds:"pipeline.virtual" alias:"virtual_stages,num_layers_per_virtual_pipeline_stage"`
+	Microbatches    int           `arg:"--microbatches" default:"8" help:"micro-batches per step per data-parallel replica" ds:"gradient_accumulation_steps" alias:"n_microbatches,num_microbatches,gradient_accumulation"`
+	MicrobatchSize  int           `arg:"--microbatch-size" default:"4" help:"sequences per micro-batch" ds:"train_micro_batch_size_per_gpu" alias:"micro_batch_size,batch_size,per_device_train_batch_size"`
+	PP              int           `arg:"--pp" help:"pipeline ranks [default: world / dp]" ds:"pipeline.num_stages" alias:"pipeline_parallel_size,pipeline_model_parallel_size,pipeline_parallel_degree"`
+	DP              int           `arg:"--dp" help:"data-parallel replicas [default: world / pp]" alias:"data_parallel_size,data_parallel_degree,data_parallel_replicate_degree"`
+	Recompute       bool          `arg:"--recompute" help:"recompute activations during backward instead of keeping them" ds:"pipeline.activation_checkpoint_interval" alias:"recompute_activations,gradient_checkpointing"`
+	Optimizer       string        `arg:"--optimizer" default:"adamw" help:"adamw or sgd" ds:"optimizer.type"`
+	LR              float64       `arg:"--lr" default:"0.003" help:"peak learning rate" ds:"optimizer.params.lr" alias:"learning_rate"`
+	MinLR           float64       `arg:"--min-lr" default:"0.0003" help:"learning rate at the end of the cosine decay" alias:"min_learning_rate,lr_min"`
+	Warmup          int           `arg:"--warmup" default:"5" help:"linear warmup steps" ds:"scheduler.params.warmup_num_steps" alias:"warmup_steps,warmup_iters,lr_warmup_steps,lr_warmup_iters"`
+	WeightDecay     float64       `arg:"--weight-decay" default:"0.1" help:"weight decay: AdamW's decoupled decay; with --optimizer sgd, L2 added to the gradient (torch.optim.SGD's weight_decay)" ds:"optimizer.params.weight_decay"`
+	Clip            float64       `arg:"--clip" default:"1" help:"clip gradients to this global norm (0: off)" ds:"gradient_clipping" alias:"clip_grad,max_grad_norm,grad_clip"`
+	Steps           int           `arg:"--steps" default:"200" help:"optimizer steps" ds:"train_iters" alias:"max_steps,train_steps,iterations"`
+	EvalEvery       int           `arg:"--eval-every" default:"50" help:"validation loss every K steps (and at the end)" alias:"eval_interval,eval_steps"`
+	EvalBatches     int           `arg:"--eval-batches" default:"4" help:"held-out micro-batches per evaluation" alias:"eval_iters"`
 	Seed            uint64        `arg:"--seed" default:"1" help:"initialisation and data order"`
-	Data            string        `arg:"--data" placeholder:"PATH" help:"corpus file or directory [default: the embedded text]"`
+	Data            string        `arg:"--data" placeholder:"PATH" help:"corpus file or directory [default: the embedded text]" alias:"data_path,dataset"`
 	Timeout         durationValue `arg:"--timeout" default:"5m" help:"deadline of every wait (receive, send, reduction, checkpoint gathering); seconds, or 30s, 5m"`
-	CheckpointDir   string        `arg:"--checkpoint-dir" placeholder:"DIR" help:"write checkpoints here (always the final one)"`
-	CheckpointEvery int           `arg:"--checkpoint-every" placeholder:"K" help:"also checkpoint every K steps"`
+	CheckpointDir   string        `arg:"--checkpoint-dir" placeholder:"DIR" help:"write checkpoints here (always the final one)" alias:"save,output_dir,checkpoint_folder"`
+	CheckpointEvery int           `arg:"--checkpoint-every" placeholder:"K" help:"also checkpoint every K steps" alias:"save_interval,save_steps,checkpoint_interval"`
 	Resume          bool          `arg:"--resume" help:"continue from the newest complete checkpoint in --checkpoint-dir (a restart always does)"`
 	Overwrite       bool          `arg:"--overwrite" help:"a new run into a --checkpoint-dir holding another run's checkpoints removes them first (without it, or --resume, such a run is refused)"`
 	Metrics         string        `arg:"--metrics" placeholder:"FILE" help:"per-step JSON lines (rank 0)"`
 	Trace           string        `arg:"--trace" placeholder:"FILE" help:"measured timeline of every rank as Chrome-trace JSON"`
-	TraceSVG        string        `arg:"--trace-svg" placeholder:"FILE" help:"measured timeline as an SVG Gantt picture"`
+	TraceSVG        string        `arg:"--trace-svg" placeholder:"FILE" help:"measured timeline as an SVG Gantt picture, of the steps --trace-steps chooses"`
+	TraceSteps      string        `arg:"--trace-steps" default:"last" placeholder:"N|A-B|last|all" help:"the steps --trace-svg draws, counted from 1 as the console: one, a range, the last or all"`
 	Device          string        `arg:"--device" default:"cpu" help:"where the model computes: cpu or cuda (a rank's GPU is its LOCAL_RANK modulo the visible GPUs)"`
 	TF32            bool          `arg:"--tf32" help:"on cuda, let matrix products use TF32 tensor cores"`
 	Backend         string        `arg:"--backend" default:"tcp" help:"communicator of the device tensors: tcp, nccl or auto (nccl when every rank has a GPU and NCCL loads; says which it chose); host messages always go over tcp"`
@@ -93,6 +97,7 @@ func (c *trainCmd) config() (ranks.TrainConfig, error) {
 		LRSchedule: c.LRSchedule, WarmupStart: c.WarmupStartLR, LRDecaySteps: c.LRDecaySteps,
 		Beta1: c.AdamBeta1, Beta2: c.AdamBeta2, Eps: c.AdamEps, Momentum: c.Momentum,
 		CheckTransfers: c.CheckTransfers,
+		Zero:           c.Zero,
 	}, nil
 }
 
@@ -154,15 +159,14 @@ func (c *trainCmd) checkWorld(size int) error {
 	if err := checkMetricsAddr(c.MetricsAddr); err != nil {
 		return err
 	}
+	if _, err := parseTraceSteps(c.TraceSteps); err != nil {
+		return err
+	}
 	if _, err := ranks.LoadData(cfg); err != nil {
 		return err
 	}
-	if cfg.InitFrom != "" {
-		f, err := os.Open(cfg.InitFrom)
-		if err != nil {
-			return fmt.Errorf("--init-from: %w", err)
-		}
-		f.Close()
+	if err := checkInitFrom(cfg.InitFrom); err != nil {
+		return err
 	}
 	if size == 0 {
 		return nil // rank 0, which writes the files below, may be on another node
@@ -230,7 +234,12 @@ func (c *trainCmd) job(stdout io.Writer, backend string) func(ctx context.Contex
 				return fmt.Errorf("train: %w", err)
 			}
 			defer out.close()
-			job.Report, job.OnSample = out.step, out.sample
+			job.Report, job.Event, job.OnSample = out.step, out.event, out.sample
+		}
+		if c.MetricsAddr != "" {
+			lctx, stopLive := context.WithCancel(ctx)
+			defer stopLive()
+			trackLive(lctx, &job, cfg, out, r.MaxRestarts)
 		}
 		res, err := ranks.Train(ctx, cfg, job)
 		if err != nil {
@@ -268,8 +277,12 @@ func (c *trainCmd) rankConfig(size int) (ranks.TrainConfig, error) {
 	if err != nil {
 		return ranks.TrainConfig{}, err
 	}
-	cfg.PP = l.PP
-	cfg.Effective = c.effective(cfg)
+	cfg.PP, cfg.DP = l.PP, l.DP
+	resolved := *c
+	resolved.PP, resolved.DP = l.PP, l.DP
+	m := cfg.Model // the preset's sizes, as the run has them
+	resolved.Layers, resolved.Width, resolved.Heads, resolved.Seq, resolved.Vocab, resolved.Tied = m.Layers, m.Width, m.Heads, m.Seq, m.Vocab, m.Tied
+	cfg.Effective = effectiveConfig(&resolved)
 	return cfg, nil
 }
 
@@ -307,7 +320,7 @@ func openComm(ctx context.Context, r *ranks.Rank, opts collective.TCPOptions) (c
 		host = c.LocalAddr().(*net.UDPAddr).IP.String()
 		c.Close()
 	}
-	dctx, cancel := context.WithTimeout(ctx, opts.Timeout)
+	dctx, cancel := collective.RunTimeout(ctx, opts.Timeout) // time stopped does not count
 	defer cancel()
 	opts.Token, opts.Addr = r.Token, net.JoinHostPort(host, "0")
 	comm, err := collective.NewTCP(dctx, r.Store, r.Rank, r.WorldSize, opts)
@@ -328,4 +341,35 @@ func isTerminal(w io.Writer) bool {
 	}
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// checkInitFrom checks, before any rank starts, that --init-from names a
+// weights file that can be read, and not a pplaunch checkpoint, whose shards
+// hold one stage each (and optimizer state): --resume continues from those.
+func checkInitFrom(path string) error {
+	if path == "" {
+		return nil
+	}
+	fi, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("--init-from %s does not exist", path)
+	} else if err != nil {
+		return fmt.Errorf("--init-from: %w", err)
+	}
+	dir := path
+	if !fi.IsDir() {
+		dir = filepath.Dir(path)
+	}
+	if _, err := checkpoint.ReadManifest(dir); err == nil {
+		return fmt.Errorf("--init-from %s is a pplaunch checkpoint (%s holds its manifest), whose shards hold one stage each: to continue that run, give --resume --checkpoint-dir %s; --init-from takes a whole model's weights in one safetensors file (nanoGPT's state_dict, or Hugging Face's GPT-2 model.safetensors)",
+			path, dir, filepath.Dir(dir))
+	}
+	if fi.IsDir() {
+		return fmt.Errorf("--init-from %s is a directory: give a safetensors file of the whole model's weights", path)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("--init-from: %w", err)
+	}
+	return f.Close()
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/alexflint/go-arg"
 
+	"github.com/pplaunch/pplaunch/models/checkpoint"
 	"github.com/pplaunch/pplaunch/ranks"
 	"github.com/pplaunch/pplaunch/ranks/store"
 )
@@ -25,8 +26,8 @@ func TestTrainOutputLines(t *testing.T) {
 		o := &trainOutput{cfg: ranks.TrainConfig{Steps: 40}, w: &buf, tty: tc.tty, c: &trainCmd{}}
 		val := 2.5
 		for step := range 40 {
-			r := ranks.StepRecord{Step: step, Loss: 3, PeakActivation: []int64{1 << 20}}
-			if step == 30 { // an evaluation between two bar updates
+			r := ranks.StepRecord{Step: step + 1, Loss: 3, PeakActivation: []int64{1 << 20}}
+			if step+1 == 31 { // an evaluation between two bar updates
 				r.ValLoss = &val
 			}
 			o.step(r)
@@ -68,20 +69,28 @@ func TestTrainAgentChecksFlags(t *testing.T) {
 	if err := os.WriteFile(file, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	ckpt := filepath.Join(t.TempDir(), "ckpt")
+	saveCkpt(t, ckpt, 0, []string{"wte"}) // a step-2 checkpoint
+	shard := filepath.Join(checkpoint.StepDir(ckpt, 2), checkpoint.ShardFile(0, 1))
 	for _, tc := range []struct {
 		argv []string
 		want string
 	}{
+		{[]string{"--nproc", "2", "train", "--resume", "--checkpoint-dir", missing}, "--resume: --checkpoint-dir " + missing + " does not exist"},
+		{[]string{"--nproc", "2", "train", "--resume", "--checkpoint-dir", ckpt}, "the newest checkpoint under " + ckpt + " is at step 2, already past --steps 1"},
+		{[]string{"--nproc", "2", "train", "--init-from", shard}, "is a pplaunch checkpoint"},
+		{[]string{"--nproc", "2", "train", "--init-from", ckpt}, "--init-from " + ckpt + " is a directory"},
 		{[]string{"--nproc", "4", "train", "--schedule", "nope"}, `--schedule "nope": want one of`},
 		{[]string{"--nproc", "4", "train", "--microbatches", "0"}, "--microbatches 0 must be at least 1"},
-		{[]string{"--nproc", "4", "train", "--pp", "3"}, "--pp 3 × --dp 1 = 3 ranks, but the world has 4"},
+		{[]string{"--nproc", "4", "train", "--pp", "3"}, "--pp 3 does not divide the world of 4 ranks"},
+		{[]string{"--nproc", "4", "train", "--pp", "3", "--dp", "1"}, "--pp 3 × --dp 1 = 3 ranks, but the world has 4"},
 		{[]string{"--nproc", "4", "train", "--dp", "3"}, "--dp 3 does not divide the world of 4 ranks"},
 		{[]string{"--nproc", "4", "train", "--dp", "2", "--microbatches", "6"}, "--dp 2 needs --microbatches a power of two (got 6)"},
 		{[]string{"--nproc", "4", "train", "--layers-per-stage", "1,1,1"}, `--layers-per-stage: layers per stage "1,1,1" adds up to 3, but the model has 4 layers`},
 		{[]string{"--nproc", "2", "train", "--layers-per-stage", "1,1,2"}, "--layers-per-stage 1,1,2 names 3 stages, but the pipeline has 2"},
 		{[]string{"--nproc", "2", "train", "--schedule", "interleaved", "--layers", "3"}, "--schedule interleaved on --pp 2 runs 4 stages (2 per rank), but the model has 3 blocks: each stage needs one; give --layers 4 or more"},
 		{[]string{"--nproc", "2", "train", "--data", missing}, "--data " + missing},
-		{[]string{"--nproc", "2", "train", "--init-from", missing}, "--init-from: open " + missing},
+		{[]string{"--nproc", "2", "train", "--init-from", missing}, "--init-from " + missing + " does not exist"},
 		{[]string{"--nproc", "2", "train", "--resume"}, "--resume need --checkpoint-dir"},
 		{[]string{"--nproc", "2", "train", "--optimizer", "lion"}, `--optimizer: optimizer "lion"`},
 		{[]string{"--nproc", "2", "train", "--heads", "5"}, "head"},

@@ -58,6 +58,7 @@ type jobResult struct {
 	code    int
 	out     string
 	metrics []ranks.StepRecord
+	events  []string // --metrics' lines of evaluations and checkpoints
 }
 
 // runJob runs `pplaunch --nproc n --standalone --max-restarts r train ARGS`,
@@ -98,7 +99,11 @@ func runJobWithin(t *testing.T, limit time.Duration, n, restarts int, env []stri
 			if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
 				t.Fatalf("metrics line %q: %v", sc.Text(), err)
 			}
-			res.metrics = append(res.metrics, r)
+			if r.Record == ranks.RecordStep {
+				res.metrics = append(res.metrics, r)
+			} else {
+				res.events = append(res.events, sc.Text())
+			}
 		}
 	}
 	return res
@@ -365,7 +370,9 @@ func TestTrainTwoNodes(t *testing.T) {
 		if err := json.Unmarshal([]byte(line), &r); err != nil {
 			t.Fatal(err)
 		}
-		got = append(got, r.Loss)
+		if r.Record == ranks.RecordStep {
+			got = append(got, r.Loss)
+		}
 	}
 	if fmt.Sprint(got) != fmt.Sprint(losses(ref)) {
 		t.Errorf("losses %v on two nodes, one process %v", got, losses(ref))
@@ -386,7 +393,7 @@ func TestTrainResumeOtherLayout(t *testing.T) {
 	}
 	r := runJob(t, 4, 0, nil, append(args, "--checkpoint-dir", dir, "--resume")...)
 	mustSucceed(t, r, "pp=4 run resumed")
-	if !strings.Contains(r.out, "resumed from "+filepath.Join(dir, "step-000002")) || len(r.metrics) != 2 || r.metrics[0].Step != 2 {
+	if !strings.Contains(r.out, "resumed from "+filepath.Join(dir, "step-000002")) || len(r.metrics) != 2 || r.metrics[0].Step != 3 {
 		t.Errorf("did not resume at step 2 (%d metric lines):\n%s", len(r.metrics), r.out)
 	}
 	compare(t, dir, ref)
@@ -438,7 +445,8 @@ func TestTrainBadFlags(t *testing.T) {
 		want string
 	}{
 		{4, []string{"--dp", "3"}, "--dp 3 does not divide the world of 4 ranks"},
-		{2, []string{"--pp", "4"}, "--pp 4 × --dp 1 = 4 ranks, but the world has 2"},
+		{2, []string{"--pp", "4"}, "--pp 4 needs at least 4 ranks, but the world has 2"},
+		{2, []string{"--pp", "4", "--dp", "1"}, "--pp 4 × --dp 1 = 4 ranks, but the world has 2"},
 		{2, []string{"--schedule", "foo"}, `--schedule "foo": want one of gpipe, 1f1b`},
 		{2, []string{"--dp", "2", "--microbatches", "3"}, "needs --microbatches a power of two"},
 		{1, []string{"--checkpoint-every", "2"}, "need --checkpoint-dir"},
@@ -550,7 +558,7 @@ func TestTrainDirectBadFlags(t *testing.T) {
 	cmd := exec.Command(binary(t), append([]string{"--direct", "--master-addr", "127.0.0.1", "--master-port", freePort(t), "train", "--pp", "3"}, tinyModel...)...)
 	cmd.Env = append(os.Environ(), env...)
 	out, err := cmd.CombinedOutput()
-	want := "pplaunch: rank 0: train: --pp 3 × --dp 1 = 3 ranks, but the world has 1"
+	want := "pplaunch: rank 0: train: --pp 3 needs at least 3 ranks, but the world has 1"
 	if code := exitCode(t, err); code != 1 || !strings.Contains(string(out), want) {
 		t.Errorf("exit %d, want 1 and %q:\n%s", code, want, out)
 	}

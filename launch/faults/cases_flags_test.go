@@ -40,7 +40,7 @@ var flagCases = []fcase{
 	refusedFlag("weight-decay-inf", false, []string{"--weight-decay", "inf"}, `--weight-decay \+Inf: want a finite number`),
 	refusedFlag("steps-negative", false, []string{"--steps", "-1"}, `--steps -1 must not be negative`),
 	refusedFlag("schedule-unknown", false, []string{"--schedule", "bogus"}, `--schedule "bogus": want one of`),
-	refusedFlag("pp-does-not-fit", false, []string{"--pp", "3"}, `--pp 3 × --dp 1 = 3 ranks, but the world has 2`),
+	refusedFlag("pp-does-not-fit", false, []string{"--pp", "3"}, `--pp 3 needs at least 3 ranks, but the world has 2`),
 	refusedFlag("resume-without-dir", false, []string{"--resume"}, `--checkpoint-every, --overwrite and --resume need --checkpoint-dir`),
 	refusedFlag("data-missing", true, []string{"--data", "/nonexistent/corpus.txt"}, `--data /nonexistent/corpus.txt`),
 	{name: "flags/data-too-short", args: append(steps(2), "--data", "data.txt"), setup: dataFile([]byte("abc")),

@@ -20,31 +20,93 @@ import (
 // The hostile cases: connections from outside the job (without its token)
 // to the store and to the ranks' listeners, and the token itself.
 
-// silentWhileConnecting holds rank 1 (SIGSTOP) before it can connect, opens
-// a connection to rank 0's listener that never says a word, then lets rank 1
-// go: rank 0 must admit it meanwhile and the job finish.
-func silentWhileConnecting(t *testing.T, _ *env, j *job) {
+// strangerWhileConnecting waits for rank 1 to stop itself before it
+// connects (PPLAUNCH_TEST_STOP=1, stopBeforeConnect), opens a connection to
+// rank 0's listener that sends hello (nothing: a silent one) and stays open,
+// then continues rank 1: rank 0 must admit it meanwhile and the job finish.
+func strangerWhileConnecting(hello []byte) func(*testing.T, *env, *job) {
+	return func(t *testing.T, _ *env, j *job) {
+		r1 := j.rankPID(1)
+		if r1 == 0 || !j.waitFor(time.Minute, func() bool { return procState(r1) == "T" }) {
+			t.Errorf("rank 1 (pid %d) did not stop before connecting", r1)
+			return
+		}
+		defer syscall.Kill(r1, syscall.SIGCONT)
+		r0 := j.rankPID(0)
+		var addrs []string
+		if r0 == 0 || !j.waitFor(30*time.Second, func() bool { addrs = listeners(r0); return len(addrs) > 0 }) {
+			t.Errorf("rank 0 (pid %d) never listened", r0)
+			return
+		}
+		c, err := net.Dial("tcp", addrs[0])
+		if err != nil {
+			t.Errorf("connect to rank 0's listener %s: %v", addrs[0], err)
+			return
+		}
+		c.Write(hello)
+		j.fault()
+		// Open until the job ends; closed when this goroutine returns.
+		go func() { j.waitFor(10*time.Minute, func() bool { return false }); c.Close() }()
+	}
+}
+
+// stopBeforeConnect makes rank 1 stop itself once it joined the store.
+var stopBeforeConnect = []string{"PPLAUNCH_TEST_STOP=1"}
+
+// silentStoreThenRestart waits for rank 0 to hold before its step, opens
+// silentConns connections to the store that never say a word, reads the
+// store's greeting on every one and checks that all are still open then
+// (the store runs all their handshakes at once: had it queued them behind a
+// few at a time, the later ones would be greeted only once earlier ones had
+// been dropped at their deadline), keeps them open, and SIGKILLs rank 1: the
+// restarted group's ranks must join the store past them.
+func silentStoreThenRestart(t *testing.T, _ *env, j *job) {
+	if !j.waitLine("waiting for a preemption signal") {
+		return
+	}
+	addrs := listeners(j.cmds[0].Process.Pid)
 	r1 := j.rankPID(1)
-	if r1 == 0 {
+	if len(addrs) == 0 || r1 == 0 {
+		t.Errorf("the agent listens on nothing (%v), or rank 1 is gone", addrs)
 		return
 	}
-	syscall.Kill(r1, syscall.SIGSTOP)
-	defer syscall.Kill(r1, syscall.SIGCONT)
-	r0 := j.rankPID(0)
-	var addrs []string
-	if r0 == 0 || !j.waitFor(30*time.Second, func() bool { addrs = listeners(r0); return len(addrs) > 0 }) {
-		t.Errorf("rank 0 (pid %d) never listened", r0)
-		return
+	conns := make([]net.Conn, silentConns)
+	for i := range conns {
+		c, err := net.Dial("tcp", addrs[0])
+		if err != nil {
+			t.Errorf("connect to the store at %s: %v", addrs[0], err)
+			return
+		}
+		conns[i] = c
+		go func() { j.waitFor(10*time.Minute, func() bool { return false }); c.Close() }()
 	}
-	c, err := net.Dial("tcp", addrs[0])
-	if err != nil {
-		t.Errorf("connect to rank 0's listener %s: %v", addrs[0], err)
-		return
+	for i, c := range conns {
+		c.SetReadDeadline(time.Now().Add(time.Minute)) // a hang guard
+		if _, err := io.ReadFull(c, make([]byte, 4+store.NonceLen)); err != nil {
+			t.Errorf("silent connection %d was never greeted by the store: %v", i, err)
+			return
+		}
+	}
+	open := 0
+	for _, c := range conns {
+		// A poll: a connection the store closed reads its end at once, an
+		// open one has nothing to read. (A deadline already past would fail
+		// the read before it looked.)
+		c.SetReadDeadline(time.Now().Add(10 * time.Millisecond))
+		var ne net.Error
+		if _, err := c.Read(make([]byte, 1)); errors.As(err, &ne) && ne.Timeout() {
+			open++
+		}
+	}
+	if open != silentConns {
+		t.Errorf("once the store had greeted all %d silent connections, %d were open: it did not hold them all at once", silentConns, open)
 	}
 	j.fault()
-	// Silent until the job ends; closed when this goroutine returns.
-	go func() { j.waitFor(10*time.Minute, func() bool { return false }); c.Close() }()
+	syscall.Kill(r1, syscall.SIGKILL)
 }
+
+// silentConns is how many silent connections silentStoreThenRestart opens.
+const silentConns = 200
 
 // hugeFrames is the number of token-less connections hugeFrameAttack opens
 // at once, and rssBound what they may add to the agent's resident memory.
@@ -148,8 +210,16 @@ func forge(t *testing.T, e *env, j *job) {
 }
 
 var hostileCases = []fcase{
-	{name: "hostile/silent-connection-to-rank-listener", args: steps(3), during: silentWhileConnecting, code: 0,
+	{name: "hostile/silent-connection-to-rank-listener", args: steps(3), env: stopBeforeConnect, during: strangerWhileConnecting(nil), code: 0,
 		want: []string{`summary: steps 1\.\.3`}},
+	// A stranger's hello to a rank's listener is refused and logged.
+	{name: "hostile/stranger-to-rank-listener-logged", args: steps(3), env: stopBeforeConnect, during: strangerWhileConnecting([]byte("GET / HTTP/1.1\r\n\r\n")), code: 0,
+		want: []string{`summary: steps 1\.\.3`, `\[rank 0\] .*rank 0: link listener \S+: refused connection from 127\.0\.0\.1:\d+: not a pplaunch \S+ hello`}},
+	// 200 silent connections to the store, all greeted and open at once, do
+	// not hold up the restarted group: it joins past them and finishes.
+	{name: "hostile/200-silent-connections-to-store-then-restart", ckpt: true, restarts: 1, args: steps(4), env: hold(0, 2),
+		during: silentStoreThenRestart, timeout: 5 * time.Second, grace: 3 * time.Second,
+		code: 0, want: []string{`restarting the group`, `summary: steps`}},
 	{name: "hostile/huge-frames-agent-rss", ckpt: true, args: steps(4), env: hold(0, 2), during: hugeFrameAttack,
 		code: 0, want: []string{`on SIGUSR1`}},
 	{name: "token/multi-node-without-token", fast: true, nodes: 2, nproc: 1, env: []string{"PPLAUNCH_TOKEN="}, args: steps(2),

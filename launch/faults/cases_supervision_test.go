@@ -5,7 +5,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 )
 
 // The supervision cases: what ranks leave behind, agents killed or
@@ -33,26 +32,6 @@ func killAgentOnce(node int, lines ...string) func(*testing.T, *env, *job) {
 		j.cmds[node].Process.Signal(syscall.SIGKILL)
 		j.fault()
 	}
-}
-
-// suspendAndResume sends SIGTSTP (Ctrl-Z) to the agent once rank 0 printed
-// step 2, waits until the agent and both ranks are stopped, then sends
-// SIGCONT.
-func suspendAndResume(t *testing.T, _ *env, j *job) {
-	ranks := []int{j.rankPID(0), j.rankPID(1)}
-	if ranks[0] == 0 || ranks[1] == 0 || !j.waitLine("step 2/") {
-		return
-	}
-	agent := j.cmds[0].Process.Pid
-	j.cmds[0].Process.Signal(syscall.SIGTSTP)
-	j.fault()
-	stopped := j.waitFor(30*time.Second, func() bool {
-		return procState(agent) == "T" && procState(ranks[0]) == "T" && procState(ranks[1]) == "T"
-	})
-	if !stopped {
-		t.Errorf("after SIGTSTP: agent %s, ranks %s and %s; want all stopped (T)", procState(agent), procState(ranks[0]), procState(ranks[1]))
-	}
-	j.cmds[0].Process.Signal(syscall.SIGCONT)
 }
 
 // longLines prints three lines of 200000 bytes from each rank: its rank
@@ -101,7 +80,7 @@ var supervisionCases = []fcase{
 	{name: "node/agent1-sigkill-lost", nodes: 2, nproc: 1, env: token, args: steps(300), during: killAgentOnce(1, "step 2/"),
 		code: 1, want: []string{`root cause: node 1 was lost: its agent sent no heartbeat for 3s`}, notWant: []string{`root cause: rank`, `timeout after`}},
 	// Ctrl-Z suspends the whole job, the ranks first; SIGCONT resumes it.
-	{name: "jobctl/ctrl-z-then-sigcont", args: steps(300), during: suspendAndResume, code: 0,
+	{name: "jobctl/ctrl-z-then-sigcont", args: steps(300), during: ctrlZ(0, 0), code: 0,
 		want: []string{`received SIGTSTP: suspending the ranks and this agent`, `received SIGCONT: resumed the ranks`, `summary: steps 1\.\.300`}},
 	{name: "mismatch/nnodes", nodes: 2, nproc: 1, env: token, args: steps(3), launcher1: []string{"--nnodes", "3"},
 		code: 1, want: []string{`--nnodes differs between agents: (node 1 has --nnodes 3, node 0 has --nnodes 2|node 0 has --nnodes 2, node 1 has --nnodes 3); give every agent the same --nnodes`}, notWant: []string{`\[rank`}},

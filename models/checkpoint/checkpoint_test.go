@@ -281,6 +281,15 @@ func TestLoadRefuses(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, good, []string{shard0, `optimizer slot adam_m: "wte" has shape [4 8], the parameter [8 4]`}},
+		{"damaged byte in a string", func(dir string) {
+			// A byte of a tensor's name inverted: JSON would decode it as
+			// U+FFFD, and the name would then be missing from the shard.
+			p := filepath.Join(dir, ManifestName)
+			b, _ := os.ReadFile(p)
+			i := strings.Index(string(b), `"h.0.w"`) + 2
+			b[i] ^= 0xFF
+			os.WriteFile(p, b, 0o644)
+		}, good, []string{ManifestName, "not valid UTF-8: the file is damaged"}},
 		{"escaping file name", func(dir string) {
 			p := filepath.Join(dir, ManifestName)
 			b, _ := os.ReadFile(p)

@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/pplaunch/pplaunch/models/safetensors"
 )
@@ -39,6 +40,11 @@ func ReadManifest(dir string) (*Manifest, error) {
 // parseManifest decodes and checks a manifest. Unknown fields are refused: they
 // would come from a newer format this build cannot honour.
 func parseManifest(b []byte) (*Manifest, error) {
+	if !utf8.Valid(b) {
+		// Written as UTF-8, always: a damaged byte inside a string would
+		// otherwise decode (as U+FFFD) and fail later, elsewhere.
+		return nil, errors.New("not valid UTF-8: the file is damaged")
+	}
 	var m Manifest
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()

@@ -98,7 +98,7 @@ func hostileHellos() []hostile {
 }
 
 // Token-less connections that announce huge frames cost the listener no more
-// than the handshake's few bytes each: 40 of them (more than MaxHandshakes)
+// than the handshake's few bytes each: 40 of them
 // allocate less than 16 KiB apiece in all, counted by the Go heap's
 // cumulative allocations (runtime.MemStats.TotalAlloc), and a real client
 // joins afterwards. Each hostile connection sends its bytes and closes its
@@ -155,56 +155,140 @@ func greeted(c net.Conn) error {
 	return err
 }
 
-// Past the limit of concurrent handshakes the server accepts nothing more
-// until one ends: the next connection is not greeted while the limit's worth
-// of silent connections are held, and is as soon as one of them leaves.
-func TestHandshakesBeyondTheLimitWait(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	const limit = 4
-	s := serve(ln, testToken, t.Logf, admission{handshakes: limit, timeout: time.Hour})
-	t.Cleanup(func() { s.Close() })
-	silent := make([]net.Conn, limit+1)
-	for i := range silent {
+// A client holding the token gets in while 200 silent connections wait for
+// their hello: every connection is accepted at once, none waits behind
+// another's handshake. The handshake deadline is an hour, far longer than
+// the test: once the client is in, all 200 are still open and waiting
+// (none timed out, none was refused), so it did not get in by outliving them.
+func TestClientGetsInPastSilentConnections(t *testing.T) {
+	s, lb := serveWith(t, admission{caps: DefaultPendingLimits, timeout: time.Hour})
+	const silent = 200
+	for range silent {
 		c, err := net.Dial("tcp", s.Addr().String())
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer c.Close()
-		silent[i] = c
 	}
-	for _, c := range silent[:limit] {
-		if err := greeted(c); err != nil {
-			t.Fatal(err)
-		}
+	// Closed before the silent connections are: they are cut off by the
+	// server's end, not refused one by one into the log.
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := dial(t, s, "").Set(ctx, "k", []byte("v")); err != nil {
+		t.Fatalf("a client with the token, %d silent connections open: %v", silent, err)
 	}
-	// A negative check: it cannot fail when the server waits as it should.
-	last := silent[limit]
-	last.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
-	var ne net.Error
-	if err := greeted(last); !errors.As(err, &ne) || !ne.Timeout() {
-		t.Fatalf("connection %d of a limit of %d was greeted (%v): the server holds more than the limit", limit+1, limit, err)
+	if n := s.pending.Len(); n != silent {
+		t.Errorf("%d connections wait for their hello once the client is in, want all %d silent ones", n, silent)
 	}
-	silent[0].Close()
-	last.SetReadDeadline(time.Now().Add(10 * time.Second))
-	if err := greeted(last); err != nil {
-		t.Fatalf("the waiting connection was not greeted once a slot was free: %v", err)
+	if log := lb.String(); log != "" {
+		t.Errorf("the server refused connections meanwhile:\n%s", log)
 	}
 }
 
-// Each handshake has its own deadline: silent connections holding every slot
-// are dropped at it, naming the deadline, and a real client then joins.
-func TestSilentConnectionsTimeOut(t *testing.T) {
+// serveWith starts a server on loopback that admits connections with adm.
+func serveWith(t *testing.T, adm admission) (*Server, *logBuf) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	lb := newLogBuf()
-	const limit = 2
-	s := serve(ln, testToken, lb.logf, admission{handshakes: limit, timeout: 100 * time.Millisecond})
+	s := serve(ln, testToken, lb.logf, adm)
 	t.Cleanup(func() { s.Close() })
+	return s, lb
+}
+
+// closedByServer reads c to its end: the server closed it (not a timeout).
+func closedByServer(t *testing.T, c net.Conn, what string) {
+	t.Helper()
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	var ne net.Error
+	if _, err := io.Copy(io.Discard, c); errors.As(err, &ne) && ne.Timeout() {
+		t.Errorf("%s: still open, want it dropped", what)
+	}
+}
+
+// dialFrom connects to s from the loopback address ip (127.0.0.0/8 is all
+// loopback on Linux), and waits for the greeting.
+func dialFrom(t *testing.T, s *Server, ip string) net.Conn {
+	t.Helper()
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
+	c, err := d.Dial("tcp", s.Addr().String())
+	if err != nil {
+		t.Skipf("cannot dial from %s here: %v", ip, err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if err := greeted(c); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// At the cap of one address, a new connection from it drops that address's
+// oldest waiting one, and says so in the log; connections from other
+// addresses stay.
+func TestPendingCapPerSourceDropsOldest(t *testing.T) {
+	s, lb := serveWith(t, admission{caps: PendingLimits{PerSource: 3, Total: 100}, timeout: time.Hour})
+	other := dialFrom(t, s, "127.0.0.2")
+	first := dialFrom(t, s, "127.0.0.1")
+	for range 3 {
+		dialFrom(t, s, "127.0.0.1")
+	}
+	dropped(t, s, lb, first, "dropped: 3 connections from 127.0.0.1 were waiting", 4)
+	other.SetReadDeadline(time.Now().Add(50 * time.Millisecond)) // a negative check
+	var ne net.Error
+	if _, err := other.Read(make([]byte, 1)); !errors.As(err, &ne) || !ne.Timeout() {
+		t.Errorf("the connection from 127.0.0.2 was dropped (%v): only 127.0.0.1 was at its cap", err)
+	}
+}
+
+// At the cap of all waiting connections, a new one drops the oldest of all.
+func TestPendingCapInAllDropsOldest(t *testing.T) {
+	s, lb := serveWith(t, admission{caps: PendingLimits{PerSource: 10, Total: 2}, timeout: time.Hour})
+	first := dialFrom(t, s, "127.0.0.2")
+	dialFrom(t, s, "127.0.0.3")
+	dialFrom(t, s, "127.0.0.4")
+	dropped(t, s, lb, first, "dropped: 2 connections were waiting to prove the job token, the most a listener holds", 2)
+}
+
+// dropped checks that the server closed c, logged why (want), and that
+// waiting connections are left.
+func dropped(t *testing.T, s *Server, lb *logBuf, c net.Conn, want string, waiting int) {
+	t.Helper()
+	closedByServer(t, c, "the oldest connection past the cap")
+	<-lb.added
+	if !strings.Contains(lb.String(), want) {
+		t.Errorf("server log does not say %q:\n%s", want, lb.String())
+	}
+	if n := s.pending.Len(); n != waiting {
+		t.Errorf("%d connections wait, want %d", n, waiting)
+	}
+}
+
+func TestEvictFor(t *testing.T) {
+	lim := PendingLimits{PerSource: 3, Total: 5}
+	for _, tc := range []struct {
+		fromSource, total int
+		want              evictKind
+	}{
+		{0, 0, evictNone},
+		{2, 4, evictNone},
+		{3, 3, evictOldestOfSource},
+		{3, 5, evictOldestOfSource}, // its own source first: others are not pushed out by it
+		{1, 5, evictOldest},
+	} {
+		if got := evictFor(tc.fromSource, tc.total, lim); got != tc.want {
+			t.Errorf("evictFor(%d from its source, %d in all, %+v) = %v, want %v", tc.fromSource, tc.total, lim, got, tc.want)
+		}
+	}
+}
+
+// Each handshake has its own deadline: silent connections are dropped at it,
+// naming the deadline.
+func TestSilentConnectionsTimeOut(t *testing.T) {
+	const limit = 2
+	s, lb := serveWith(t, admission{caps: DefaultPendingLimits, timeout: 100 * time.Millisecond})
 	for range limit {
 		c, err := net.Dial("tcp", s.Addr().String())
 		if err != nil {
@@ -249,5 +333,22 @@ func TestWaitIdleIgnoresUnauthenticated(t *testing.T) {
 	c.Close()
 	if err := s.WaitIdle(ctx); err != nil {
 		t.Fatalf("WaitIdle with one silent connection open: %v", err)
+	}
+}
+
+// Raised limits hold at least n; higher ones stay.
+func TestPendingLimitsAtLeast(t *testing.T) {
+	lim := PendingLimits{PerSource: 10, Total: 40}
+	for _, tc := range []struct {
+		n    int
+		want PendingLimits
+	}{
+		{5, lim},
+		{20, PendingLimits{PerSource: 20, Total: 40}},
+		{100, PendingLimits{PerSource: 100, Total: 100}},
+	} {
+		if got := lim.AtLeast(tc.n); got != tc.want {
+			t.Errorf("%+v.AtLeast(%d) = %+v, want %+v", lim, tc.n, got, tc.want)
+		}
 	}
 }

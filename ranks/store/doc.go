@@ -9,8 +9,8 @@
 // Every blocking call takes a context; callers give it a deadline, so no wait is
 // unbounded.
 //
-// The handshake (AcceptHandshake, DialHandshake) and the bound on concurrent
-// handshakes (Gate) live here too, and the rank links (package collective)
+// The handshake (AcceptHandshake, DialHandshake) and the bounds on connections
+// that have not proved the token yet (Pending) live here too, and the rank links (package collective)
 // use them: every pplaunch listener admits connections the same way.
 //
 // Standard library only: the agent (launch), the ranks and collective all

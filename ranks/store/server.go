@@ -20,15 +20,18 @@ const storeMagic = "PPS2"
 // namespace (asked for in its hello) that prefixes its keys, so the agents'
 // keys and each restart's rank keys never meet.
 //
-// Before a client has proved the token the server holds at most MaxHello
-// bytes for it, runs at most MaxHandshakes handshakes at once and drops a
-// client that has not finished its handshake within HandshakeTimeout.
+// Every connection is accepted at once; until a client has proved the token
+// the server holds at most MaxHello bytes for it, drops it if it has not
+// finished its handshake within HandshakeTimeout, and caps how many wait
+// from one address and in all, the oldest dropped at a cap (pending.go).
 type Server struct {
 	ln    net.Listener
 	token string
 	logf  func(format string, args ...any)
 	mem   *Memory
 	lim   admission
+	// pending are the connections that have not proved the token yet.
+	pending *Pending
 
 	mu     sync.Mutex
 	conns  map[net.Conn]bool // every open connection: true once it proved the token
@@ -40,11 +43,11 @@ type Server struct {
 
 // admission is what a server allows unauthenticated connections.
 type admission struct {
-	handshakes int           // at once
-	timeout    time.Duration // for each
+	caps    PendingLimits // waiting at once
+	timeout time.Duration // for each
 }
 
-var defaultAdmission = admission{handshakes: MaxHandshakes, timeout: HandshakeTimeout}
+var defaultAdmission = admission{caps: DefaultPendingLimits, timeout: HandshakeTimeout}
 
 // Listen starts a store on addr ("host:port"; port 0 picks a free one) that
 // accepts clients presenting token. logf receives one line per refused
@@ -69,7 +72,7 @@ func serve(ln net.Listener, token string, logf func(format string, args ...any),
 	if logf == nil {
 		logf = log.Printf
 	}
-	s := &Server{ln: ln, token: token, logf: logf, mem: NewMemory(), lim: lim,
+	s := &Server{ln: ln, token: token, logf: logf, mem: NewMemory(), lim: lim, pending: NewPending(lim.caps),
 		conns: map[net.Conn]bool{}, left: make(chan struct{}), closed: make(chan struct{})}
 	s.wg.Add(1)
 	go s.accept()
@@ -124,21 +127,15 @@ func (s *Server) WaitIdle(ctx context.Context) error {
 	}
 }
 
-// accept admits connections: each takes one of the gate's slots until its
-// handshake ends, so at most lim.handshakes unauthenticated connections are
-// held at a time; the rest wait in the kernel's accept queue.
+// accept accepts every connection at once and runs each one's handshake in
+// a goroutine of its own, among the pending ones (whose caps drop the oldest).
 func (s *Server) accept() {
 	defer s.wg.Done()
-	gate := NewGate(s.lim.handshakes)
+	pending := s.pending
+	defer pending.CloseAll()
 	var backoff time.Duration
 	for {
-		if !gate.Enter(s.closed) {
-			return
-		}
 		c, err := s.ln.Accept()
-		if err != nil {
-			gate.Leave()
-		}
 		if errors.Is(err, net.ErrClosed) {
 			return
 		}
@@ -153,36 +150,46 @@ func (s *Server) accept() {
 		}
 		backoff = 0
 		s.mu.Lock()
-		if s.done {
+		if s.done || !pending.Add(c) {
 			s.mu.Unlock()
-			gate.Leave()
 			c.Close()
 			return
 		}
 		s.conns[c] = false
 		s.wg.Add(1)
 		s.mu.Unlock()
-		go func() {
-			defer s.wg.Done()
-			ns, err := s.admit(c, gate)
-			if err != nil {
-				s.logf("store %s: refused connection from %s: %v", s.ln.Addr(), c.RemoteAddr(), err)
-			} else {
-				s.mu.Lock()
-				s.conns[c] = true
-				s.mu.Unlock()
-				s.serveConn(c, ns)
-			}
-			s.mu.Lock()
-			delete(s.conns, c)
-			if err == nil {
-				close(s.left)
-				s.left = make(chan struct{})
-			}
-			s.mu.Unlock()
-			c.Close()
-		}()
+		go s.serveClient(c, pending)
 	}
+}
+
+// serveClient admits c (or refuses it, saying why in the log) and serves it.
+func (s *Server) serveClient(c net.Conn, pending *Pending) {
+	defer s.wg.Done()
+	ns, err := s.admit(c)
+	if why := pending.Done(c); why != "" {
+		err = errors.New(why)
+	}
+	if err != nil {
+		s.mu.Lock()
+		closing := s.done
+		s.mu.Unlock()
+		if !closing { // Close cuts every handshake short: nothing refused
+			s.logf("store %s: refused connection from %s: %v", s.ln.Addr(), c.RemoteAddr(), err)
+		}
+	} else {
+		s.mu.Lock()
+		s.conns[c] = true
+		s.mu.Unlock()
+		s.serveConn(c, ns)
+	}
+	s.mu.Lock()
+	delete(s.conns, c)
+	if err == nil {
+		close(s.left)
+		s.left = make(chan struct{})
+	}
+	s.mu.Unlock()
+	c.Close()
 }
 
 // conn is one client connection on the server side.
@@ -197,10 +204,9 @@ type conn struct {
 	cancel map[uint64]context.CancelFunc // blocked requests, by id
 }
 
-// admit runs the handshake on c within the admission timeout and gives back
-// c's gate slot; it returns the namespace the client asked for.
-func (s *Server) admit(c net.Conn, gate *Gate) (string, error) {
-	defer gate.Leave()
+// admit runs the handshake on c within the admission timeout; it returns
+// the namespace the client asked for.
+func (s *Server) admit(c net.Conn) (string, error) {
 	c.SetDeadline(time.Now().Add(s.lim.timeout))
 	ns, err := AcceptHandshake(c, storeMagic, s.token, nil)
 	var ne net.Error

@@ -1,0 +1,144 @@
+package keeper
+
+import (
+	"errors"
+	"os"
+	"path"
+	"syscall"
+	"time"
+)
+
+// A job's cgroups: a directory made in the keeper's own cgroup v2 group,
+// "pplaunch-PID", and in it one directory per rank start. A rank's
+// processes stay in its directory however they detach (setsid, double
+// fork), so writing cgroup.kill there ends them all at once (as srun does).
+// Where no cgroup v2 hierarchy is mounted, or the keeper's group is not
+// writable (an unprivileged user without delegation, a read-only container
+// mount), or the kernel has no cgroup.kill (before 5.14), the keeper works
+// without: process groups and the ranks' environment (tree.go).
+
+// cgroup2Mount finds where the cgroup v2 hierarchy is mounted, in the text of
+// /proc/self/mountinfo ("" when it is not: cgroup v1 only).
+func cgroup2Mount(mountinfo string) string {
+	for _, line := range split(mountinfo, '\n') {
+		// id parent major:minor root mountpoint options [optional...] - fstype source superoptions
+		pre, post, ok := cut(line, " - ")
+		if !ok {
+			continue
+		}
+		f, g := fields(pre), fields(post)
+		if len(f) >= 5 && len(g) >= 1 && g[0] == "cgroup2" && f[3] == "/" {
+			return f[4]
+		}
+	}
+	return ""
+}
+
+// ownCgroup is this process's cgroup v2 path, from the text of
+// /proc/self/cgroup (its "0::PATH" line; "" when there is none).
+func ownCgroup(selfCgroup string) (string, bool) {
+	for _, line := range split(selfCgroup, '\n') {
+		if p, ok := cutPrefix(line, "0::"); ok {
+			return p, true
+		}
+	}
+	return "", false
+}
+
+// jobCgroupDir is where the keeper with pid makes its job's cgroup, or why it
+// cannot: mountinfo and selfCgroup are the texts of /proc/self/mountinfo and
+// /proc/self/cgroup, setting the value of CgroupEnv.
+func jobCgroupDir(mountinfo, selfCgroup, setting string, pid int) (string, error) {
+	if setting == "off" {
+		return "", errors.New(CgroupEnv + "=off")
+	}
+	mnt := cgroup2Mount(mountinfo)
+	if mnt == "" {
+		return "", errors.New("no cgroup v2 hierarchy is mounted")
+	}
+	own, ok := ownCgroup(selfCgroup)
+	if !ok {
+		return "", errors.New("this process is in no cgroup v2 group")
+	}
+	return path.Join(mnt, own, "pplaunch-"+itoa(pid)), nil
+}
+
+// cgroups is a job's cgroup directory; nil works without (every method is a no-op).
+type cgroups struct {
+	dir  string
+	next int // numbers the ranks' directories
+}
+
+// openCgroups makes the job's cgroup, or says why there is none.
+func openCgroups() (*cgroups, error) {
+	mi, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil, err
+	}
+	sc, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return nil, err
+	}
+	dir, err := jobCgroupDir(string(mi), string(sc), os.Getenv(CgroupEnv), os.Getpid())
+	if err != nil {
+		return nil, err
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(path.Join(dir, "cgroup.kill")); err != nil {
+		os.Remove(dir)
+		return nil, errors.New("no cgroup.kill (Linux 5.14 or later has it): " + err.Error())
+	}
+	return &cgroups{dir: dir}, nil
+}
+
+// rank makes a directory for one rank start and opens it for
+// CLONE_INTO_CGROUP; the caller closes fd.
+func (c *cgroups) rank(local int) (dir string, fd int, err error) {
+	c.next++
+	dir = path.Join(c.dir, "rank-"+itoa(local)+"."+itoa(c.next))
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return "", -1, err
+	}
+	fd, err = syscall.Open(dir, oPath|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		os.Remove(dir)
+		return "", -1, err
+	}
+	return dir, fd, nil
+}
+
+// Kill SIGKILLs every process in the cgroup dir and below (cgroup.kill).
+func Kill(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	return os.WriteFile(path.Join(dir, "cgroup.kill"), []byte("1"), 0)
+}
+
+// Remove removes the cgroup dir and those below it, once their processes are
+// gone: a killed process leaves its group as it exits, so an EBUSY is
+// retried a bounded while.
+func Remove(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	subs, _ := os.ReadDir(dir)
+	for _, s := range subs {
+		if s.IsDir() {
+			Remove(path.Join(dir, s.Name()))
+		}
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		err := syscall.Rmdir(dir)
+		if err == nil || errors.Is(err, syscall.ENOENT) {
+			return nil
+		}
+		if !errors.Is(err, syscall.EBUSY) || time.Now().After(deadline) {
+			return &os.PathError{Op: "remove cgroup", Path: dir, Err: err}
+		}
+		time.Sleep(time.Millisecond) // the kernel sends no event we could wait on here
+	}
+}
