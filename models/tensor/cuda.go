@@ -139,6 +139,9 @@ func (c *CUDA) ptr(op string, t *Tensor) devPtr {
 
 // launch runs kernel name on the stream. A failure panics with the kernel's name.
 func (c *CUDA) launch(name string, grid, block [3]uint32, smem int, args ...any) {
+	if err := checkBlock(name, block); err != nil {
+		panic(fmt.Sprintf("cuda backend: %v", err))
+	}
 	kn, err := c.k.get(name)
 	if err != nil {
 		panic(fmt.Sprintf("cuda backend: %v", err))
