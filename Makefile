@@ -3,7 +3,7 @@ BIN   := bin/pplaunch
 # Packages to test; override to test one: make test PKGS=./schedules/...
 PKGS  ?= ./...
 
-.PHONY: build train test faults lint bench gpu-bin clean
+.PHONY: build train test faults lint bench gpu-bin gpu-dry clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/pplaunch
@@ -45,6 +45,14 @@ gpu-bin:
 	$(GO) test -c -ldflags='-s -w' -o bin/gpu/collective.test ./collective
 	$(GO) test -c -ldflags='-s -w' -o bin/gpu/tensor.test ./models/tensor
 	$(GO) test -c -ldflags='-s -w' -o bin/gpu/models.test ./models
+
+# bench/gpu/check.sh end to end over the CPU emulator (DRY=1 QUICK=1, a small
+# model), from the binaries gpu-bin builds: OUT gets summary.md and logs.tgz,
+# as on a GPU machine.
+OUT ?= /tmp/pplaunch-gpu-dry
+gpu-dry: gpu-bin
+	PPLAUNCH_GPU_DRY_OUT=$(abspath $(OUT)) PPLAUNCH_BIN=$(abspath bin) \
+	  $(GO) test -count=1 -v -timeout 20m -run '^TestGPUDry$$' ./bench/gpu
 
 clean:
 	rm -rf bin

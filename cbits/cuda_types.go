@@ -26,6 +26,7 @@ const (
 	AttrMaxSharedMemoryPerBlock      = 8
 	AttrWarpSize                     = 10
 	AttrMultiProcessorCount          = 16
+	AttrComputeMode                  = 20 // 0 default, 1 exclusive thread, 2 prohibited, 3 exclusive process
 	AttrComputeCapabilityMajor       = 75
 	AttrComputeCapabilityMinor       = 76
 	AttrMaxSharedMemoryPerBlockOptin = 97
