@@ -163,22 +163,6 @@ if [ -s "$RUN/errors.txt" ]; then
 	} >>"$WORK/tables"
 fi
 
-# ---------------------------------------------------------------- compute-sanitizer
-say "compute-sanitizer over the CUDA op tests"
-SANTESTS='^TestCUDA(MatMulAndLinear|LayerNorm|GeluAddScaleCopy|Attention|EmbedAndCrossEntropy|MemoryAndOptimizers|GeluExact|CrossEntropyMasksPadding)$'
-[ "$QUICK" = 1 ] && SANTESTS='^TestCUDA(LayerNorm|Attention|EmbedAndCrossEntropy|MemoryAndOptimizers)$'
-for tool in memcheck racecheck synccheck initcheck; do
-	if [ -z "$SAN" ]; then
-		verdict SKIP "sanitizer-$tool" "compute-sanitizer not found (PATH, /usr/local/cuda*/bin, Python's site-packages)"
-		continue
-	fi
-	extra=()
-	[ $tool = memcheck ] && extra=(--leak-check no)
-	run "sanitizer-$tool" 75 env -C "$REPO/models/tensor" PPLAUNCH_TEST_DEVICE=cuda "$SAN" --tool $tool "${extra[@]}" --error-exitcode 99 \
-		"$T/tensor.test" -test.v -test.count=1 -test.run "$SANTESTS" &&
-		sanitizer_verdict "sanitizer-$tool" "$RC" "$LOG" "$LIM" "$SECS"
-done
-
 # ---------------------------------------------------------------- training
 say "training: CUDA against CPU, run to run, and pipelines against one process"
 STEPS=${TRAIN_STEPS:-20}
@@ -282,6 +266,26 @@ if shared scaling-cuda 120 "$B" bench scaling --nproc 1,2 --steps "${SCALE_STEPS
 		echo
 	} >>"$WORK/tables"
 fi
+
+# ---------------------------------------------------------------- compute-sanitizer
+say "compute-sanitizer over the CUDA op tests"
+SANTESTS='^TestCUDA(MatMulAndLinear|LayerNorm|GeluAddScaleCopy|Attention|EmbedAndCrossEntropy|MemoryAndOptimizers|GeluExact|CrossEntropyMasksPadding)$'
+SANLIM=75
+if [ "$QUICK" = 1 ]; then
+	SANTESTS='^TestCUDA(LayerNorm|Attention|EmbedAndCrossEntropy|MemoryAndOptimizers)$'
+	SANLIM=45
+fi
+for tool in memcheck racecheck synccheck initcheck; do
+	if [ -z "$SAN" ]; then
+		verdict SKIP "sanitizer-$tool" "compute-sanitizer not found (PATH, /usr/local/cuda*/bin, Python's site-packages)"
+		continue
+	fi
+	extra=()
+	[ $tool = memcheck ] && extra=(--leak-check no)
+	run "sanitizer-$tool" "$SANLIM" env -C "$REPO/models/tensor" PPLAUNCH_TEST_DEVICE=cuda "$SAN" --tool $tool "${extra[@]}" --error-exitcode 99 \
+		"$T/tensor.test" -test.v -test.count=1 -test.run "$SANTESTS" &&
+		sanitizer_verdict "sanitizer-$tool" "$RC" "$LOG" "$LIM" "$SECS"
+done
 
 # ---------------------------------------------------------------- speed
 say "speed: GPT-2 124M shape (12 layers, width 768, 12 heads, seq 1024, vocab 50304, batch 8), pplaunch beside PyTorch eager"
