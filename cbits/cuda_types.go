@@ -38,6 +38,7 @@ const (
 	ErrMemoryAllocation     = 2
 	ErrInvalidConfiguration = 9
 	ErrInsufficientDriver   = 35
+	ErrDevicesUnavailable   = 46 // exclusive-process compute mode, another process holds the GPU
 	ErrNoDevice             = 100
 	ErrInvalidDevice        = 101
 	ErrNotReady             = 600

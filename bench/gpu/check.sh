@@ -107,7 +107,8 @@ GPUS=0 CMODE=unknown NCCLV="" MPS="" SAN=""
 	SAN=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -n 1 || true)
 	[ -n "$SAN" ] || SAN=$(site_tool compute-sanitizer)
 	if [ -n "$SAN" ]; then echo "compute-sanitizer: $SAN, $(timeout 20 "$SAN" --version 2>&1 | tail -n 1)"; else echo "compute-sanitizer: not found"; fi
-	ldconfig -p 2>/dev/null | grep -E 'libcuda\.so' | head -n 2 || echo "(libcuda.so not in the loader cache)"
+	l=$( (ldconfig -p || /sbin/ldconfig -p) 2>/dev/null | grep -E 'libcuda\.so' | head -n 2)
+	echo "${l:-(libcuda.so not in the loader cache)}"
 } >"$WORK/versions" 2>&1
 MPS=$(sed -n 's/^nvidia-cuda-mps-control: \(\/.*\)$/\1/p' "$WORK/versions")
 SAN=$(sed -n 's/^compute-sanitizer: \(\/[^,]*\),.*$/\1/p' "$WORK/versions")
@@ -170,10 +171,10 @@ STEPS=${TRAIN_STEPS:-20}
 train() { # train NAME NPROC DEVICE [flags...]
 	local name=$1 n=$2 dev=$3
 	shift 3
-	local run=step
-	[ "$n" -gt 1 ] && [ "$dev" = cuda ] && run=shared
+	local runner=step
+	[ "$n" -gt 1 ] && [ "$dev" = cuda ] && runner=shared
 	# shellcheck disable=SC2086
-	FIGURE='step +[0-9]+.*loss' $run "train-$name" 120 "$B" --nproc "$n" train --device "$dev" --steps "$STEPS" --eval-every 0 \
+	FIGURE='step +[0-9]+.*loss' $runner "train-$name" 120 "$B" --nproc "$n" train --device "$dev" --steps "$STEPS" --eval-every 0 \
 		--checkpoint-dir "$RUN/ck-$name" --metrics "$RUN/m-$name.jsonl" ${TRAIN_ARGS:-} "$@"
 }
 train cpu 1 cpu && cpu_ok=1 || cpu_ok=0

@@ -1,8 +1,11 @@
 package tensor
 
 import (
+	"strings"
 	"sync"
 	"testing"
+
+	"github.com/pplaunch/pplaunch/cbits"
 )
 
 // blasRulesAPI keeps cuBLAS's rule for the handles of the API it wraps:
@@ -44,5 +47,25 @@ func TestCUDAKeepsBlasWorkspace(t *testing.T) {
 	if want := [2]uintptr{uintptr(c.dev.ws), blasWorkspace}; !ok || got != want || c.dev.ws == 0 {
 		t.Fatalf("handle's workspace %#x of %d bytes (set %v), want the backend's %#x of %d bytes: the stream was set after the workspace",
 			got[0], got[1], ok, want[0], want[1])
+	}
+}
+
+// busyAPI is a GPU in exclusive-process compute mode that another process
+// holds: cudaSetDevice fails with cudaErrorDevicesUnavailable.
+type busyAPI struct{ cudaAPI }
+
+func (busyAPI) SetDevice(int) error {
+	return &cbits.CUDAError{Lib: "cudart", Call: "cudaSetDevice(0)", Code: cbits.ErrDevicesUnavailable, Name: "cudaErrorDevicesUnavailable",
+		Message: "CUDA-capable device(s) is/are busy or unavailable"}
+}
+
+// TestCUDAExclusiveProcess: a GPU held by another process in exclusive-process
+// mode is an error that says so and how to share it.
+func TestCUDAExclusiveProcess(t *testing.T) {
+	_, err := newCUDAWith(busyAPI{emuCUDA(t).dev.api}, 0, CUDAOptions{KernelCache: "-"})
+	for _, want := range []string{"cudaErrorDevicesUnavailable (46)", "GPU 0 takes one process at a time (exclusive-process compute mode)", "nvidia-cuda-mps-control -d"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("got %v, want %q", err, want)
+		}
 	}
 }
