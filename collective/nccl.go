@@ -141,10 +141,9 @@ type ncclComm struct {
 	groups map[uint32]int
 
 	// On the device thread only: the call NCCL is still setting up (its
-	// settler polls it), when it began, and the calls issued after it.
-	settling    *ncclJob
-	settleStart time.Time
-	backlog     []queuedCall
+	// settler polls it) and the calls issued after it.
+	settling *ncclJob
+	backlog  []queuedCall
 }
 
 func (c *ncclComm) Rank() int              { return c.me }

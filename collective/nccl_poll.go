@@ -103,7 +103,7 @@ func (w *ncclWorld) drain(c *ncclComm) (ready []*ncclJob, failed []failedJob) {
 			err = q.enqueue()
 		}
 		if cbits.IsNCCLInProgress(err) {
-			c.settling, c.settleStart = q.j, time.Now()
+			c.settling = q.j
 			w.settlers.Add(1)
 			go w.settle(c)
 			break
@@ -155,18 +155,13 @@ func isInvalidArgument(err error) bool {
 	return asCUDAError(err, &e) && e.Lib == "NCCL" && e.Code == 4
 }
 
-// settleLimit is how many default timeouts a settler waits before it gives
-// up by itself: a backstop for calls nobody waits for, since every wait has
-// the default timeout, and its deadline, which names the operation and the
-// peer, comes first.
-const settleLimit = 2
-
 // settle polls c while its call c.settling is in progress (NCCL is setting
 // up connections, and the peer may not have posted its side yet), each poll
 // a short call on the device thread, then records the call's event and
-// starts the backlog. It gives up after settleLimit default timeouts
-// (aborting the world: NCCL cannot withdraw the call), and when the world
-// is aborted or the communicator closed, failing c's queued jobs.
+// starts the backlog. It never gives up by itself: every wait for a call
+// has a deadline (the handle's, or the collective's), which aborts the
+// world, and Close ends the communicators; either makes it fail c's queued
+// jobs and return at its next poll.
 func (w *ncclWorld) settle(c *ncclComm) {
 	defer w.settlers.Done()
 	pause := pollMin
@@ -187,10 +182,8 @@ func (w *ncclWorld) settle(c *ncclComm) {
 			if stop == nil {
 				st := w.api.CommGetAsyncError(c.comm)
 				switch {
-				case cbits.IsNCCLInProgress(st) && time.Since(c.settleStart) < settleLimit*w.opts.Timeout:
-					return nil
 				case cbits.IsNCCLInProgress(st):
-					stop = fmt.Errorf("%w by rank %d: NCCL still setting up the operation after %v", ErrAborted, w.rank, settleLimit*w.opts.Timeout)
+					return nil
 				case st != nil:
 					stop = fmt.Errorf("%w by rank %d: NCCL failed: %w", ErrAborted, w.rank, st)
 				}

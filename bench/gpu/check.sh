@@ -133,11 +133,21 @@ cat "$WORK/versions"
 FIGURE='^GPU 0: ' step devices 60 "$B" devices
 
 # Steps that need several processes on the GPU: skipped, saying why, where the
-# compute mode refuses them (an MPS server would be needed and is missing).
+# compute mode refuses them and no MPS server can share the GPU; run under an
+# MPS server of their own where the compute mode needs one (compute-sanitizer
+# and the other steps run without).
 shared() { # shared NAME LIMIT CMD...
-	case $PROCS in skip*)
+	case $PROCS in
+	skip*)
 		verdict SKIP "$1" "${PROCS#skip }"
 		return 1
+		;;
+	mps)
+		mps_start || return 1
+		local rc=0
+		step "$@" || rc=$?
+		mps_stop
+		return $rc
 		;;
 	esac
 	step "$@"
