@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -41,9 +42,10 @@ func TestGPUDry(t *testing.T) {
 	cmd.Env = append(os.Environ(), "DRY=1", "QUICK=1", "PPLAUNCH_CUDA_LIBS="+emu, dryBinEnv+"="+bin,
 		"TRAIN_ARGS=--layers 4 --width 32 --heads 2 --seq 16 --microbatches 4 --microbatch-size 1",
 		"TRAIN_STEPS=3", "SCALE_STEPS=1", "BUDGET=900", "NCCL_MULTI_RANK_GPU_ENABLE=")
-	b, err := cmd.CombinedOutput()
-	t.Logf("check.sh:\n%s", b)
-	if err != nil {
+	// The script's output goes to the terminal as it runs (make gpu-dry
+	// takes minutes); the test reads the files it leaves.
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	if err := cmd.Run(); err != nil {
 		t.Fatalf("check.sh over the emulator: %v", err)
 	}
 	md := read(t, filepath.Join(out, "summary.md"))
@@ -69,5 +71,14 @@ func TestGPUDry(t *testing.T) {
 	}
 	if strings.Join(names, " ") != "logs.tgz summary.md" {
 		t.Errorf("%s holds %v, want only logs.tgz and summary.md", out, names)
+	}
+	logs := archived(t, filepath.Join(out, "logs.tgz"))
+	for _, n := range logs {
+		if !strings.HasPrefix(n, "logs/") || !strings.HasSuffix(n, ".log") {
+			t.Errorf("logs.tgz holds %s, want logs/*.log only", n)
+		}
+	}
+	if !slices.Contains(logs, "logs/train-cuda.log") {
+		t.Errorf("logs.tgz has no logs/train-cuda.log: %v", logs)
 	}
 }

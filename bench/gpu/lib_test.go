@@ -157,8 +157,7 @@ func TestSummary(t *testing.T) {
 			if !strings.HasPrefix(md, "# check\n\n"+c.counts) || !strings.Contains(md, "driver 580") {
 				t.Errorf("summary.md:\n%s\nwant the counts %q and the versions", md, c.counts)
 			}
-			vs := read(t, filepath.Join(dst, "..", filepath.Base(dst))+"/summary.md")
-			for _, l := range strings.Split(strings.TrimSpace(vs[strings.Index(vs, "## Verdicts"):]), "\n")[3:] {
+			for _, l := range strings.Split(strings.TrimSpace(md[strings.Index(md, "## Verdicts"):]), "\n")[3:] {
 				if l == "```" {
 					break
 				}
@@ -173,6 +172,15 @@ func TestSummary(t *testing.T) {
 
 // checkArchive: path is a gzipped tar under 5 MiB of exactly names.
 func checkArchive(t *testing.T, path string, names []string) {
+	t.Helper()
+	if got := archived(t, path); strings.Join(got, " ") != strings.Join(names, " ") {
+		t.Errorf("%s holds %v, want %v", path, got, names)
+	}
+}
+
+// archived lists the files of the gzipped tar at path, which must be under
+// 5 MiB.
+func archived(t *testing.T, path string) []string {
 	t.Helper()
 	st, err := os.Stat(path)
 	if err != nil {
@@ -204,9 +212,7 @@ func checkArchive(t *testing.T, path string, names []string) {
 			got = append(got, h.Name)
 		}
 	}
-	if strings.Join(got, " ") != strings.Join(names, " ") {
-		t.Errorf("%s holds %v, want %v", path, got, names)
-	}
+	return got
 }
 
 // TestPlans: several processes, and several NCCL ranks, on one GPU: by
