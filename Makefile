@@ -3,7 +3,7 @@ BIN   := bin/pplaunch
 # Packages to test; override to test one: make test PKGS=./schedules/...
 PKGS  ?= ./...
 
-.PHONY: build train test faults lint bench gpu-bin gpu-dry clean
+.PHONY: build train test test-loaded faults lint bench gpu-bin gpu-dry clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/pplaunch
@@ -20,6 +20,16 @@ test: lint
 	$(GO) test -race -timeout 40m $(PKGS)
 	PPLAUNCH_BLAS=gonum $(GO) test -race -timeout 20m ./models/...
 	$(GO) test -timeout 5m -run Allocate ./collective/
+
+# The suite as a loaded CI machine runs it: RUNS times in a row, uncached,
+# while two busy loops keep both cores occupied. Every run must pass: a test
+# that fails here reads a clock or sleeps to synchronise.
+RUNS ?= 3
+test-loaded:
+	@busy=""; for i in 1 2; do sh -c 'while :; do :; done' & busy="$$busy $$!"; done; \
+	  trap "kill $$busy" EXIT INT TERM; \
+	  for r in $$(seq $(RUNS)); do echo "== make test, run $$r of $(RUNS), both cores kept busy"; \
+	    GOFLAGS=-count=1 $(MAKE) --no-print-directory test || exit 1; done
 
 # Every case of the fault suite (launch/faults) against a fresh build: real
 # jobs killed, stopped, preempted, given damaged checkpoints, bad flags,

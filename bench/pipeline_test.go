@@ -1,8 +1,6 @@
 package bench
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -105,14 +103,9 @@ func trainJob(b *testing.B, bin string, n int, args ...string) []ranks.StepRecor
 		b.Fatal(err)
 	}
 	defer f.Close()
-	var recs []ranks.StepRecord
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		var r ranks.StepRecord
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			b.Fatal(err)
-		}
-		recs = append(recs, r)
+	recs, err := ranks.ReadStepRecords(f)
+	if err != nil {
+		b.Fatal(err)
 	}
 	if len(recs) < 2 { // steady leaves out the first step
 		b.Fatalf("pplaunch %s: %d metric records in %s, want at least 2", strings.Join(argv, " "), len(recs), metrics)

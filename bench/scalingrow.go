@@ -18,8 +18,10 @@ type ScalingRun struct {
 	Records   []ranks.StepRecord
 	Profile   *ranks.Profile
 	// Warmup is the records left out first; Measured the records used
-	// after them (the run's last step, which pays for the final
-	// evaluation, comes after those).
+	// after them (the run's last step comes after those and is left out
+	// too: the end of a run, its final evaluation and checkpoint, is not
+	// what a scaling row measures, though their times are no longer in
+	// the step's).
 	Warmup, Measured int
 }
 

@@ -159,11 +159,18 @@ func drawScalingCurve(s *svgDoc, rs []ScalingRow) {
 		top = max(top, r.TokensPerS, ideal[i])
 		effTop = max(effTop, r.Efficiency)
 	}
+	bottom := top
+	for i, r := range rs {
+		bottom = min(bottom, r.TokensPerS, ideal[i])
+	}
 	if len(rs) == 1 {
 		top *= 1.25 // keep the lone point clear of the efficiency dot at 100%
 	}
-	ticks := niceTicks(top, 5)
-	yTok := linearScale(0, ticks[len(ticks)-1], plotBottom, plotTop)
+	// Tokens/s on a log axis as the worlds are: the ideal, linear in the
+	// world, is then a straight line (of slope one), and the measured
+	// curve's distance below it is the efficiency at every size alike.
+	ticks := logTicks(bottom/1.1, top*1.1)
+	yTok := logScale(ticks[0], ticks[len(ticks)-1], plotBottom, plotTop)
 	effTicks := []float64{0, 0.2, 0.4, 0.6, 0.8, 1}
 	if effTop > 1 {
 		effTicks = niceTicks(effTop, 5)
@@ -179,7 +186,7 @@ func drawScalingCurve(s *svgDoc, rs []ScalingRow) {
 		legend = legend[:1] // one size has no ideal to draw beyond itself
 	}
 	s.legend(curveLeft, 90, append(legend, legendItem{"line", colEfficiency, "efficiency →"}))
-	s.yAxis(curveLeft, curveRight, ticks, yTok, compactNum, "tokens/s", true)
+	s.yAxis(curveLeft, curveRight, ticks, yTok, compactNum, "tokens/s (log scale)", true)
 	s.rightAxis(curveRight, effTicks, yEff)
 	s.worldLabels(rs, xs)
 	s.series(xs, ideal, yTok, colIdeal, `stroke-dasharray="6 4"`, false)
@@ -192,16 +199,19 @@ func drawScalingCurve(s *svgDoc, rs []ScalingRow) {
 		if !shown[i] {
 			continue
 		}
-		y := yEff(eff[i]) - 9
-		if y < plotTop+4 {
-			y = yEff(eff[i]) + 18
+		ye, yt := yEff(eff[i]), yTok(tok[i])
+		// Each label on the side of its dot away from the other dot, so
+		// that they never cover each other; near the plot's edge, inside.
+		effAbove := ye <= yt
+		if effAbove && ye-9 < plotTop+4 || !effAbove && yt+18 > plotBottom-4 {
+			effAbove = !effAbove
 		}
-		s.haloText(xs[i], y, 11, "middle", colEfficiency, fmt.Sprintf("%.0f%%", 100*eff[i]))
-		y = yTok(tok[i]) + 18 // below the dot, or above it near the axis
-		if y > plotBottom-4 {
-			y = yTok(tok[i]) - 9
+		effY, tokY := ye+18, yt-9
+		if effAbove {
+			effY, tokY = ye-9, yt+18
 		}
-		s.haloText(xs[i], y, 10, "middle", colMeasured, compactNum(tok[i]))
+		s.haloText(xs[i], effY, 11, "middle", colEfficiency, fmt.Sprintf("%.0f%%", 100*eff[i]))
+		s.haloText(xs[i], tokY, 10, "middle", colMeasured, compactNum(tok[i]))
 	}
 }
 
@@ -333,6 +343,44 @@ func log2Pos(world, lo, hi int, x0, x1 float64) float64 {
 	}
 	a, b := math.Log2(float64(lo)), math.Log2(float64(hi))
 	return x0 + (math.Log2(float64(world))-a)/(b-a)*(x1-x0)
+}
+
+// logTicks are round values (1, 2 and 5 times a power of ten; every digit
+// where those give fewer than three) for a log axis from the first at or
+// below lo to the first at or above hi.
+func logTicks(lo, hi float64) []float64 {
+	if !(lo > 0) || hi <= lo {
+		return []float64{math.Max(lo, 1), math.Max(lo, 1) * 2}
+	}
+	ticks := logTicksOf(lo, hi, []float64{1, 2, 5})
+	if len(ticks) < 3 {
+		ticks = logTicksOf(lo, hi, []float64{1, 2, 3, 4, 5, 6, 7, 8, 9})
+	}
+	return ticks
+}
+
+// logTicksOf is logTicks with the multiples mults of each power of ten.
+func logTicksOf(lo, hi float64, mults []float64) []float64 {
+	var ticks []float64
+	for p := math.Pow(10, math.Floor(math.Log10(lo))); ; p *= 10 {
+		for _, m := range mults {
+			v := m * p
+			if v < lo*(1-1e-9) {
+				ticks = []float64{v} // the last one below lo
+				continue
+			}
+			ticks = append(ticks, v)
+			if v >= hi*(1-1e-9) {
+				return ticks
+			}
+		}
+	}
+}
+
+// logScale maps [v0, v1] onto [p0, p1] on a log axis.
+func logScale(v0, v1, p0, p1 float64) func(float64) float64 {
+	a, b := math.Log(v0), math.Log(v1)
+	return func(v float64) float64 { return p0 + (math.Log(v)-a)/(b-a)*(p1-p0) }
 }
 
 // linearScale maps [v0, v1] onto [p0, p1].

@@ -6,10 +6,14 @@ import (
 	"encoding/xml"
 	"errors"
 	"flag"
+	"fmt"
+	"image/png"
 	"io"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -252,6 +256,88 @@ func TestScalingSVGErrors(t *testing.T) {
 		}
 		if buf.Len() != 0 {
 			t.Errorf("%s: wrote %d bytes before failing", c.name, buf.Len())
+		}
+	}
+}
+
+// TestScalingSVGLogTicks: round values on a log axis enclosing the range,
+// with every digit where 1, 2 and 5 would give fewer than three.
+func TestScalingSVGLogTicks(t *testing.T) {
+	for _, c := range []struct {
+		lo, hi float64
+		want   []float64
+	}{
+		{1900, 9300, []float64{1000, 2000, 5000, 10000}},
+		{120, 45000, []float64{100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000}},
+		{2100, 4000, []float64{2000, 3000, 4000}},
+		{1000, 1000, []float64{1000, 2000}},
+	} {
+		if got := logTicks(c.lo, c.hi); fmt.Sprint(got) != fmt.Sprint(c.want) {
+			t.Errorf("logTicks(%g, %g) = %v, want %v", c.lo, c.hi, got, c.want)
+		}
+	}
+	y := logScale(1000, 8000, 300, 0)
+	if math.Abs(y(2000)-200) > 1e-9 || math.Abs(y(4000)-100) > 1e-9 {
+		t.Errorf("log scale: 2000 at %g, 4000 at %g; want 200 and 100", y(2000), y(4000))
+	}
+}
+
+// TestScalingSVGRenders renders every golden picture to PNG with
+// rsvg-convert (Debian's librsvg2-bin), skipping with the reason where it is
+// missing, and checks the PNG decodes at the picture's size; with
+// $PPLAUNCH_PNG_DIR the PNGs are left there to look at. The throughput
+// panel is log-log, so the ideal (linear in the world) is a straight line:
+// its points lie on one line in the picture.
+func TestScalingSVGRenders(t *testing.T) {
+	bin, err := exec.LookPath("rsvg-convert")
+	if err != nil {
+		t.Skip("rsvg-convert is not installed (Debian: apt-get install librsvg2-bin): the SVG is not rendered")
+	}
+	dir := os.Getenv("PPLAUNCH_PNG_DIR")
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	for _, g := range scalingGoldens {
+		svg := filepath.Join("testdata", g.name+".svg")
+		out := filepath.Join(dir, g.name+".png")
+		if b, err := exec.Command(bin, "-o", out, svg).CombinedOutput(); err != nil {
+			t.Fatalf("rsvg-convert %s: %v\n%s", svg, err, b)
+		}
+		f, err := os.Open(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := png.DecodeConfig(f)
+		f.Close()
+		if err != nil || cfg.Width < 900 || cfg.Height < 400 {
+			t.Errorf("%s: PNG %+v, %v", out, cfg, err)
+		}
+	}
+	rows := readScalingRows(t, filepath.Join("testdata", "scaling_weak.json"))
+	var buf bytes.Buffer
+	if err := WriteScalingSVG(&buf, rows, "t", Weak); err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`stroke-dasharray="6 4"[^>]*points="([^"]+)"|points="([^"]+)"[^>]*stroke-dasharray="6 4"`).FindSubmatch(buf.Bytes())
+	if m == nil {
+		t.Fatal("no dashed ideal line")
+	}
+	pts := string(m[1]) + string(m[2])
+	var xs, ys []float64
+	for _, p := range strings.Fields(pts) {
+		var x, y float64
+		if _, err := fmt.Sscanf(p, "%g,%g", &x, &y); err != nil {
+			t.Fatalf("point %q: %v", p, err)
+		}
+		xs, ys = append(xs, x), append(ys, y)
+	}
+	if len(xs) < 3 {
+		t.Fatalf("ideal line %q: too few points to be bent", pts)
+	}
+	slope := (ys[1] - ys[0]) / (xs[1] - xs[0])
+	for i := 2; i < len(xs); i++ {
+		if s := (ys[i] - ys[i-1]) / (xs[i] - xs[i-1]); math.Abs(s-slope) > 0.02*math.Abs(slope) {
+			t.Errorf("the ideal line bends: slope %.4f then %.4f (points %s)", slope, s, pts)
 		}
 	}
 }

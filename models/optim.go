@@ -18,6 +18,10 @@ type Optimizer interface {
 	// restores one (copying it).
 	State() OptimizerState
 	SetState(OptimizerState) error
+	// StateBytes is the bytes of optimizer state held now: the buffers
+	// allocated on the parameters' backend and restored values not yet
+	// uploaded.
+	StateBytes() int64
 }
 
 // OptimizerState is an optimizer's state: per slot ("adam_m" and "adam_v" for
@@ -112,6 +116,18 @@ func (s slots) export() map[string][]float32 {
 	return out
 }
 
+// bytes is what the buffers hold, live and pending.
+func (s slots) bytes() int64 {
+	var n int64
+	for _, t := range s.live {
+		n += 4 * int64(t.Len())
+	}
+	for _, v := range s.pending {
+		n += 4 * int64(len(v))
+	}
+	return n
+}
+
 // restore replaces the buffers with host values, freeing the live ones.
 func (s *slots) restore(vals map[string][]float32) {
 	for name, t := range s.live {
@@ -163,6 +179,9 @@ func (o *AdamW) State() OptimizerState {
 		Slots: map[string]map[string][]float32{SlotAdamM: o.m.export(), SlotAdamV: o.v.export()}}
 }
 
+// StateBytes is the bytes of both moments.
+func (o *AdamW) StateBytes() int64 { return o.m.bytes() + o.v.bytes() }
+
 // SetState restores a copy of the moments.
 func (o *AdamW) SetState(st OptimizerState) error {
 	sl, err := importSlots(st, "adamw", SlotAdamM, SlotAdamV)
@@ -208,6 +227,9 @@ func (o *SGD) State() OptimizerState {
 	return OptimizerState{Kind: "sgd", Steps: o.steps,
 		Slots: map[string]map[string][]float32{SlotMomentum: o.buf.export()}}
 }
+
+// StateBytes is the bytes of the momentum buffers.
+func (o *SGD) StateBytes() int64 { return o.buf.bytes() }
 
 // SetState restores a copy of the momentum buffers.
 func (o *SGD) SetState(st OptimizerState) error {

@@ -22,6 +22,10 @@ type Param struct {
 	be   tensor.Backend // the backend holding Value and Grad; nil: host tensors
 }
 
+// Offset is where the parameter starts in its stage's flat layout (of
+// GradTensor and ValueTensor).
+func (p *Param) Offset() int { return p.off }
+
 // GradSumSquares is Σ grad² in float64 (in the backend's fixed order; index
 // order on the CPU), for a global gradient norm that the caller combines
 // across stages and replicas in name order.

@@ -26,9 +26,12 @@ func (s *Stage) TensorSpecs() []checkpoint.TensorSpec {
 // Shard is what the stage saves: host copies of its parameters and of the
 // optimizer's slots for them (zeros for a parameter the optimizer has not
 // touched yet).
-func (s *Stage) Shard(opt Optimizer) checkpoint.Shard {
+func (s *Stage) Shard(opt Optimizer) checkpoint.Shard { return s.ShardState(opt.State()) }
+
+// ShardState is Shard with the optimizer's state given: under ZeRO stage 1
+// put together from every replica's part (StateFromFlat).
+func (s *Stage) ShardState(st OptimizerState) checkpoint.Shard {
 	sh := checkpoint.Shard{State: map[string][]checkpoint.Tensor{}}
-	st := opt.State()
 	for _, p := range s.params {
 		host := make([]float32, p.Numel())
 		s.be.Download(host, p.Value)

@@ -57,6 +57,7 @@ type Stage struct {
 	subs   []sublayer
 	params []*Param
 	byName map[string]*Param
+	value  *tensor.Tensor   // flat parameters, viewed by every Param.Value
 	grad   *tensor.Tensor   // flat gradient, viewed by every Param.Grad
 	pool   []*tensor.Tensor // per-micro-batch gradient buffers for reuse
 	arena  *arena
@@ -130,14 +131,14 @@ func NewStage(cfg Config, cut []int, index int, be tensor.Backend, opts StageOpt
 			continue
 		}
 		p := &Param{ParamSpec: spec, off: off, be: be}
-		p.Value = be.Alloc(spec.Shape...)
-		be.Upload(p.Value, InitValues(cfg, opts.Seed, spec))
 		off += spec.Numel()
 		s.params = append(s.params, p)
 		s.byName[spec.Name] = p
 	}
-	s.grad = be.Zeros(off)
+	s.value, s.grad = be.Alloc(off), be.Zeros(off)
 	for _, p := range s.params {
+		p.Value = s.value.View(p.off, p.Shape...)
+		be.Upload(p.Value, InitValues(cfg, opts.Seed, p.ParamSpec))
 		p.Grad = s.grad.View(p.off, p.Shape...)
 	}
 	s.build()
@@ -198,6 +199,11 @@ func (s *Stage) GradBuffer() []float32 { return s.grad.Data }
 
 // GradTensor is the flat gradient as a tensor of the stage's backend.
 func (s *Stage) GradTensor() *tensor.Tensor { return s.grad }
+
+// ValueTensor is the flat parameters in the gradient's layout (Params order,
+// each at its Offset), as a tensor of the stage's backend: what the
+// data-parallel replicas all-gather after a sharded optimizer step.
+func (s *Stage) ValueTensor() *tensor.Tensor { return s.value }
 
 // ActShape is the shape of the activations between stages for a micro-batch of
 // batch sequences.

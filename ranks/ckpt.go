@@ -33,15 +33,20 @@ type ManifestExtra struct {
 }
 
 // save writes the checkpoint after step steps: replica 0's ranks write their
-// stages' shards, rank 0 gathers their entries through the store and commits
+// stages' shards (under ZeRO stage 1 with the optimizer state the other
+// replicas send them), rank 0 gathers their entries through the store and commits
 // the manifest. It returns the directory.
 func (t *trainer) save(ctx context.Context, step int) (string, error) {
 	dir := checkpoint.StepDir(t.cfg.CheckpointDir, step)
 	S := t.sched.Stages()
 	key := func(s int) string { return fmt.Sprintf("ckpt/%d/stage/%d", step, s) }
-	if t.dRank == 0 {
-		for _, s := range t.order {
-			sh := t.stages[s].Shard(t.opts[s])
+	for _, s := range t.order {
+		st, write, err := t.optimizerState(ctx, step, s)
+		if err != nil {
+			return "", fmt.Errorf("checkpoint step %d: %w", step, err)
+		}
+		if write {
+			sh := t.stages[s].ShardState(st)
 			if err := checkShard(s, sh); err != nil {
 				return "", fmt.Errorf("checkpoint step %d: %w", step, err)
 			}

@@ -53,6 +53,9 @@ type TrainConfig struct {
 	// CheckTransfers compares every rank's transfer shapes before every
 	// step (shapes.go), not only before the first on a device communicator.
 	CheckTransfers bool
+	// Zero is the ZeRO stage: 1 shards the optimizer state over the
+	// data-parallel replicas (zero.go); 0 off. Pipelines allow no other.
+	Zero int
 
 	CheckpointDir   string
 	CheckpointEvery int
@@ -207,6 +210,9 @@ func (c *TrainConfig) checkFlags() error {
 		// The accumulator's tree matches one process only for power-of-two blocks.
 		return fmt.Errorf("--dp %d needs --microbatches a power of two (got %d) so that results do not depend on the layout", c.DP, c.Micro)
 	}
+	if c.Steps == 0 {
+		return errors.New("--steps 0 trains nothing: give --steps 1 or more (with --resume, the total to reach, counting the steps done)")
+	}
 	for _, f := range []struct {
 		flag string
 		v    any
@@ -225,6 +231,9 @@ func (c *TrainConfig) checkFlags() error {
 		return fmt.Errorf("--optimizer: %w", err)
 	}
 	if err := c.checkOptim(); err != nil {
+		return err
+	}
+	if err := c.checkZero(); err != nil {
 		return err
 	}
 	return c.Model.Validate()

@@ -48,7 +48,7 @@ func (c *TrainConfig) Flags(cut []int) []FlagValue {
 		{"--microbatches", i(c.Micro)}, {"--microbatch-size", i(c.MicroSize)},
 		{"--pp", i(c.PP)}, {"--dp", i(c.DP)}, {"--recompute", b(c.Recompute)}, {"--profile", b(c.Profile)},
 		{"--optimizer", c.Optimizer}, {"--lr", f(c.LR)}, {"--min-lr", f(c.MinLR)}, {"--warmup", i(c.Warmup)},
-		{"--weight-decay", f(c.WeightDecay)}, {"--clip", f(c.Clip)},
+		{"--weight-decay", f(c.WeightDecay)}, {"--clip", f(c.Clip)}, {"--zero", i(c.Zero)},
 		{"--lr-schedule", c.LRSchedule}, {"--warmup-start-lr", f(c.WarmupStart)}, {"--lr-decay-steps", i(c.LRDecaySteps)},
 		{"--adam-beta1", f(c.Beta1)}, {"--adam-beta2", f(c.Beta2)}, {"--adam-eps", f(c.Eps)}, {"--momentum", f(c.Momentum)},
 		{"--steps", i(c.Steps)}, {"--eval-every", i(c.EvalEvery)}, {"--eval-batches", i(c.EvalBatches)},

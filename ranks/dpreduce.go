@@ -20,6 +20,10 @@ import (
 // way, which is what one process accumulating all micro-batches computes),
 // then sends the sum to every other replica and receives theirs in place.
 // A rank so holds ceil(n/dp)·(dp-1) received elements, not (dp-1)·n.
+//
+// Under ZeRO stage 1 (value set) finish moves only the pieces zeroMoves
+// lists instead of the all-gather, the optimizer updates part me, and
+// gatherValues all-gathers the parameters (zero.go).
 type dpExchange struct {
 	xf    xfer
 	be    tensor.Backend
@@ -29,6 +33,8 @@ type dpExchange struct {
 	recv  *tensor.Tensor // the others' pieces of part me, in replica order skipping me
 	tag   collective.Tag
 	tr    *transfer
+	value *tensor.Tensor // ZeRO stage 1: the stage's flat parameters; nil: off
+	moves []gradMove     // ZeRO stage 1: the pieces of summed gradient moved after the reduce-scatter
 }
 
 func newDPExchange(xf xfer, be tensor.Backend, peers []int, me int, grad *tensor.Tensor) *dpExchange {
@@ -74,6 +80,9 @@ func (e *dpExchange) finish(ctx context.Context, timeout time.Duration) error {
 	}
 	if err := e.sumOwn(); err != nil {
 		return err
+	}
+	if e.value != nil {
+		return e.move(ctx, timeout)
 	}
 	e.tag.MicroBatch = 1
 	var reqs []req
@@ -133,7 +142,11 @@ func (t *trainer) startReduce(s int) error {
 		for d := range peers {
 			peers[d] = t.world(t.pRank, d)
 		}
-		e = newDPExchange(t.exec.xf, t.job.Backend, peers, t.dRank, t.stages[s].GradTensor())
+		st := t.stages[s]
+		e = newDPExchange(t.exec.xf, t.job.Backend, peers, t.dRank, st.GradTensor())
+		if t.zeroOn() {
+			e.value, e.moves = st.ValueTensor(), zeroMoves(t.zeroParams(st), st.GradTensor().Len(), t.cfg.DP)
+		}
 		t.dp[s] = e
 	}
 	e.start(t.ctx, collective.Tag{Kind: collective.Data, Chunk: uint16(s), Step: uint32(t.curStep)})

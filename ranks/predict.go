@@ -17,6 +17,7 @@ type Candidate struct {
 	MicroSize int // sequences per micro-batch
 	Recompute bool
 	Cut       []int // blocks per stage; nil: ProfileCut
+	Zero      int   // ZeRO stage: 1 shards the optimizer state over the replicas
 }
 
 // Prediction is what the simulator makes of a candidate with a profile's
@@ -58,8 +59,14 @@ func ProfileCut(p *Profile, stages int) ([]int, error) {
 // recomputation the input-gradient pass also pays the forward, and a stage
 // keeps only its input between the passes. Gradient memory counts the
 // stage's summed gradient and the accumulator's partial sums (at most
-// ⌈log₂ M⌉+1 in micro-batch order).
+// ⌈log₂ M⌉+1 in micro-batch order). Optimizer memory is the profile's
+// state per parameter, of ⌈1/dp⌉ of each stage's parameters under ZeRO
+// stage 1 (the largest part); its exchange moves what an all-reduce does
+// (a reduce-scatter of the gradients, an all-gather of the parameters).
 func Predict(p *Profile, c Candidate) (*Prediction, error) {
+	if err := CheckZero(c.Zero); err != nil {
+		return nil, err
+	}
 	s, err := schedules.Generate(c.Schedule, c.PP, c.Micro, c.Virtual)
 	if err != nil {
 		return nil, err
@@ -148,7 +155,11 @@ func (pr *Prediction) memory(p *Profile, s *schedules.Schedule, params, full []i
 	for st, r := range s.Placement {
 		pr.Params[r] += 4 * params[st]
 		pr.Grads[r] += 4 * params[st] * (1 + partial)
-		pr.Optim[r] += 4 * params[st] * int64(p.OptimizerState)
+		held := params[st]
+		if pr.Zero == 1 && pr.DP > 1 {
+			held = (held + int64(pr.DP) - 1) / int64(pr.DP)
+		}
+		pr.Optim[r] += 4 * held * int64(p.OptimizerState)
 		if pr.Recompute {
 			pr.Transient[r] = max(pr.Transient[r], full[st])
 		}

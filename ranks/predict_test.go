@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -90,5 +91,20 @@ func TestPredictMemory(t *testing.T) {
 	}
 	if _, err := Predict(p, Candidate{PP: 2, DP: 1, Schedule: "1f1b", Micro: 4, MicroSize: 2, Cut: []int{2}}); err == nil {
 		t.Error("a one-stage cut for two stages was accepted")
+	}
+	// ZeRO stage 1 on 3 replicas: each rank keeps the state of ⌈110/3⌉ = 37
+	// and ⌈120/3⌉ = 40 parameters; the rest is as without it.
+	z, err := Predict(p, Candidate{PP: 2, DP: 3, Schedule: "1f1b", Micro: 4, MicroSize: 2, Zero: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(z.Optim, []int64{4 * 2 * 37, 4 * 2 * 40}) || !slices.Equal(z.Params, pr.Params) || !slices.Equal(z.Grads, pr.Grads) {
+		t.Errorf("zero 1 on dp 3: optimizer %v params %v grads %v", z.Optim, z.Params, z.Grads)
+	}
+	if z.Memory[1] != pr.Memory[1]-960+320 {
+		t.Errorf("zero 1 on dp 3: rank 1 memory %d, want %d", z.Memory[1], pr.Memory[1]-960+320)
+	}
+	if _, err := Predict(p, Candidate{PP: 2, DP: 2, Schedule: "1f1b", Micro: 4, MicroSize: 2, Zero: 2}); err == nil || !strings.Contains(err.Error(), "pipelines allow only stage 0") {
+		t.Errorf("zero 2: %v, want the refusal", err)
 	}
 }

@@ -14,8 +14,15 @@ import (
 
 // StepRecord is one step as rank 0 reports it (--metrics writes it as a JSON line).
 type StepRecord struct {
-	Step            int      `json:"step"`
-	Loss            float64  `json:"loss"`
+	// Record is "step" (RecordStep), telling the step's line of --metrics
+	// from the evaluations' and checkpoints' (EventRecord).
+	Record string `json:"record"`
+	// Step counts from 1, as the console and the checkpoints do: the
+	// record of step 1 is the first optimizer step's.
+	Step int     `json:"step"`
+	Loss float64 `json:"loss"`
+	// ValLoss is the evaluation's after this step, if there was one; its
+	// time is in the evaluation's own record, not in StepS.
 	ValLoss         *float64 `json:"val_loss"`
 	TokensPerS      float64  `json:"tokens_per_s"`
 	StepS           float64  `json:"step_s"`
@@ -28,9 +35,9 @@ type StepRecord struct {
 	PredictedPipelineS float64 `json:"predicted_pipeline_s"`
 	// ComputeS is each rank's time in compute actions (forward and
 	// backward passes) in the step, ReduceS in the reductions after the
-	// pipeline (replicas' gradients, tied embedding, loss and norm: a rank
-	// that finished early waits there for the others), OptimizerS in the
-	// optimizer update.
+	// pipeline (replicas' gradients, tied embedding, loss and norm, and
+	// under ZeRO stage 1 the parameters' all-gather: a rank that finished
+	// early waits there for the others), OptimizerS in the optimizer update.
 	ComputeS   []float64 `json:"compute_s"`
 	ReduceS    []float64 `json:"reduce_s"`
 	OptimizerS []float64 `json:"optimizer_s"`
@@ -53,6 +60,9 @@ type StepRecord struct {
 	LR   float64   `json:"lr"`
 	// RSS is each rank's resident set size at the end of its step.
 	RSS []int64 `json:"rss_bytes"`
+	// OptimizerBytes is each rank's optimizer state (AdamW's moments, SGD's
+	// momentum) as allocated after its step: divided by dp under ZeRO stage 1.
+	OptimizerBytes []int64 `json:"optimizer_state_bytes"`
 	// Transfers are the activations and gradients each rank sent to and
 	// received from each peer in the step, with the time its transfer
 	// actions took (see transfers).
@@ -64,9 +74,9 @@ type StepRecord struct {
 
 // reportHead is the report message's header: start, peak bytes, bytes per
 // micro-batch, CPU seconds, peak device bytes (-1 without a device), RSS
-// bytes, reduction seconds, optimizer seconds; the spans follow, two values
-// each.
-const reportHead = 8
+// bytes, reduction seconds, optimizer seconds, optimizer state bytes; the
+// spans follow, two values each.
+const reportHead = 9
 
 // deviceMemory is a backend that counts the device memory its tensors hold
 // (tensor.CUDA).
@@ -130,7 +140,7 @@ func (t *trainer) encodeReport(o stepOutcome, cpuS float64) []float64 {
 	if d, ok := t.job.Backend.(deviceMemory); ok {
 		v[4] = float64(d.MemoryStats().Peak)
 	}
-	v[5], v[6], v[7] = float64(rssBytes()), o.reduceS, o.optimS
+	v[5], v[6], v[7], v[8] = float64(rssBytes()), o.reduceS, o.optimS, float64(t.optimizerBytes())
 	for i, sp := range sr.Spans {
 		v[reportHead+2*i], v[reportHead+1+2*i] = sp.Start, sp.End
 	}
@@ -141,8 +151,9 @@ func (t *trainer) encodeReport(o stepOutcome, cpuS float64) []float64 {
 // of every rank on rank 0's clock.
 func (t *trainer) record(step int, all [][]float64) *StepRecord {
 	n := t.job.Size
-	rec := &StepRecord{Step: step, PeakActivation: make([]int64, n), PeakMicroBatches: make([]float64, n), CPUS: make([]float64, n),
-		RSS: make([]int64, n), ComputeS: make([]float64, n), ReduceS: make([]float64, n), OptimizerS: make([]float64, n)}
+	rec := &StepRecord{Record: RecordStep, Step: step + 1, PeakActivation: make([]int64, n), PeakMicroBatches: make([]float64, n), CPUS: make([]float64, n),
+		RSS: make([]int64, n), ComputeS: make([]float64, n), ReduceS: make([]float64, n), OptimizerS: make([]float64, n),
+		OptimizerBytes: make([]int64, n)}
 	abs := &schedules.Timeline{Ranks: make([][]schedules.Span, n)}
 	for r, v := range all {
 		rec.PeakActivation[r] = int64(v[1])
@@ -153,7 +164,7 @@ func (t *trainer) record(step int, all [][]float64) *StepRecord {
 			}
 			rec.PeakDevice[r] = int64(v[4])
 		}
-		rec.RSS[r], rec.ReduceS[r], rec.OptimizerS[r] = int64(v[5]), v[6], v[7]
+		rec.RSS[r], rec.ReduceS[r], rec.OptimizerS[r], rec.OptimizerBytes[r] = int64(v[5]), v[6], v[7], int64(v[8])
 		if v[2] > 0 {
 			rec.PeakMicroBatches[r] = v[1] / v[2]
 		}

@@ -9,7 +9,7 @@ import (
 )
 
 // reduceScalars all-reduces, over the world, every parameter's Σgrad² (given
-// by replica 0 only), every global micro-batch's loss (given by the last
+// by one replica only: normOwner), every global micro-batch's loss (given by the last
 // stage of its replica) and how many ranks were asked to stop. Each gradient
 // and loss entry has exactly one non-zero contributor, so the sum is exact
 // whatever order the all-reduce adds in.
@@ -19,16 +19,9 @@ func (t *trainer) reduceScalars(ctx context.Context, step int, losses map[int]fl
 	if stop {
 		buf[n+nl] = 1
 	}
-	if t.dRank == 0 {
-		sums := map[string]float64{}
-		for _, s := range t.order {
-			for name, v := range models.GradSumSquares(t.stages[s].Params()) {
-				sums[name] = v
-			}
-		}
-		for i, name := range t.names {
-			buf[i] = sums[name]
-		}
+	mine := t.gradSumSquares()
+	for i, name := range t.names {
+		buf[i] = mine[name]
 	}
 	for g, l := range losses {
 		buf[n+g] = l
@@ -47,4 +40,22 @@ func (t *trainer) reduceScalars(ctx context.Context, step int, losses map[int]fl
 		total += l
 	}
 	return models.GlobalNorm(sums), total / float64(nl), buf[n+nl] > 0, nil
+}
+
+// gradSumSquares is Σgrad² of each parameter whose share of the global norm
+// this replica gives (normOwner), by name.
+func (t *trainer) gradSumSquares() map[string]float64 {
+	sums := map[string]float64{}
+	for _, s := range t.order {
+		var mine []*models.Param
+		for _, p := range t.stages[s].Params() {
+			if t.normOwner(t.stages[s], p) == t.dRank {
+				mine = append(mine, p)
+			}
+		}
+		for name, v := range models.GradSumSquares(mine) {
+			sums[name] = v
+		}
+	}
+	return sums
 }

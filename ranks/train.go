@@ -31,6 +31,12 @@ type Job struct {
 	Backend tensor.Backend
 	// Report receives rank 0's per-step records (nil on other ranks' Job is fine).
 	Report func(StepRecord)
+	// Clock, if set, times each step, evaluation and checkpoint for their
+	// records (a fake clock in tests); nil is time.Now.
+	Clock func() time.Time
+	// Event receives rank 0's records of the evaluations and checkpoints
+	// between steps, each after its step's record (nil is fine).
+	Event func(EventRecord)
 	// Stall, if set, runs before every action: the test-only fault hooks of
 	// pplaunch train (PPLAUNCH_TEST_STALL, PPLAUNCH_TEST_KILL); nil normally.
 	Stall func(step int, a schedules.Action)
@@ -148,9 +154,11 @@ func (t *trainer) setup(ctx context.Context) error {
 			st.SetTiming(t.prof.hook)
 		}
 		t.stages[s] = st
-		if t.opts[s], err = c.newOptimizer(); err != nil {
+		opt, err := c.newOptimizer()
+		if err != nil {
 			return fmt.Errorf("--optimizer: %w", err)
 		}
+		t.opts[s] = t.shardOptimizer(st, opt)
 	}
 	for _, p := range c.Model.Params() {
 		if p.TiedTo == "" {
@@ -176,6 +184,14 @@ func (t *trainer) setup(ctx context.Context) error {
 	return t.alignClocks(ctx)
 }
 
+// now is the time by Job.Clock.
+func (t *trainer) now() time.Time {
+	if t.job.Clock != nil {
+		return t.job.Clock()
+	}
+	return time.Now()
+}
+
 // waitCtx bounds one of the trainer's waits by --timeout (see waitCtx).
 func (t *trainer) waitCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 	return waitCtx(ctx, t.cfg.Timeout)
@@ -189,18 +205,21 @@ func (t *trainer) loop(ctx context.Context) (*Result, error) {
 	}
 	res := &Result{FirstStep: first, Steps: c.Steps}
 	for step := first; step < c.Steps; step++ {
-		start, cpu0 := time.Now(), cpuTime()
+		start, cpu0 := t.now(), cpuTime()
 		o, err := t.runStep(ctx, step, first)
 		if err != nil {
 			return nil, err
 		}
+		// The step's time ends here: the evaluation and the checkpoint
+		// after it have records of their own.
+		o.stepS, o.cpuS = t.now().Sub(start).Seconds(), (cpuTime() - cpu0).Seconds()
 		last := step == c.Steps-1
 		o.stop = o.stop && !last
-		val, err := t.evalAndSave(ctx, step, last, o.stop, res)
+		events, err := t.evalAndSave(ctx, step, last, o.stop, res)
 		if err != nil {
 			return nil, err
 		}
-		if err := t.publish(ctx, step, o, val, start, cpu0, res); err != nil {
+		if err := t.publish(ctx, step, o, events, res); err != nil {
 			return nil, err
 		}
 		// After the step's record, whose time it is not part of.
@@ -227,8 +246,9 @@ type stepOutcome struct {
 	stop           bool // a rank was asked to stop (preemption)
 	// reduceS is the time of the reductions after the pipeline (replicas'
 	// gradients, the tied embedding, the loss and norm), optimS the
-	// optimizer update's.
-	reduceS, optimS float64
+	// optimizer update's; stepS and cpuS the whole step's wall and CPU
+	// time, without the evaluation and checkpoint after it.
+	reduceS, optimS, stepS, cpuS float64
 }
 
 // runStep runs step's schedule, combines the gradients across replicas and
@@ -286,51 +306,73 @@ func (t *trainer) runStep(ctx context.Context, step, first int) (stepOutcome, er
 		}
 	}
 	o.optimS = time.Since(optimStart).Seconds()
+	if t.zeroOn() {
+		gatherStart := time.Now()
+		if err := t.gatherParams(ctx, step); err != nil {
+			return stepOutcome{}, err
+		}
+		o.reduceS += time.Since(gatherStart).Seconds()
+	}
 	return o, nil
 }
 
 // evalAndSave evaluates when due (every EvalEvery steps and after the last)
 // and checkpoints when due (every CheckpointEvery steps, and after the last or
-// a stop), returning the validation loss on rank 0 when evaluated.
-func (t *trainer) evalAndSave(ctx context.Context, step int, last, stop bool, res *Result) (*float64, error) {
+// a stop), returning a record of each on rank 0, timed on its clock.
+func (t *trainer) evalAndSave(ctx context.Context, step int, last, stop bool, res *Result) ([]EventRecord, error) {
 	c := t.cfg
-	var val *float64
+	var events []EventRecord
 	if (c.EvalEvery > 0 && (step+1)%c.EvalEvery == 0) || last {
+		start := t.now()
 		v, err := t.evaluate(ctx, step)
 		if err != nil {
 			return nil, err
 		}
-		val = v
+		if v != nil {
+			events = append(events, EventRecord{Record: RecordEval, Step: step + 1, Seconds: t.now().Sub(start).Seconds(), ValLoss: v, Batches: c.EvalBatches})
+		}
 	}
 	if (c.CheckpointEvery > 0 && (step+1)%c.CheckpointEvery == 0) || ((last || stop) && c.CheckpointDir != "") {
+		start := t.now()
 		dir, err := t.save(ctx, step+1)
 		if err != nil {
 			return nil, err
 		}
 		res.Checkpoint = dir
+		events = append(events, EventRecord{Record: RecordCheckpoint, Step: step + 1, Seconds: t.now().Sub(start).Seconds(), Dir: dir})
 	}
-	return val, nil
+	return events, nil
 }
 
 // publish sends this rank's measured step to rank 0, which completes the
 // record (loss, validation loss, norm, rate, time, throughput), adds it to the
-// summary and the profile, and hands it to Job.Report.
-func (t *trainer) publish(ctx context.Context, step int, o stepOutcome, val *float64, start time.Time, cpu0 time.Duration, res *Result) error {
+// summary and the profile, and hands it to Job.Report, then the evaluation's
+// and checkpoint's records after it to Job.Event.
+func (t *trainer) publish(ctx context.Context, step int, o stepOutcome, events []EventRecord, res *Result) error {
 	c := t.cfg
-	stepS := time.Since(start).Seconds()
-	rec, err := t.report(ctx, step, o, (cpuTime() - cpu0).Seconds())
+	rec, err := t.report(ctx, step, o, o.cpuS)
 	if err != nil || t.job.Rank != 0 {
 		return err
 	}
-	rec.Loss, rec.ValLoss, rec.GradNorm, rec.LR = o.loss, val, o.norm, o.lr
-	rec.StepS = stepS
-	rec.TokensPerS = float64(c.DP*c.Micro*c.MicroSize*c.Model.Seq) / stepS
+	rec.Loss, rec.GradNorm, rec.LR = o.loss, o.norm, o.lr
+	for _, e := range events {
+		if e.Record == RecordEval {
+			rec.ValLoss = e.ValLoss
+		}
+	}
+	rec.StepS = o.stepS
+	rec.TokensPerS = float64(c.DP*c.Micro*c.MicroSize*c.Model.Seq) / o.stepS
 	res.Summary.Add(*rec)
 	if t.prof != nil {
 		t.prof.record(t.sched, rec)
 	}
 	if t.job.Report != nil {
 		t.job.Report(*rec)
+	}
+	if t.job.Event != nil {
+		for _, e := range events {
+			t.job.Event(e)
+		}
 	}
 	return nil
 }

@@ -77,13 +77,13 @@ func TestTrainCUDAMatchesOneProcess(t *testing.T) {
 		}
 	}
 	for _, tc := range []struct {
-		sched     string
-		pp, dp, v int
-	}{{"1f1b", 2, 1, 0}, {"zb-h1", 2, 1, 0}, {"interleaved", 2, 1, 2}, {"1f1b", 2, 2, 0}} {
-		t.Run(fmt.Sprintf("%s/pp%d/dp%d", tc.sched, tc.pp, tc.dp), func(t *testing.T) {
+		sched           string
+		pp, dp, v, zero int
+	}{{"1f1b", 2, 1, 0, 0}, {"zb-h1", 2, 1, 0, 0}, {"interleaved", 2, 1, 2, 0}, {"1f1b", 2, 2, 0, 0}, {"1f1b", 2, 2, 0, 1}, {"gpipe", 1, 4, 0, 1}} {
+		t.Run(fmt.Sprintf("%s/pp%d/dp%d/zero%d", tc.sched, tc.pp, tc.dp, tc.zero), func(t *testing.T) {
 			open, _ := cudaRanks(t)
 			cfg := tiny(t)
-			cfg.Schedule, cfg.PP, cfg.DP, cfg.Virtual = tc.sched, tc.pp, tc.dp, tc.v
+			cfg.Schedule, cfg.PP, cfg.DP, cfg.Virtual, cfg.Zero = tc.sched, tc.pp, tc.dp, tc.v, tc.zero
 			cfg.Micro = 4 / tc.dp
 			cfg.CheckpointDir = t.TempDir()
 			var got []StepRecord

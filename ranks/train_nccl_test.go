@@ -135,15 +135,15 @@ func TestTrainNCCLSameBits(t *testing.T) {
 		t.Fatal(errors.Join(errs...))
 	}
 	for _, tc := range []struct {
-		sched     string
-		pp, dp, v int
-		every     bool
-	}{{"1f1b", 2, 1, 0, false}, {"interleaved", 2, 1, 2, false}, {"1f1b", 2, 2, 0, true}} {
-		t.Run(fmt.Sprintf("%s/pp%d/dp%d", tc.sched, tc.pp, tc.dp), func(t *testing.T) {
+		sched           string
+		pp, dp, v, zero int
+		every           bool
+	}{{"1f1b", 2, 1, 0, 0, false}, {"interleaved", 2, 1, 2, 0, false}, {"1f1b", 2, 2, 0, 0, true}, {"1f1b", 2, 2, 0, 1, true}} {
+		t.Run(fmt.Sprintf("%s/pp%d/dp%d/zero%d", tc.sched, tc.pp, tc.dp, tc.zero), func(t *testing.T) {
 			run := func(nccl bool) ([]StepRecord, string) {
 				open, _ := cudaRanks(t)
 				cfg := tiny(t)
-				cfg.Schedule, cfg.PP, cfg.DP, cfg.Virtual, cfg.CheckTransfers = tc.sched, tc.pp, tc.dp, tc.v, tc.every
+				cfg.Schedule, cfg.PP, cfg.DP, cfg.Virtual, cfg.CheckTransfers, cfg.Zero = tc.sched, tc.pp, tc.dp, tc.v, tc.every, tc.zero
 				cfg.Micro = 4 / tc.dp
 				cfg.CheckpointDir = t.TempDir()
 				var got []StepRecord

@@ -241,6 +241,7 @@ func TestTrainConfigPlan(t *testing.T) {
 		{"clip", func(c *TrainConfig) { c.Clip = -1 }, 1, "--clip -1 must not be negative"},
 		{"timeout", func(c *TrainConfig) { c.Timeout = -time.Second }, 1, "--timeout -1s must not be negative"},
 		{"steps", func(c *TrainConfig) { c.Steps = -2 }, 1, "--steps -2 must not be negative"},
+		{"steps zero", func(c *TrainConfig) { c.Steps = 0 }, 1, "--steps 0 trains nothing: give --steps 1 or more"},
 		{"schedule", func(c *TrainConfig) { c.Schedule = "nope" }, 1, "--schedule nope"},
 		{"virtual on 1f1b", func(c *TrainConfig) { c.PP, c.Virtual = 2, 3 }, 2, "--schedule 1f1b with --pp 2, --microbatches 4, --virtual 3"},
 		{"virtual 1 on interleaved", func(c *TrainConfig) { c.PP, c.Schedule, c.Virtual = 2, "interleaved", 1 }, 2, "would be 1f1b: use --virtual 2 or more"},

@@ -16,9 +16,10 @@
 // Timeline type from measured timestamps. Analyze gives makespan, idle time,
 // bubble fraction and peak live activations of either; MeanCosts and Predict
 // re-simulate with measured per-stage durations; PeakBytes gives the peak
-// activation bytes as an executor measures them; WriteGantt, WriteSVG and
-// WriteTrace (with flow arrows from each send to its receive) draw any
-// Timeline. Load reads a schedule file and Fit checks it against a run.
+// activation bytes as an executor measures them; WriteGantt, WriteSVG (and
+// WriteSVGWith: a window of steps from Window, their boundaries, the
+// expected timeline and the actions Late marks) and WriteTrace (with flow
+// arrows from each send to its receive) draw any Timeline. Load reads a schedule file and Fit checks it against a run.
 //
 // It must never import another package of pplaunch, nor anything with
 // effects: plan, the simulator and the executor all rely on it being pure.

@@ -14,16 +14,9 @@ import (
 // the actions that ran late.
 func Expected(s *Schedule, measured *Timeline) (*Timeline, error) {
 	P := len(s.Ranks)
-	if P == 0 || len(measured.Ranks)%P != 0 {
-		return nil, fmt.Errorf("expected timeline: %d ranks measured, not a multiple of the schedule's %d", len(measured.Ranks), P)
-	}
-	steps := -1
-	for w, spans := range measured.Ranks {
-		n := len(s.Ranks[w%P])
-		if n == 0 || len(spans)%n != 0 || (steps >= 0 && len(spans)/n != steps) {
-			return nil, fmt.Errorf("expected timeline: rank %d has %d spans, not the same whole number of steps of %d actions as the others", w, len(spans), n)
-		}
-		steps = len(spans) / n
+	steps, err := Steps(s, measured)
+	if err != nil {
+		return nil, fmt.Errorf("expected timeline: %w", err)
 	}
 	out := &Timeline{Ranks: make([][]Span, len(measured.Ranks))}
 	for d := range len(measured.Ranks) / P {
@@ -61,21 +54,40 @@ func expectStep(s *Schedule, measured *Timeline, base, k int, out *Timeline) err
 	return nil
 }
 
-// LateBy is how much later than expected each measured compute action
-// ended, by rank and index, for the actions that ended more than slack
-// seconds late; measured and expected hold the same actions in the same
-// order (Expected's output for measured).
-func LateBy(measured, expected *Timeline, slack float64) map[[2]int]float64 {
-	late := map[[2]int]float64{}
+// Lateness is how a measured compute action compares with the expected
+// timeline: By, how long after its expected end it ended; Over, how much
+// longer than expected it ran; Expected, its expected duration.
+type Lateness struct{ By, Over, Expected float64 }
+
+// lateShare and lateFloor are when Late marks an action: it ran longer than
+// expected by more than lateShare of its expected time and by more than
+// lateFloor of the picture's span. Ending late alone does not mark it: an
+// action that only started late, behind a slow peer or a slow action before
+// it on its rank, is not where the time went.
+const (
+	lateShare = 0.5
+	lateFloor = 0.002
+)
+
+// Late is the measured compute actions, by rank and index, that ran longer
+// than their expected duration by more than share of it and more than floor
+// seconds; measured and expected hold the same actions in the same order
+// (Expected's output for measured, whose durations are each step's means
+// per rank).
+func Late(measured, expected *Timeline, share, floor float64) map[[2]int]Lateness {
+	out := map[[2]int]Lateness{}
 	for r, spans := range measured.Ranks {
 		for i, sp := range spans {
 			if !sp.Action.Kind.IsCompute() || r >= len(expected.Ranks) || i >= len(expected.Ranks[r]) {
 				continue
 			}
-			if d := sp.End - expected.Ranks[r][i].End; d > slack {
-				late[[2]int{r, i}] = d
+			e := expected.Ranks[r][i]
+			l := Lateness{By: sp.End - e.End, Expected: e.End - e.Start}
+			l.Over = (sp.End - sp.Start) - l.Expected
+			if l.Over > share*l.Expected && l.Over > floor {
+				out[[2]int{r, i}] = l
 			}
 		}
 	}
-	return late
+	return out
 }

@@ -55,14 +55,16 @@ func TestExpectedOfASimulation(t *testing.T) {
 			}
 		}
 	}
-	if late := LateBy(measured, exp, 1e-9); len(late) != 0 {
+	if late := Late(measured, exp, 0, 1e-9); len(late) != 0 {
 		t.Fatalf("late actions in a simulation: %v", late)
 	}
 }
 
-// TestLateAction: one forward that takes 50 ms longer than its peers makes it
-// end late, and the actions after it on its rank late too; the picture
-// outlines exactly those in red and draws every expected compute action.
+// TestLateAction: one forward that takes 50 ms longer than its peers is
+// late; the actions after it, on its rank and its peer's, end late too but
+// only because they began late, and are not marked. The picture outlines
+// exactly the late one in red, draws every expected compute action, and
+// says in a legend what the strips and the red mean.
 func TestLateAction(t *testing.T) {
 	s, err := Generate("1f1b", 2, 2, 0)
 	if err != nil {
@@ -88,14 +90,19 @@ func TestLateAction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	late := LateBy(measured, exp, 0.001)
-	if _, ok := late[[2]int{1, first}]; !ok || len(late) == 0 {
-		t.Fatalf("the slow forward (rank 1, span %d) is not late: %v", first, late)
+	late := Late(measured, exp, lateShare, 0.001)
+	// Expected takes the step's mean forward of the stage, (60+10)/2 ms.
+	if l, ok := late[[2]int{1, first}]; !ok || len(late) != 1 || math.Abs(l.Over-0.025) > 1e-9 || math.Abs(l.Expected-0.035) > 1e-9 {
+		t.Fatalf("want only the slow forward (rank 1, span %d), 25 ms over its expected 35 ms: %v", first, late)
 	}
-	for k := range late {
-		if k[1] < n {
-			t.Errorf("an action of the first, untouched step is late: %v", k)
+	endsLate := 0
+	for i := first + 1; i < 2*n; i++ {
+		if measured.Ranks[1][i].Action.Kind.IsCompute() && measured.Ranks[1][i].End-exp.Ranks[1][i].End > 0.010 {
+			endsLate++
 		}
+	}
+	if endsLate == 0 {
+		t.Fatalf("the test's premise: the actions after the slow one end late too")
 	}
 	var b bytes.Buffer
 	if err := WriteSVGCompared(&b, measured, exp, "late"); err != nil {
@@ -116,10 +123,13 @@ func TestLateAction(t *testing.T) {
 	if got := strings.Count(svg, `class="expected"`); got != compute {
 		t.Errorf("%d expected boxes drawn, want %d", got, compute)
 	}
-	// The picture marks what is late at its scale (lateSlack of its span).
-	t0, t1, _ := bounds(measured)
-	if got, want := strings.Count(svg, `class="late"`), len(LateBy(measured, exp, lateSlack*(t1-t0))); got != want || got == 0 {
-		t.Errorf("%d late boxes drawn, want %d (and at least one)", got, want)
+	if got := strings.Count(svg, `class="late"`); got != 1 {
+		t.Errorf("%d late boxes drawn, want 1", got)
+	}
+	for _, want := range []string{"expected: the step simulated from its mean action times", "late: ran over 50% longer than expected", "ran 25 ms longer than expected (35 ms)"} {
+		if !strings.Contains(svg, want) {
+			t.Errorf("the picture does not say %q", want)
+		}
 	}
 }
 

@@ -32,7 +32,7 @@ var targets = []struct {
 	srcs []string
 	args []string
 }{
-	{"libcudart.so.13", []string{"cudart.cc", "launch.cc", "blocks.cc"}, []string{"-ldl", "-lpthread"}},
+	{"libcudart.so.13", []string{"cudart.cc", "launch.cc", "blocks.cc", "check.cc", "order.cc", "elfsyms.cc"}, []string{"-ldl", "-lpthread"}},
 	{"libcublasLt.so.13", []string{"stubs.c"}, []string{"-DCUBLASLT"}},
 	{"libcublas.so.13", []string{"cublas.cc"}, []string{"-L.", "-l:libcudart.so.13", "-l:libcublasLt.so.13"}},
 	{"libnvrtc.so.13", []string{"nvrtc.cc"}, []string{"-ldl"}},

@@ -36,8 +36,8 @@ func TestAxpy(t *testing.T) {
 }
 
 // rotateSrc needs a real barrier: each thread reads the value its neighbour
-// wrote before the barrier. Without one, thread i would read s[i+1] before
-// thread i+1 wrote it (stale from the previous launch, which used another base).
+// wrote before the barrier. Without one, thread i would read s[i+1] before or
+// after thread i+1 wrote it, a race the launch checks report.
 const rotateSrc = `
 extern "C" __global__ void rotate(int *out, int base) {
 	__shared__ int s[256];

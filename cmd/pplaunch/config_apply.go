@@ -58,6 +58,12 @@ func (f *runFile) apply(c *trainCmd, name string, given map[string]bool) error {
 	if err := f.applyOptimizer(c, name); err != nil {
 		return err
 	}
+	if z := f.ZeroOptimization; z != nil && z.Stage != nil {
+		if *z.Stage != 0 && *z.Stage != 1 {
+			return fmt.Errorf("%s: zero_optimization.stage %d: pipelines allow only stage 0 (off) or 1 (optimizer state sharded over the data-parallel replicas), as DeepSpeed's do: use 1", name, *z.Stage)
+		}
+		c.Zero = *z.Stage
+	}
 	return f.applyScheduler(c, name)
 }
 

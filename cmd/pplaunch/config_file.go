@@ -22,6 +22,7 @@ type runFile struct {
 	Optimizer        *fileOptimizer `json:"optimizer,omitempty"`
 	Scheduler        *fileScheduler `json:"scheduler,omitempty"`
 	Pipeline         *filePipeline  `json:"pipeline,omitempty"`
+	ZeroOptimization *fileZero      `json:"zero_optimization,omitempty"`
 	Steps            *int           `json:"steps,omitempty"`
 	TrainIters       *int           `json:"train_iters,omitempty"` // Megatron's name for steps
 
@@ -89,6 +90,20 @@ type filePipeline struct {
 	Virtual         *int    `json:"virtual,omitempty"`
 }
 
+// fileZero is DeepSpeed's zero_optimization block: stage sets --zero; the
+// bucket sizes and overlap switches tune DeepSpeed's own exchange and change
+// no number (here each stage's exchange is one reduce-scatter and one
+// all-gather), so they are accepted and have no effect.
+type fileZero struct {
+	Stage               *int     `json:"stage,omitempty"`
+	ReduceScatter       *bool    `json:"reduce_scatter,omitempty"`
+	AllgatherPartitions *bool    `json:"allgather_partitions,omitempty"`
+	OverlapComm         *bool    `json:"overlap_comm,omitempty"`
+	ContiguousGradients *bool    `json:"contiguous_gradients,omitempty"`
+	ReduceBucketSize    *float64 `json:"reduce_bucket_size,omitempty"`
+	AllgatherBucketSize *float64 `json:"allgather_bucket_size,omitempty"`
+}
+
 type fileCheckpoint struct {
 	Dir       *string `json:"dir,omitempty"`
 	Every     *int    `json:"every,omitempty"`
@@ -115,12 +130,14 @@ var unsupportedKeys = map[string]string{
 	"fp16":                     "training is float32: remove it",
 	"bf16":                     "training is float32: remove it",
 	"amp":                      "training is float32: remove it",
-	"zero_optimization":        "there is no ZeRO sharding (optimizer state stays with its stage): remove it",
 	"steps_per_print":          "every step is printed (or every twentieth of the run on a terminal): remove it",
 	"wall_clock_breakdown":     "the step line and --trace show the time of every action: remove it",
 	"activation_checkpointing": "use pipeline.activation_checkpoint_interval (or --recompute)",
 	"tensorboard":              "use --metrics (JSON lines) or --metrics-addr (Prometheus)",
 	"wandb":                    "use --metrics (JSON lines) or --metrics-addr (Prometheus)",
+
+	"zero_optimization.offload_optimizer": "the optimizer state stays on the device (no offload): remove it",
+	"zero_optimization.offload_param":     "the parameters stay on the device (no offload): remove it",
 }
 
 // parseRunFile decodes a config file, refusing unknown keys (naming the

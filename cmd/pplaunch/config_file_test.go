@@ -132,6 +132,25 @@ func TestConfigFileMapping(t *testing.T) {
 			}
 			return ""
 		}},
+		{"ZeRO stage 1", `{"zero_optimization": {"stage": 1, "reduce_scatter": true, "allgather_partitions": true, "overlap_comm": true,
+			"contiguous_gradients": true, "reduce_bucket_size": 5e8, "allgather_bucket_size": 5e8}, "dp": 2}`, 2, nil, func(c ranks.TrainConfig) string {
+			if c.Zero != 1 || c.DP != 2 {
+				return "want --zero 1 on dp 2"
+			}
+			return ""
+		}},
+		{"ZeRO off", `{"zero_optimization": {"stage": 0}}`, 1, nil, func(c ranks.TrainConfig) string {
+			if c.Zero != 0 {
+				return "want --zero 0"
+			}
+			return ""
+		}},
+		{"--zero wins over the file", `{"zero_optimization": {"stage": 1}}`, 1, []string{"--zero", "0"}, func(c ranks.TrainConfig) string {
+			if c.Zero != 0 {
+				return "want the flag's --zero 0"
+			}
+			return ""
+		}},
 		{"pipeline off", `{"pipeline": {"enabled": false}}`, 2, nil, func(c ranks.TrainConfig) string {
 			if c.PP != 1 || c.DP != 2 {
 				return "want pp 1 × dp 2"
@@ -190,6 +209,11 @@ func TestConfigFileErrors(t *testing.T) {
 			[]string{"optimizer.params.weight_decai", "optimizer.params.weight_decay"}},
 		{"unknown pipeline key", `{"pipeline": {"num_stage": 2}}`, 1, nil, []string{"pipeline.num_stage", "did you mean pipeline.num_stages"}},
 		{"unsupported DeepSpeed key", `{"fp16": {"enabled": true}}`, 1, nil, []string{"fp16 is not supported", "float32"}},
+		{"ZeRO stage 2", `{"zero_optimization": {"stage": 2}}`, 1, nil, []string{"zero_optimization.stage 2", "pipelines allow only stage 0 (off) or 1"}},
+		{"ZeRO stage 3 as a flag", `{}`, 1, []string{"--zero", "3"}, []string{"--zero 3", "pipelines allow only stage 0 (off) or 1"}},
+		{"ZeRO offload", `{"zero_optimization": {"stage": 1, "offload_optimizer": {"device": "cpu"}}}`, 1, nil,
+			[]string{"zero_optimization.offload_optimizer is not supported", "no offload"}},
+		{"unknown ZeRO key", `{"zero_optimization": {"stgae": 1}}`, 1, nil, []string{"zero_optimization.stgae", "did you mean zero_optimization.stage"}},
 		{"wrong type", `{"steps": "ten"}`, 1, nil, []string{"steps", `"ten"`, "a whole number"}},
 		{"not an object", `[1, 2]`, 1, nil, []string{"not a JSON object"}},
 		{"batch inconsistent", `{"train_batch_size": 16, "train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 2}`, 1, nil,

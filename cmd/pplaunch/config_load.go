@@ -141,6 +141,9 @@ func (c *trainCmd) effective(cfg ranks.TrainConfig) []byte {
 	if cfg.CheckpointDir != "" {
 		f.Checkpoint = &fileCheckpoint{Dir: s(cfg.CheckpointDir), Every: i(cfg.CheckpointEvery)}
 	}
+	if cfg.Zero > 0 {
+		f.ZeroOptimization = &fileZero{Stage: i(cfg.Zero)}
+	}
 	b, _ := json.Marshal(f)
 	return b
 }

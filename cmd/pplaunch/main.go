@@ -27,6 +27,7 @@ type cli struct {
 	Checkpoint *checkpointCmd `arg:"subcommand:checkpoint" help:"tools over saved checkpoints (compare)"`
 	Devices    *devicesCmd    `arg:"subcommand:devices" help:"the NVIDIA libraries found (versions, where from) and the GPUs they see"`
 	Sample     *sampleCmd     `arg:"subcommand:sample" help:"generate text from a checkpoint (one rank, or a pipeline of N ranks)"`
+	Top        *topCmd        `arg:"subcommand:top" help:"watch a running job in the terminal: each rank's action, step, bubble and memory (reads train --metrics-addr)"`
 }
 
 // benchCmd groups the benchmarks.
@@ -140,6 +141,8 @@ func run(argv []string, stdout, stderr io.Writer) int {
 		return runInProcess(stderr, func(ctx context.Context) error { return c.Checkpoint.run(ctx, stdout, stderr) })
 	case c.Devices != nil:
 		return runInProcess(stderr, func(ctx context.Context) error { return c.Devices.run(ctx, stdout, stderr) })
+	case c.Top != nil:
+		return runInProcess(stderr, func(ctx context.Context) error { return c.Top.run(ctx, stdout, stderr) })
 	default:
 		fmt.Fprintln(stderr, "pplaunch: nothing to run: give a subcommand or -- PROGRAM ARGS... (pplaunch --help lists them)")
 		p.WriteUsage(stderr)

@@ -11,4 +11,5 @@ type optimFlags struct {
 	AdamBeta2     float64 `arg:"--adam-beta2" default:"0.95" help:"AdamW's beta2"`
 	AdamEps       float64 `arg:"--adam-eps" default:"1e-8" help:"AdamW's eps"`
 	Momentum      float64 `arg:"--momentum" default:"0.9" help:"SGD's momentum"`
+	Zero          int     `arg:"--zero" placeholder:"STAGE" help:"ZeRO stage: 1 shards the optimizer state over the data-parallel replicas (each keeps and updates 1/dp of it), 0 off; pipelines allow no other (DeepSpeed's zero_optimization.stage)"`
 }

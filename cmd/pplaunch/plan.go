@@ -38,6 +38,7 @@ type planCmd struct {
 	World        int     `arg:"--world" placeholder:"N" help:"with --profile: search the pp × dp layouts of N ranks [default: the profiled run's]"`
 	MemoryBudget string  `arg:"--memory-budget" placeholder:"SIZE" help:"with --profile: the memory a rank may use, e.g. 12GiB; layouts above it are rejected"`
 	GlobalBatch  int     `arg:"--global-batch" placeholder:"SEQ" help:"with --profile: sequences per step to search for [default: the profiled run's]"`
+	Zero         int     `arg:"--zero" placeholder:"STAGE" help:"with a search: predict train --zero STAGE (1: the optimizer state sharded over the data-parallel replicas; 0 off)"`
 	Top          int     `arg:"--top" default:"5" placeholder:"N" help:"with a search: how many kept and how many rejected layouts to print"`
 }
 
@@ -60,6 +61,9 @@ type planResult struct {
 	Busy            []float64 `json:"busy"`
 	Idle            []float64 `json:"idle"`
 	TimeUnit        string    `json:"time_unit"`
+	// Notes say which of torch's actions a CSV file held that pplaunch
+	// drops, and what stands for each (schedules.CSVNotes).
+	Notes []string `json:"notes,omitempty"`
 
 	sched *schedules.Schedule
 	tl    *schedules.Timeline
@@ -173,7 +177,11 @@ func (c *planCmd) fromFile() (*planResult, error) {
 	if err != nil {
 		return nil, fmt.Errorf("plan: %w", err)
 	}
-	return c.analyze(c.From, s)
+	res, err := c.analyze(c.From, s)
+	if err == nil {
+		res.Notes = schedules.LoadNotes(c.From, string(text))
+	}
+	return res, err
 }
 
 func (c *planCmd) analyze(name string, s *schedules.Schedule) (*planResult, error) {
@@ -262,7 +270,7 @@ func (c *planCmd) writeFiles(res *planResult) error {
 	if c.SVG != "" {
 		var b bytes.Buffer
 		title := fmt.Sprintf("%s  P=%d v=%d M=%d  makespan %.4g ms  bubble %.1f%%", res.Schedule, res.P, res.V, res.M, res.Makespan, 100*res.Bubble)
-		if err := schedules.WriteSVG(&b, tl, title); err != nil {
+		if err := schedules.WriteSVGWith(&b, tl, schedules.SVGOptions{Title: title, V: res.V, AxisFrom: "the step's start"}); err != nil {
 			return err
 		}
 		if err := os.WriteFile(c.SVG, b.Bytes(), 0o644); err != nil {
@@ -294,6 +302,9 @@ func (c *planCmd) costLine(w io.Writer) {
 
 func (c *planCmd) summary(w io.Writer, res *planResult) error {
 	fmt.Fprintf(w, "%s: P=%d ranks, v=%d, M=%d micro-batches\n", res.Schedule, res.P, res.V, res.M)
+	for _, n := range res.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
 	c.costLine(w)
 	fmt.Fprintf(w, "makespan  %.4g ms\nideal     %.4g ms (busiest rank's compute)\nbubble    %s\n", res.Makespan, res.Ideal, pct(res.Bubble))
 	if res.BubbleFormula != nil {

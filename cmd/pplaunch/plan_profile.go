@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -63,7 +62,10 @@ func (c *planCmd) profilePlan(w io.Writer) error {
 	if world < 1 || global < 1 || c.Top < 1 {
 		return fmt.Errorf("plan: --world %d, --global-batch %d and --top %d must be at least 1", world, global, c.Top)
 	}
-	rows, err := search(p, world, global, budget)
+	if err := ranks.CheckZero(c.Zero); err != nil {
+		return fmt.Errorf("plan: %w", err)
+	}
+	rows, err := search(p, world, global, budget, c.Zero)
 	if err != nil {
 		return fmt.Errorf("plan: search: %w", err)
 	}
@@ -137,6 +139,9 @@ func (c *planCmd) printSearch(w io.Writer, p *ranks.Profile, rows []searchRow, w
 	if budget > 0 {
 		limit = "budget " + bytesIEC(budget) + " per rank"
 	}
+	if c.Zero > 0 {
+		limit += fmt.Sprintf(", ZeRO stage %d", c.Zero)
+	}
 	fmt.Fprintf(w, "search: %d ranks, %d sequences per step, %s: %d layouts, %d fit\n", world, global, limit, len(rows), fits)
 	fmt.Fprintln(w, "predicted step: the simulated pipeline from the profile's block times (scaled by micro-batch size) and transfer times, plus a ring all-reduce of the gradients at the measured transfer bandwidth; the optimizer step is not in it")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -167,7 +172,11 @@ func (c *planCmd) printSearch(w io.Writer, p *ranks.Profile, rows []searchRow, w
 		return err
 	}
 	if fits == 0 {
-		return errors.New("plan: no layout fits the memory budget: raise --memory-budget, add ranks (--world) or lower --global-batch")
+		more := ""
+		if c.Zero == 0 {
+			more = ", shard the optimizer state (--zero 1)"
+		}
+		return fmt.Errorf("plan: no layout fits the memory budget: raise --memory-budget, add ranks (--world)%s or lower --global-batch", more)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -40,7 +41,7 @@ func TestSearch(t *testing.T) {
 		t.Fatal(err)
 	}
 	const budget = 1 << 20
-	rows, err := search(p, 8, 32, budget)
+	rows, err := search(p, 8, 32, budget, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,6 +81,67 @@ func TestSearch(t *testing.T) {
 	}
 	if code, _, errOut := runPlan(t, "--profile", profileFile, "--memory-budget", "1KiB"); code == 0 || !strings.Contains(errOut, "no layout fits the memory budget") {
 		t.Errorf("a budget nothing fits: exit %d %s", code, errOut)
+	}
+}
+
+// TestSearchZero: under --zero 1 every layout's optimizer memory is its
+// share of the replicas' (less wherever dp > 1, the same on one replica),
+// so more layouts fit; a layout rejected without it says when it would fit
+// with it; --zero 2 is refused.
+func TestSearchZero(t *testing.T) {
+	p, err := readProfile(profileFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const budget = 1 << 20
+	key := func(r searchRow) string {
+		return fmt.Sprint(r.PP, r.DP, r.Schedule, r.V, r.Micro, r.MicroSize, r.Recompute)
+	}
+	count := func(rows []searchRow) (fits int, by map[string]searchRow) {
+		by = map[string]searchRow{}
+		for _, r := range rows {
+			by[key(r)] = r
+			if r.Fits {
+				fits++
+			}
+		}
+		return fits, by
+	}
+	plain, err := search(p, 8, 32, budget, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zero, err := search(p, 8, 32, budget, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nPlain, byPlain := count(plain)
+	nZero, _ := count(zero)
+	if nZero <= nPlain {
+		t.Errorf("%d layouts fit with --zero 1, %d without", nZero, nPlain)
+	}
+	hinted := 0
+	for _, z := range zero {
+		r := byPlain[key(z)]
+		switch {
+		case z.Zero != 1 || r.Zero != 0:
+			t.Errorf("%s: zero %d and %d", key(z), z.Zero, r.Zero)
+		case z.DP > 1 && z.MemoryBytes >= r.MemoryBytes:
+			t.Errorf("%s: %d bytes with --zero 1, %d without", key(z), z.MemoryBytes, r.MemoryBytes)
+		case z.DP == 1 && z.MemoryBytes != r.MemoryBytes:
+			t.Errorf("%s on one replica: %d bytes with --zero 1, %d without", key(z), z.MemoryBytes, r.MemoryBytes)
+		}
+		if want := !r.Fits && z.Fits; want != strings.Contains(r.Why, "fits with --zero 1") {
+			t.Errorf("%s: verdict %q, fits with --zero 1: %v", key(z), r.Why, z.Fits)
+		} else if want {
+			hinted++
+		}
+	}
+	if hinted == 0 {
+		t.Error("no rejected layout says it fits with --zero 1")
+	}
+	if code, _, errOut := runPlan(t, "--profile", profileFile, "--world", "8", "--zero", "2"); code == 0 || !strings.Contains(errOut, "pipelines allow only stage 0 (off) or 1") {
+		t.Errorf("--zero 2: exit %d %s", code, errOut)
 	}
 }
 

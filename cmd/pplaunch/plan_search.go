@@ -22,6 +22,7 @@ type searchRow struct {
 	Micro       int      `json:"microbatches"`
 	MicroSize   int      `json:"microbatch_size"`
 	Recompute   bool     `json:"recompute"`
+	Zero        int      `json:"zero"`
 	Cut         []int    `json:"cut"`
 	StepS       float64  `json:"step_s"`
 	Bubble      float64  `json:"bubble"`
@@ -29,6 +30,9 @@ type searchRow struct {
 	Parts       memParts `json:"memory_parts"` // of that rank
 	Fits        bool     `json:"fits"`
 	Why         string   `json:"why"`
+	// withZero is, for a layout of several replicas searched without ZeRO,
+	// its largest rank's memory under --zero 1 (0: not predicted).
+	withZero int64
 }
 
 // memParts is one rank's predicted memory by kind.
@@ -76,22 +80,29 @@ func searchSpace(p *ranks.Profile, world, global int) []ranks.Candidate {
 	return out
 }
 
-// search predicts every layout of searchSpace and says of each whether it
-// fits budget bytes per rank; rows come fastest first, those that fit
-// before those that do not.
-func search(p *ranks.Profile, world, global int, budget int64) ([]searchRow, error) {
+// search predicts every layout of searchSpace under ZeRO stage zero and
+// says of each whether it fits budget bytes per rank; rows come fastest
+// first, those that fit before those that do not.
+func search(p *ranks.Profile, world, global int, budget int64, zero int) ([]searchRow, error) {
 	var rows []searchRow
 	for _, c := range searchSpace(p, world, global) {
+		c.Zero = zero
 		pr, err := ranks.Predict(p, c)
 		if err != nil {
 			return nil, fmt.Errorf("%s on pp %d: %w", c.Schedule, c.PP, err)
 		}
 		r := searchRow{PP: c.PP, DP: c.DP, Schedule: c.Schedule, V: c.Virtual, Micro: c.Micro, MicroSize: c.MicroSize,
-			Recompute: c.Recompute, Cut: pr.Cut, StepS: pr.StepS, Bubble: pr.Bubble}
+			Recompute: c.Recompute, Zero: zero, Cut: pr.Cut, StepS: pr.StepS, Bubble: pr.Bubble}
 		top := slices.Index(pr.Memory, slices.Max(pr.Memory))
 		r.MemoryBytes = pr.Memory[top]
 		r.Parts = memParts{pr.Params[top], pr.Grads[top], pr.Optim[top], pr.Activations[top], pr.Transient[top]}
 		r.Fits = budget <= 0 || r.MemoryBytes <= budget
+		if !r.Fits && zero == 0 && c.DP > 1 {
+			c.Zero = 1
+			if z, err := ranks.Predict(p, c); err == nil {
+				r.withZero = slices.Max(z.Memory)
+			}
+		}
 		rows = append(rows, r)
 	}
 	slices.SortStableFunc(rows, func(a, b searchRow) int {
@@ -122,6 +133,9 @@ func explain(rows []searchRow, budget int64) {
 		case !r.Fits:
 			r.Why = fmt.Sprintf("rejected: rank needs %s > budget %s (params %s, grads %s, optimizer %s, activations %s)",
 				bytesIEC(r.MemoryBytes), bytesIEC(budget), bytesIEC(r.Parts.Params), bytesIEC(r.Parts.Grads), bytesIEC(r.Parts.Optimizer), bytesIEC(r.Parts.Activations+r.Parts.Transient))
+			if r.withZero > 0 && r.withZero <= budget {
+				r.Why += fmt.Sprintf("; fits with --zero 1 (%s)", bytesIEC(r.withZero))
+			}
 		case best < 0:
 			best = i
 			r.Why = "kept: the fastest that fits"

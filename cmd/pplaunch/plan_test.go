@@ -292,3 +292,24 @@ func TestPlanCSV(t *testing.T) {
 		t.Errorf("--csv-comms alone: exit %d %s", code, errOut)
 	}
 }
+
+// TestPlanTorchCSV: plan --from a CSV torch 2.15 wrote, with its
+// reductions, FSDP actions and send waits, says what it dropped (and the
+// JSON carries the notes); torch's off-by-one 1F1B file is refused, exit 1,
+// naming the stage and the micro-batches.
+func TestPlanTorchCSV(t *testing.T) {
+	dir := filepath.Join("..", "..", "schedules", "testdata", "torch")
+	code, out, errOut := runPlan(t, "--from", filepath.Join(dir, "torch215_interleavedzb_p2_m4.compute_comms.csv"))
+	if code != 0 || !strings.Contains(out, "note: REDUCE_GRAD, WAIT_REDUCE_GRAD (8 actions): taken as pplaunch's data-parallel gradient exchange") ||
+		!strings.Contains(out, "note: RESHARD, UNSHARD (8 actions): FSDP's, dropped") {
+		t.Errorf("torch's interleaved ZB: exit %d %s\n%s", code, errOut, out)
+	}
+	code, out, errOut = runPlan(t, "--from", filepath.Join(dir, "torch215_gpipe_p2_m4.csv"), "--json")
+	if code != 0 || !strings.Contains(out, `"notes":["REDUCE_GRAD, WAIT_REDUCE_GRAD (4 actions)`) {
+		t.Errorf("torch's GPipe --json: exit %d %s\n%s", code, errOut, out)
+	}
+	code, _, errOut = runPlan(t, "--from", filepath.Join(dir, "torch215_1f1b_p4_m4.csv"))
+	if code != 1 || !strings.Contains(errOut, "stage 3 (rank 3) has no forward of micro-batch 0 and runs micro-batch 4, out of range") {
+		t.Errorf("torch's 1F1B: exit %d %s", code, errOut)
+	}
+}

@@ -54,7 +54,8 @@ type trainCmd struct {
 	Overwrite       bool          `arg:"--overwrite" help:"a new run into a --checkpoint-dir holding another run's checkpoints removes them first (without it, or --resume, such a run is refused)"`
 	Metrics         string        `arg:"--metrics" placeholder:"FILE" help:"per-step JSON lines (rank 0)"`
 	Trace           string        `arg:"--trace" placeholder:"FILE" help:"measured timeline of every rank as Chrome-trace JSON"`
-	TraceSVG        string        `arg:"--trace-svg" placeholder:"FILE" help:"measured timeline as an SVG Gantt picture"`
+	TraceSVG        string        `arg:"--trace-svg" placeholder:"FILE" help:"measured timeline as an SVG Gantt picture, of the steps --trace-steps chooses"`
+	TraceSteps      string        `arg:"--trace-steps" default:"last" placeholder:"N|A-B|last|all" help:"the steps --trace-svg draws, counted from 1 as the console: one, a range, the last or all"`
 	Device          string        `arg:"--device" default:"cpu" help:"where the model computes: cpu or cuda (a rank's GPU is its LOCAL_RANK modulo the visible GPUs)"`
 	TF32            bool          `arg:"--tf32" help:"on cuda, let matrix products use TF32 tensor cores"`
 	Backend         string        `arg:"--backend" default:"tcp" help:"communicator of the device tensors: tcp, nccl or auto (nccl when every rank has a GPU and NCCL loads; says which it chose); host messages always go over tcp"`
@@ -93,6 +94,7 @@ func (c *trainCmd) config() (ranks.TrainConfig, error) {
 		LRSchedule: c.LRSchedule, WarmupStart: c.WarmupStartLR, LRDecaySteps: c.LRDecaySteps,
 		Beta1: c.AdamBeta1, Beta2: c.AdamBeta2, Eps: c.AdamEps, Momentum: c.Momentum,
 		CheckTransfers: c.CheckTransfers,
+		Zero:           c.Zero,
 	}, nil
 }
 
@@ -152,6 +154,9 @@ func (c *trainCmd) checkWorld(size int) error {
 		return err
 	}
 	if err := checkMetricsAddr(c.MetricsAddr); err != nil {
+		return err
+	}
+	if _, err := parseTraceSteps(c.TraceSteps); err != nil {
 		return err
 	}
 	if _, err := ranks.LoadData(cfg); err != nil {
@@ -230,7 +235,12 @@ func (c *trainCmd) job(stdout io.Writer, backend string) func(ctx context.Contex
 				return fmt.Errorf("train: %w", err)
 			}
 			defer out.close()
-			job.Report, job.OnSample = out.step, out.sample
+			job.Report, job.Event, job.OnSample = out.step, out.event, out.sample
+		}
+		if c.MetricsAddr != "" {
+			lctx, stopLive := context.WithCancel(ctx)
+			defer stopLive()
+			trackLive(lctx, &job, cfg, out, r.MaxRestarts)
 		}
 		res, err := ranks.Train(ctx, cfg, job)
 		if err != nil {

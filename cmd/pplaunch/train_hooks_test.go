@@ -25,8 +25,8 @@ func TestTrainOutputLines(t *testing.T) {
 		o := &trainOutput{cfg: ranks.TrainConfig{Steps: 40}, w: &buf, tty: tc.tty, c: &trainCmd{}}
 		val := 2.5
 		for step := range 40 {
-			r := ranks.StepRecord{Step: step, Loss: 3, PeakActivation: []int64{1 << 20}}
-			if step == 30 { // an evaluation between two bar updates
+			r := ranks.StepRecord{Step: step + 1, Loss: 3, PeakActivation: []int64{1 << 20}}
+			if step+1 == 31 { // an evaluation between two bar updates
 				r.ValLoss = &val
 			}
 			o.step(r)

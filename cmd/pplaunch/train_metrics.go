@@ -1,23 +1,29 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/pplaunch/pplaunch/launch"
 	"github.com/pplaunch/pplaunch/ranks"
+	"github.com/pplaunch/pplaunch/ranks/live"
 )
 
 // metricsFlags choose where rank 0 serves Prometheus metrics.
 type metricsFlags struct {
-	MetricsAddr string `arg:"--metrics-addr" placeholder:"HOST:PORT" help:"serve Prometheus metrics from rank 0 on this address, e.g. :9400 (port 0: a free one; the address is printed)"`
+	MetricsAddr string `arg:"--metrics-addr" placeholder:"HOST:PORT" help:"serve the live view (/, /api/state; pplaunch top reads it) and Prometheus metrics (/metrics) from rank 0 on this address; a port alone (:9400) listens on loopback only, give 0.0.0.0:9400 for every interface (port 0: a free one; the address is printed)"`
 }
 
 // checkMetricsAddr refuses an address that cannot be listened on as given.
@@ -37,6 +43,7 @@ func checkMetricsAddr(addr string) error {
 // as gauges, the transfers as counters, beside the Go runtime's and the
 // process's own metrics.
 type metricsServer struct {
+	board                                         *live.Board
 	srv                                           *http.Server
 	done                                          chan struct{}
 	step, steps, loss, valLoss, tps, stepS, gnorm *prometheus.GaugeVec
@@ -56,16 +63,49 @@ func counter(reg *prometheus.Registry, name, help string, labels ...string) *pro
 	return c
 }
 
-// startMetrics listens on addr, serves /metrics and prints where, a line a
-// scraper (or a test) can wait for. steps is the run's length.
-func startMetrics(addr string, steps int, w io.Writer) (*metricsServer, error) {
+// listenAddr is where --metrics-addr listens: a port alone means loopback,
+// so the view is not on every interface unless asked for.
+func listenAddr(addr string) string {
+	if host, port, err := net.SplitHostPort(addr); err == nil && host == "" {
+		return net.JoinHostPort("127.0.0.1", port)
+	}
+	return addr
+}
+
+// listenKept listens on addr. Under the agent (progress names the rank's
+// progress file in the agent's run directory) a free port (port 0) is kept
+// for the run: a restarted group's rank 0 listens where the first one did, so
+// an open page or pplaunch top finds the job again.
+func listenKept(addr, progress string) (net.Listener, error) {
+	_, port, _ := net.SplitHostPort(addr)
+	if progress == "" || port != "0" {
+		return net.Listen("tcp", addr)
+	}
+	kept := filepath.Join(filepath.Dir(progress), "metrics-addr")
+	if b, err := os.ReadFile(kept); err == nil {
+		if ln, err := net.Listen("tcp", string(b)); err == nil {
+			return ln, nil
+		}
+	}
 	ln, err := net.Listen("tcp", addr)
+	if err == nil {
+		os.WriteFile(kept, []byte(ln.Addr().String()), 0o600) // at worst, a restart gets another port
+	}
+	return ln, err
+}
+
+// startMetrics listens on addr, serves the live view of board at / and the
+// metrics at /metrics, and prints where, a line a scraper (or a test) can
+// wait for. steps is the run's length.
+func startMetrics(addr string, steps int, board *live.Board, w io.Writer) (*metricsServer, error) {
+	ln, err := listenKept(listenAddr(addr), os.Getenv(launch.EnvProgress))
 	if err != nil {
 		return nil, fmt.Errorf("--metrics-addr: %w", err)
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m := &metricsServer{
+		board:   board,
 		done:    make(chan struct{}),
 		step:    gauge(reg, "train_step", "optimizer steps completed"),
 		steps:   gauge(reg, "train_steps", "optimizer steps the run is to take"),
@@ -86,6 +126,7 @@ func startMetrics(addr string, steps int, w io.Writer) (*metricsServer, error) {
 	m.steps.WithLabelValues().Set(float64(steps))
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.Handle("/", live.Handler(board))
 	m.srv = &http.Server{Handler: mux}
 	go func() {
 		defer close(m.done)
@@ -94,12 +135,14 @@ func startMetrics(addr string, steps int, w io.Writer) (*metricsServer, error) {
 		}
 	}()
 	fmt.Fprintf(w, "metrics: serving http://%s/metrics\n", ln.Addr())
+	fmt.Fprintf(w, "live: the job's view at http://%s/ (in a terminal: pplaunch top %s)\n", ln.Addr(), ln.Addr())
 	return m, nil
 }
 
 // observe sets the metrics from a step's record.
 func (m *metricsServer) observe(r ranks.StepRecord) {
-	m.step.WithLabelValues().Set(float64(r.Step + 1))
+	m.board.Observe(r)
+	m.step.WithLabelValues().Set(float64(r.Step))
 	m.loss.WithLabelValues().Set(r.Loss)
 	if r.ValLoss != nil {
 		m.valLoss.WithLabelValues().Set(*r.ValLoss)
@@ -127,8 +170,15 @@ func (m *metricsServer) observe(r ranks.StepRecord) {
 	}
 }
 
-// close stops serving.
-func (m *metricsServer) close() {
-	m.srv.Close()
+// close marks the attempt ended, ok if as asked (the live view's streams
+// send that last state and end), and stops serving, waiting a little for
+// those streams.
+func (m *metricsServer) close(outcome string, ok bool) {
+	m.board.End(outcome, ok)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if m.srv.Shutdown(ctx) != nil {
+		m.srv.Close()
+	}
 	<-m.done
 }

@@ -45,22 +45,26 @@ func newTrainOutput(c *trainCmd, cfg ranks.TrainConfig, backend string, world in
 		}
 		o.trace = t
 	}
+	v := ""
+	if cfg.Schedule == "interleaved" {
+		v = fmt.Sprintf(" v=%d", max(cfg.Virtual, 2))
+	}
+	title := fmt.Sprintf("%s (%d parameters) on %s; %d ranks = pp %d × dp %d%s; schedule %s%s, %d micro-batches of %d sequences; %d steps; compute %s",
+		cfg.Model, cfg.Model.NumParams(), dataName(cfg.Data), world, cfg.PP, cfg.DP, zeroNote(cfg.Zero, cfg.DP), cfg.Schedule, v, cfg.Micro, cfg.MicroSize, cfg.Steps, backend)
 	if c.MetricsAddr != "" {
-		m, err := startMetrics(c.MetricsAddr, cfg.Steps, w)
+		m, err := startMetrics(c.MetricsAddr, cfg.Steps, newBoard(cfg, title, world), w)
 		if err != nil {
 			o.close()
 			return nil, err
 		}
 		o.prom = m
 	}
-	v := ""
-	if cfg.Schedule == "interleaved" {
-		v = fmt.Sprintf(" v=%d", max(cfg.Virtual, 2))
-	}
-	fmt.Fprintf(w, "train: %s (%d parameters) on %s; %d ranks = pp %d × dp %d; schedule %s%s, %d micro-batches of %d sequences; %d steps; compute %s\n",
-		cfg.Model, cfg.Model.NumParams(), dataName(cfg.Data), world, cfg.PP, cfg.DP, cfg.Schedule, v, cfg.Micro, cfg.MicroSize, cfg.Steps, backend)
+	fmt.Fprintf(w, "train: %s\n", title)
 	if len(cfg.Effective) > 0 {
 		fmt.Fprintf(w, "config: %s\n", cfg.Effective)
+	}
+	for _, n := range schedules.LoadNotes(cfg.Schedule, cfg.ScheduleText) {
+		fmt.Fprintf(w, "schedule: %s\n", n)
 	}
 	return o, nil
 }
@@ -70,6 +74,17 @@ func dataName(p string) string {
 		return "the embedded corpus"
 	}
 	return p
+}
+
+// zeroNote is what the start line says of --zero.
+func zeroNote(zero, dp int) string {
+	switch {
+	case zero == 0:
+		return ""
+	case dp == 1:
+		return fmt.Sprintf(" (ZeRO stage %d shards nothing on one replica)", zero)
+	}
+	return fmt.Sprintf(" (ZeRO stage %d: each replica keeps 1/%d of the optimizer state)", zero, dp)
 }
 
 func mib(b int64) string { return fmt.Sprintf("%.1f", float64(b)/(1<<20)) }
@@ -93,7 +108,7 @@ func (o *trainOutput) step(r ranks.StepRecord) {
 		val = fmt.Sprintf("  val %.4f", *r.ValLoss)
 	}
 	line := fmt.Sprintf("step %d/%d  loss %.4f%s  %.0f tok/s  %.3fs  bubble %.1f%% (sim %.1f%%)  peak act MiB [%s]",
-		r.Step+1, o.cfg.Steps, r.Loss, val, r.TokensPerS, r.StepS, 100*r.BubbleMeasured, 100*r.BubblePredicted, strings.Join(peaks, " "))
+		r.Step, o.cfg.Steps, r.Loss, val, r.TokensPerS, r.StepS, 100*r.BubbleMeasured, 100*r.BubblePredicted, strings.Join(peaks, " "))
 	if r.PeakDevice != nil {
 		dev := make([]string, len(r.PeakDevice))
 		for i, p := range r.PeakDevice {
@@ -109,12 +124,20 @@ func (o *trainOutput) step(r ranks.StepRecord) {
 	// twentieth of the run, at evaluations and at the ends.
 	const width = 20
 	n := max(o.cfg.Steps, 1)
-	done := width * (r.Step + 1) / n
-	if r.Step > 0 && r.Step+1 < n && r.ValLoss == nil && done == width*r.Step/n {
+	done := width * r.Step / n
+	if r.Step > 1 && r.Step < n && r.ValLoss == nil && done == width*(r.Step-1)/n {
 		return
 	}
-	eta := time.Duration(float64(time.Since(o.start)) / float64(r.Step+1) * float64(n-r.Step-1)).Round(time.Second)
-	fmt.Fprintf(o.w, "[%s%s] %3d%%  ETA %-6v %s\n", strings.Repeat("#", done), strings.Repeat(".", width-done), 100*(r.Step+1)/n, eta, line)
+	eta := time.Duration(float64(time.Since(o.start)) / float64(r.Step) * float64(n-r.Step)).Round(time.Second)
+	fmt.Fprintf(o.w, "[%s%s] %3d%%  ETA %-6v %s\n", strings.Repeat("#", done), strings.Repeat(".", width-done), 100*r.Step/n, eta, line)
+}
+
+// event writes an evaluation's or a checkpoint's record to --metrics, as
+// its own line after its step's.
+func (o *trainOutput) event(e ranks.EventRecord) {
+	if o.enc != nil && o.encErr == nil {
+		o.encErr = o.enc.Encode(e)
+	}
 }
 
 // sample prints a sample on one line.
@@ -130,7 +153,7 @@ func (o *trainOutput) close() {
 		o.trace.close()
 	}
 	if o.prom != nil {
-		o.prom.close()
+		o.prom.close("this attempt ended with an error (the console says which)", false)
 	}
 }
 
@@ -146,14 +169,25 @@ func (o *trainOutput) finish(res *ranks.Result, sig os.Signal) error {
 	}
 	if o.trace != nil {
 		title := fmt.Sprintf("measured: %s, pp %d × dp %d, %d micro-batches", o.cfg.Schedule, o.cfg.PP, o.cfg.DP, o.cfg.Micro)
-		var sched *schedules.Schedule // for the expected timeline beside the measured one
+		var sched *schedules.Schedule // for the steps and the expected timeline
 		if l, err := o.cfg.Plan(o.world); err == nil {
 			sched = l.Sched
-			title += "; strips: as simulated from each step's mean action times, red: ended late"
 		}
-		if err := o.trace.finish(o.c.TraceSVG, title, sched); err != nil {
+		win, err := parseTraceSteps(o.c.TraceSteps)
+		if err == nil {
+			err = o.trace.finish(o.c.TraceSVG, title, sched, win, res.FirstStep)
+		}
+		if err != nil {
 			return fmt.Errorf("train: %w", err)
 		}
+	}
+	if o.prom != nil {
+		outcome := fmt.Sprintf("finished: steps %d..%d in %.1f s", res.FirstStep+1, res.Steps, time.Since(o.start).Seconds())
+		if res.Stopped {
+			outcome = fmt.Sprintf("stopped after step %d of %d (preempted): continue with --resume", res.Steps, o.cfg.Steps)
+		}
+		o.prom.close(outcome, true)
+		o.prom = nil
 	}
 	sum := &res.Summary
 	fmt.Fprintf(o.w, "\nsummary: steps %d..%d in %.1fs", res.FirstStep+1, res.Steps, time.Since(o.start).Seconds())
@@ -172,6 +206,9 @@ func (o *trainOutput) finish(res *ranks.Result, sig os.Signal) error {
 		dev := ""
 		if r < len(sum.PeakDevice) {
 			dev = fmt.Sprintf(", peak device memory %s MiB", mib(sum.PeakDevice[r]))
+		}
+		if r < len(last.OptimizerBytes) {
+			dev += fmt.Sprintf(", optimizer state %s MiB", mib(last.OptimizerBytes[r]))
 		}
 		fmt.Fprintf(o.w, "  rank %d: peak activations %s MiB (%.2f micro-batches)%s\n", r, mib(p), last.PeakMicroBatches[r], dev)
 	}

@@ -58,6 +58,7 @@ type jobResult struct {
 	code    int
 	out     string
 	metrics []ranks.StepRecord
+	events  []string // --metrics' lines of evaluations and checkpoints
 }
 
 // runJob runs `pplaunch --nproc n --standalone --max-restarts r train ARGS`,
@@ -98,7 +99,11 @@ func runJobWithin(t *testing.T, limit time.Duration, n, restarts int, env []stri
 			if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
 				t.Fatalf("metrics line %q: %v", sc.Text(), err)
 			}
-			res.metrics = append(res.metrics, r)
+			if r.Record == ranks.RecordStep {
+				res.metrics = append(res.metrics, r)
+			} else {
+				res.events = append(res.events, sc.Text())
+			}
 		}
 	}
 	return res
@@ -365,7 +370,9 @@ func TestTrainTwoNodes(t *testing.T) {
 		if err := json.Unmarshal([]byte(line), &r); err != nil {
 			t.Fatal(err)
 		}
-		got = append(got, r.Loss)
+		if r.Record == ranks.RecordStep {
+			got = append(got, r.Loss)
+		}
 	}
 	if fmt.Sprint(got) != fmt.Sprint(losses(ref)) {
 		t.Errorf("losses %v on two nodes, one process %v", got, losses(ref))
@@ -386,7 +393,7 @@ func TestTrainResumeOtherLayout(t *testing.T) {
 	}
 	r := runJob(t, 4, 0, nil, append(args, "--checkpoint-dir", dir, "--resume")...)
 	mustSucceed(t, r, "pp=4 run resumed")
-	if !strings.Contains(r.out, "resumed from "+filepath.Join(dir, "step-000002")) || len(r.metrics) != 2 || r.metrics[0].Step != 2 {
+	if !strings.Contains(r.out, "resumed from "+filepath.Join(dir, "step-000002")) || len(r.metrics) != 2 || r.metrics[0].Step != 3 {
 		t.Errorf("did not resume at step 2 (%d metric lines):\n%s", len(r.metrics), r.out)
 	}
 	compare(t, dir, ref)

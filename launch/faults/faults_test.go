@@ -74,10 +74,11 @@ type env struct {
 var base = []string{"--layers", "4", "--width", "32", "--heads", "2", "--seq", "16", "--tied",
 	"--microbatches", "4", "--microbatch-size", "2", "--eval-every", "0", "--eval-batches", "1"}
 
-// slack is what the stop bound allows beyond --timeout plus --grace-period:
+// slack is what the hang guard allows beyond --timeout plus --grace-period:
 // the agent noticing an exit, relaying output and reaping, and starting the
-// processes on a busy machine. A bound, not a measurement: the faults that
-// are detected by an exit take well under a second.
+// processes on a busy machine. Only a job that never ends fails on it (with
+// its goroutine dump); how long a stop took is logged, never asserted, since a
+// loaded machine would turn such a bound into a flaky test.
 const slack = 20 * time.Second
 
 func (c fcase) trainArgs(e *env, extra ...string) []string {
@@ -206,9 +207,6 @@ func (c fcase) judge(t *testing.T, e *env, o outcome) {
 		if (code == 0) != (c.code == 0) {
 			t.Errorf("node %d's agent exit code %d, node 0's want %d", i+1, code, c.code)
 		}
-	}
-	if bound := c.timeout + c.grace + slack; o.took > bound {
-		t.Errorf("stopped %v after the fault, more than --timeout %v + --grace-period %v + %v", o.took.Round(time.Millisecond), c.timeout, c.grace, slack)
 	}
 	for _, re := range c.want {
 		if !regexp.MustCompile(re).MatchString(o.out) {

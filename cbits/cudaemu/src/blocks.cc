@@ -8,11 +8,22 @@
 // A pass in which no thread can run is a deadlock (a __syncthreads that not
 // every thread reaches): the launch fails with counts of who waits where.
 //
+// A GPU runs blocks in no set order and a block's warps in no set order, so
+// neither does the emulator: blocks run in a seeded random order, and a
+// block's warps in a seeded random order, each warp's lanes up or down, that
+// reverses at every pass (so the threads reach each barrier in more than one
+// order). Every load and
+// store goes through check.cc, which fails the launch on a shared-memory
+// race, an uninitialised shared read or device memory two blocks share; the
+// failure names the seed (CUDAEMU_SEED) that reproduces it.
+//
 // Fibers start with makecontext/setcontext once and then switch with
 // _setjmp/_longjmp, which costs no system call; a fiber whose kernel returns
 // waits, on its own stack, to run the next block. This file must be built
 // without _FORTIFY_SOURCE, whose longjmp check refuses a jump to another stack.
 #include "blocks.h"
+#include "check.h"
+#include "order.h"
 
 #include <setjmp.h>
 #include <stdlib.h>
@@ -34,7 +45,8 @@ struct Fiber {
 	size_t stacklen = 0;
 	bool started = false;
 	State state = DONE;
-	unsigned lane = 0, warp = 0;
+	unsigned tid = 0, lane = 0, warp = 0;
+	int kind = 0;                      // the warp operation
 	unsigned mask = 0;                 // the warp operation's member mask
 	unsigned long long in = 0, out = 0; // value deposited, value read
 	int src = -1;                      // lane read from; -1: its own value
@@ -53,8 +65,10 @@ __emu_tramp_fn tramp;
 void **targs;
 unsigned nthreads, live, bar_arrived;
 std::vector<Warp> warps;
+std::vector<unsigned> order; // the block's thread order
 bool failed;
 std::string fail_why;
+unsigned long long launches;
 
 size_t stack_bytes(void) {
 	const char *v = getenv("CUDAEMU_STACK_KB");
@@ -71,6 +85,7 @@ void release_barrier_if_all(void) {
 	for (unsigned i = 0; i < nthreads; i++)
 		if (pool[i]->state == BAR) pool[i]->state = RUN;
 	bar_arrived = 0;
+	check_barrier();
 }
 
 // release_warp completes the warp operation of the lanes in mask once all of
@@ -80,6 +95,10 @@ bool release_warp(unsigned wi, unsigned mask) {
 	unsigned need = w.live & mask;
 	if (need == 0 || (w.arrived & need) != need) return false;
 	Fiber **lanes = &pool[wi * 32];
+	bool syncwarp = true;
+	for (unsigned l = 0; l < 32; l++)
+		if (need >> l & 1) syncwarp = syncwarp && lanes[l]->kind == __EMU_SYNCWARP;
+	if (syncwarp) check_syncwarp(wi); // CUDA orders memory at __syncwarp, not at shuffles
 	for (unsigned l = 0; l < 32; l++) {
 		if (!(need >> l & 1)) continue;
 		Fiber *g = lanes[l];
@@ -122,6 +141,7 @@ void hk_syncthreads(void) {
 unsigned long long hk_warp(unsigned mask, unsigned long long v, int kind, int arg, int width) {
 	Fiber *f = cur;
 	f->in = v;
+	f->kind = kind;
 	f->src = kind == __EMU_SYNCWARP ? -1 : src_lane(kind, f->lane, arg, width);
 	f->mask = mask | (1u << f->lane);
 	f->state = WARP;
@@ -130,11 +150,18 @@ unsigned long long hk_warp(unsigned mask, unsigned long long v, int kind, int ar
 	return f->out;
 }
 
-void hk_trap(const char *why) {
+void fail_thread(const std::string &why) {
 	failed = true;
-	fail_why = std::string(why) + emu_where(&cur->view);
+	fail_why = why;
 	cur->state = DONE;
 	switch_out(cur);
+}
+
+void hk_trap(const char *why) { fail_thread(std::string(why) + emu_where(&cur->view)); }
+
+void hk_access(const void *p, unsigned long n, int write) {
+	static std::string why; // not built per access: there are many
+	if (!check_access(p, n, write != 0, cur->tid, &why)) fail_thread(why);
 }
 
 // thread_exit retires the running thread; others may have waited only for it.
@@ -202,13 +229,28 @@ std::string deadlock_report(void) {
 		       pool[0]->view.blockIdx.x, pool[0]->view.blockIdx.y, pool[0]->view.blockIdx.z, bar, nthreads, wp, nthreads - live);
 }
 
-bool run_block(__emu_uint3 bid, std::string *err) {
+// run_thread runs fiber f until it waits or returns; false if it failed.
+bool run_thread(Fiber *f) {
+	cur = f;
+	*cur_slot = &f->view;
+	if (!_setjmp(sched)) {
+		if (!f->started) {
+			f->started = true;
+			start_fiber(f);
+		}
+		_longjmp(f->jb, 1);
+	}
+	return !failed;
+}
+
+void start_block(__emu_uint3 bid) {
 	for (unsigned i = 0; i < nthreads; i++) {
 		Fiber *f = pool[i];
 		__emu_uint3 bd = f->view.blockDim;
 		f->view.blockIdx = bid;
 		f->view.threadIdx = __emu_uint3{i % bd.x, i / bd.x % bd.y, i / (bd.x * bd.y)};
 		f->state = RUN;
+		f->tid = i;
 		f->lane = i % 32;
 		f->warp = i / 32;
 	}
@@ -219,22 +261,19 @@ bool run_block(__emu_uint3 bid, std::string *err) {
 	}
 	live = nthreads;
 	bar_arrived = 0;
-	for (;;) {
+}
+
+// run_block runs one block, its threads in the order order holds, reversed
+// at every other pass.
+bool run_block(__emu_uint3 bid, std::string *err) {
+	start_block(bid);
+	for (unsigned pass = 0;; pass++) {
 		bool progress = false;
-		for (unsigned i = 0; i < nthreads; i++) {
-			Fiber *f = pool[i];
+		for (unsigned k = 0; k < nthreads; k++) {
+			Fiber *f = pool[order[pass & 1 ? nthreads - 1 - k : k]];
 			if (f->state != RUN) continue;
 			progress = true;
-			cur = f;
-			*cur_slot = &f->view;
-			if (!_setjmp(sched)) {
-				if (!f->started) {
-					f->started = true;
-					start_fiber(f);
-				}
-				_longjmp(f->jb, 1);
-			}
-			if (failed) {
+			if (!run_thread(f)) {
 				*err = fail_why;
 				return false;
 			}
@@ -258,26 +297,38 @@ void emu_install_hooks(__emu_hooks *hk) {
 	hk->syncthreads = hk_syncthreads;
 	hk->warp = hk_warp;
 	hk->trap = hk_trap;
+	hk->access = hk_access;
 }
 
-bool emu_run_grid(__emu_tramp_fn fn, __emu_thread **slot, void **args, __emu_uint3 grid, __emu_uint3 block, std::string *err) {
+bool emu_run_grid(const EmuGrid &g, std::string *err) {
+	__emu_uint3 grid = g.check.grid, block = g.check.block;
 	nthreads = block.x * block.y * block.z;
 	if (!grow_pool(nthreads, err)) return false;
-	tramp = fn;
-	targs = args;
-	cur_slot = slot;
+	tramp = g.fn;
+	targs = g.args;
+	cur_slot = g.cur;
 	failed = false;
 	warps.assign((nthreads + 31) / 32, Warp{});
 	for (unsigned i = 0; i < nthreads; i++) {
 		pool[i]->view.blockDim = block;
 		pool[i]->view.gridDim = grid;
 	}
-	for (unsigned z = 0; z < grid.z; z++)
-		for (unsigned y = 0; y < grid.y; y++)
-			for (unsigned x = 0; x < grid.x; x++)
-				if (!run_block(__emu_uint3{x, y, z}, err)) {
-					reset_pool();
-					return false;
-				}
+	unsigned long long launch = ++launches;
+	Rng rng{emu_seed() ^ (launch * 0xd1b54a32d192ed03ull)};
+	unsigned long long nb = (unsigned long long)grid.x * grid.y * grid.z, limit = check_block_limit();
+	BlockOrder bo(nb, &rng);
+	check_launch(g.check);
+	for (unsigned long long k = 0; k < nb; k++) {
+		unsigned long long i = bo.at(k);
+		__emu_uint3 bid{(unsigned)(i % grid.x), (unsigned)(i / grid.x % grid.y), (unsigned)(i / ((unsigned long long)grid.x * grid.y))};
+		warp_order(&order, nthreads, &rng);
+		check_block(i, k < limit && nb < (1ull << 32));
+		if (!run_block(bid, err)) {
+			reset_pool();
+			*err += emu_fmt(" [thread and block orders of CUDAEMU_SEED=%llu, launch %llu of the process]",
+					(unsigned long long)emu_seed(), launch);
+			return false;
+		}
+	}
 	return true;
 }

@@ -33,8 +33,9 @@
 #define __forceinline__ inline __attribute__((always_inline))
 #define __noinline__ __attribute__((noinline))
 /* Blocks run one after another, so one static copy per kernel object is one
- * block's shared memory. */
-#define __shared__ static
+ * block's shared memory; every copy lies in the section emu_shared, so that
+ * the runtime knows which addresses are shared memory. */
+#define __shared__ static __attribute__((section("emu_shared")))
 #define __emu_extern_shared__
 #define __constant__ static
 #define __restrict__ __restrict
@@ -47,6 +48,37 @@ __attribute__((visibility("default"))) struct __emu_thread *__emu_cur;
 __attribute__((visibility("default"))) struct __emu_hooks __emu_hk;
 /* Every `extern __shared__ T name[]` is linked to this buffer. */
 __attribute__((visibility("default"), aligned(256))) char __emu_dsmem_buf[__EMU_DSMEM_BYTES];
+/* The linker's bounds of the section emu_shared (null where a kernel object
+ * has no static shared memory). */
+extern char __start_emu_shared[] __attribute__((weak, visibility("hidden")));
+extern char __stop_emu_shared[] __attribute__((weak, visibility("hidden")));
+__attribute__((visibility("default"))) char *__emu_shared_bounds[2] = {__start_emu_shared, __stop_emu_shared};
+
+/* The thread sanitizer's entry points, which the compiler calls before every
+ * load and store of the kernels (-fsanitize=thread, no runtime linked): each
+ * tells the emulated runtime, which checks shared and device memory. */
+#define __EMU_NOSAN __attribute__((visibility("hidden"), no_sanitize("thread")))
+#define __EMU_TSAN_RW(n)                                                                         \
+	__EMU_NOSAN void __tsan_read##n(void *p) { __emu_hk.access(p, n, 0); }                    \
+	__EMU_NOSAN void __tsan_write##n(void *p) { __emu_hk.access(p, n, 1); }                   \
+	__EMU_NOSAN void __tsan_unaligned_read##n(void *p) { __emu_hk.access(p, n, 0); }          \
+	__EMU_NOSAN void __tsan_unaligned_write##n(void *p) { __emu_hk.access(p, n, 1); }         \
+	__EMU_NOSAN void __tsan_volatile_read##n(void *p) { __emu_hk.access(p, n, 0); }           \
+	__EMU_NOSAN void __tsan_volatile_write##n(void *p) { __emu_hk.access(p, n, 1); }
+__EMU_TSAN_RW(1)
+__EMU_TSAN_RW(2)
+__EMU_TSAN_RW(4)
+__EMU_TSAN_RW(8)
+__EMU_TSAN_RW(16)
+#undef __EMU_TSAN_RW
+__EMU_NOSAN void __tsan_read_range(void *p, unsigned long n) { __emu_hk.access(p, n, 0); }
+__EMU_NOSAN void __tsan_write_range(void *p, unsigned long n) { __emu_hk.access(p, n, 1); }
+__EMU_NOSAN void __tsan_init(void) {}
+__EMU_NOSAN void __tsan_func_entry(void *pc) { (void)pc; }
+__EMU_NOSAN void __tsan_func_exit(void) {}
+__EMU_NOSAN void __tsan_vptr_update(void **p, void *v) { (void)p, (void)v; }
+__EMU_NOSAN void __tsan_vptr_read(void **p) { (void)p; }
+#undef __EMU_NOSAN
 }
 
 typedef struct __emu_uint3 uint3;

@@ -3,8 +3,12 @@
 // in order and events are done when recorded. Device allocations are separate
 // mappings between guard pages, so a kernel that runs past a buffer faults at
 // once instead of corrupting a neighbour, and copies and memsets check that
-// their device side lies inside one allocation.
+// their device side lies inside one allocation. A new allocation holds 0xff
+// bytes (NaN as float and double, -1 as an integer), not zeros: a GPU's
+// cudaMalloc gives whatever memory held, and code that reads before it writes
+// shows here.
 #include "emu_internal.h"
+#include "check.h"
 
 #include <deque>
 #include <functional>
@@ -181,10 +185,23 @@ struct Alloc {
 	size_t bytes;  // asked for
 	char *map;     // the mapping, guard pages included
 	size_t maplen;
+	void *shadow;  // the launch checks' record of it (check.h)
 };
 static std::map<uintptr_t, Alloc> allocs; // device pointer -> allocation
 static size_t allocated;
 static std::map<uintptr_t, size_t> host_allocs; // pinned host memory
+static unsigned long long alloc_gen = 1;          // changes with allocs
+
+size_t emu_shadow_bytes(size_t n) { return (n + 3) / 4 * 16; }
+
+bool emu_alloc_snapshot(unsigned long long *gen, std::vector<EmuRegion> *out) {
+	std::lock_guard<std::mutex> g(mu);
+	if (*gen == alloc_gen) return false;
+	out->clear();
+	for (auto &a : allocs) out->push_back(EmuRegion{a.first, a.second.bytes, a.second.shadow});
+	*gen = alloc_gen;
+	return true;
+}
 
 static size_t total_memory(void) {
 	const char *v = getenv("CUDAEMU_MEMORY_BYTES");
@@ -221,8 +238,16 @@ EMU_API int cudaMalloc(void **p, size_t n) {
 		munmap(m, len);
 		return emu_fail(cudaErrorMemoryAllocation, "mprotect failed");
 	}
+	// The shadow is address space only until a kernel touches the buffer.
+	void *shadow = mmap(nullptr, emu_shadow_bytes(n), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (shadow == MAP_FAILED) {
+		munmap(m, len);
+		return emu_fail(cudaErrorMemoryAllocation, emu_fmt("mmap of the %zu-byte shadow failed", emu_shadow_bytes(n)));
+	}
 	char *ptr = base + ps + body - r;
-	allocs[(uintptr_t)ptr] = Alloc{n, base, len};
+	memset(ptr, 0xff, n);
+	allocs[(uintptr_t)ptr] = Alloc{n, base, len, shadow};
+	alloc_gen++;
 	allocated += n;
 	*p = ptr;
 	return 0;
@@ -236,6 +261,8 @@ EMU_API int cudaFree(void *p) {
 	auto it = allocs.find((uintptr_t)p);
 	if (it == allocs.end()) return emu_fail(cudaErrorInvalidValue, emu_fmt("%p is not a device allocation (freed twice?)", p));
 	munmap(it->second.map, it->second.maplen);
+	munmap(it->second.shadow, emu_shadow_bytes(it->second.bytes));
+	alloc_gen++;
 	allocated -= it->second.bytes;
 	allocs.erase(it);
 	return 0;

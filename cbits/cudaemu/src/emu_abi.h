@@ -5,6 +5,12 @@
  *                  before it switches to a thread
  *   __emu_hk       struct __emu_hooks: the runtime fills it when it loads the object
  *   __emu_kernels  struct __emu_kentry[], name -> trampoline, ended by {0, 0}
+ *   __emu_shared_bounds  char *[2]: the object's static shared memory (the
+ *                  section emu_shared every __shared__ variable lies in)
+ *   __emu_dsmem_buf the object's dynamic shared memory
+ * Kernels are compiled with the host compiler's thread-sanitizer
+ * instrumentation, whose entry points (__tsan_read4, ...) the header defines
+ * as calls of __emu_hk.access: the runtime sees every load and store.
  * A trampoline takes cudaLaunchKernel's void **args and calls the kernel with
  * them converted to its parameter types. cbits ends the args array with a
  * null pointer (which CUDA ignores), so the runtime can check that a launch
@@ -12,7 +18,7 @@
 #ifndef CUDAEMU_ABI_H
 #define CUDAEMU_ABI_H
 
-#define __EMU_ABI_VERSION 3
+#define __EMU_ABI_VERSION 4
 /* Dynamic shared memory every kernel object reserves: Hopper's opt-in maximum. */
 #define __EMU_DSMEM_BYTES (227 * 1024)
 
@@ -36,6 +42,8 @@ struct __emu_hooks {
 	 * __syncwarp; returns the value read (v itself for __syncwarp). */
 	unsigned long long (*warp)(unsigned mask, unsigned long long v, int kind, int arg, int width);
 	void (*trap)(const char *why);
+	/* access: the running thread read (write 0) or wrote n bytes at p. */
+	void (*access)(const void *p, unsigned long n, int write);
 };
 
 typedef void (*__emu_tramp_fn)(void **args);

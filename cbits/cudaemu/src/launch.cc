@@ -1,11 +1,14 @@
 // Kernel objects and launches. cudaLibraryLoadData dlopens the shared object
 // the emulated NVRTC built; cudaLaunchKernel runs the grid one block after
-// another, each block's threads as cooperative fibers (blocks.cc).
+// another, each block's threads as cooperative fibers (blocks.cc), checking
+// the kernel's memory accesses (check.cc).
 #include "emu_abi.h"
 #include "emu_internal.h"
 #include "blocks.h"
+#include "elfsyms.h"
 
 #include <dlfcn.h>
+#include <link.h>
 #include <elf.h>
 #include <mutex>
 #include <set>
@@ -27,6 +30,8 @@ struct EmuLibrary {
 	void *handle;
 	__emu_thread **cur;
 	std::vector<EmuKernel *> kernels;
+	char *shared_lo, *shared_hi, *dsmem;
+	std::vector<EmuSharedSym> syms;
 };
 
 static std::mutex lmu;
@@ -63,12 +68,15 @@ EMU_API int cudaLibraryLoadData(void **out, const void *code, void *jo, void **j
 	__emu_hooks *hk = (__emu_hooks *)dlsym(h, "__emu_hk");
 	__emu_thread **cur = (__emu_thread **)dlsym(h, "__emu_cur");
 	__emu_kentry *ks = (__emu_kentry *)dlsym(h, "__emu_kernels");
-	if (!abi || *abi != __EMU_ABI_VERSION || !hk || !cur || !ks) {
+	char **bounds = (char **)dlsym(h, "__emu_shared_bounds");
+	char *dsmem = (char *)dlsym(h, "__emu_dsmem_buf");
+	struct link_map *lm = nullptr;
+	if (!abi || *abi != __EMU_ABI_VERSION || !hk || !cur || !ks || !bounds || !dsmem || dlinfo(h, RTLD_DI_LINKMAP, &lm) != 0) {
 		dlclose(h);
 		return emu_fail(cudaErrorInvalidKernelImage, "the image was not built by this emulator's NVRTC");
 	}
 	emu_install_hooks(hk);
-	EmuLibrary *lib = new EmuLibrary{h, cur, {}};
+	EmuLibrary *lib = new EmuLibrary{h, cur, {}, bounds[0], bounds[1], dsmem, emu_shared_syms((const unsigned char *)code, n, lm->l_addr)};
 	for (; ks->name; ks++) lib->kernels.push_back(new EmuKernel{lib, ks->name, ks->fn, ks->nparams, ks->psizes});
 	std::lock_guard<std::mutex> g(lmu);
 	libraries.insert(lib);
@@ -148,16 +156,16 @@ EMU_API int cudaLaunchKernel(const void *f, Dim3 grid, Dim3 block, void **args, 
 	auto params = std::make_shared<std::vector<char>>(total + 8);
 	for (int i = 0; i < n; i++) memcpy(params->data() + offs[i], args[i], k->psizes[i]);
 	__emu_uint3 gd{grid.x, grid.y, grid.z}, bd{block.x, block.y, block.z};
-	__emu_tramp_fn fn = k->fn;
-	__emu_thread **cur = k->lib->cur;
-	std::string name = k->name;
+	EmuKernel kern = *k; // the library outlives the launch: cudaLibraryUnload drains first
 	emu_enqueue(stream, [=] {
 		if (emu_sticky()) return; // a failed kernel ends the context's work
 		std::vector<void *> av(n + 1, nullptr);
 		for (int i = 0; i < n; i++) av[i] = params->data() + offs[i];
 		std::lock_guard<std::mutex> g(launch_mu);
+		const EmuLibrary *lib = kern.lib;
+		EmuGrid eg{kern.fn, lib->cur, av.data(), EmuCheckLaunch{kern.name.c_str(), lib->shared_lo, lib->shared_hi, lib->dsmem, smem, &lib->syms, gd, bd}};
 		std::string err;
-		if (!emu_run_grid(fn, cur, av.data(), gd, bd, &err)) emu_set_sticky(cudaErrorLaunchFailure, "kernel " + name + ": " + err);
+		if (!emu_run_grid(eg, &err)) emu_set_sticky(cudaErrorLaunchFailure, "kernel " + kern.name + ": " + err);
 	});
 	return 0;
 }

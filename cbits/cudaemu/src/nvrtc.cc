@@ -272,6 +272,19 @@ static bool read_file(const std::string &path, std::vector<char> *out) {
 	return true;
 }
 
+// instrumentation is the compiler's thread-sanitizer instrumentation without
+// its run time: every load and store of a kernel calls __tsan_readN or
+// __tsan_writeN, which the kernel header defines (the runtime checks shared
+// memory races, uninitialised shared memory and blocks that share device
+// memory). GCC links libtsan into a shared object unless told it is static;
+// neither compiler needs the function entry and exit calls.
+static std::vector<std::string> instrumentation(const std::string &cxx) {
+	std::string base = cxx.substr(cxx.rfind('/') == std::string::npos ? 0 : cxx.rfind('/') + 1);
+	if (base.find("clang") != std::string::npos)
+		return {"-fsanitize=thread", "-mllvm", "-tsan-instrument-func-entry-exit=0", "-mllvm", "-tsan-instrument-atomics=0"};
+	return {"-fsanitize=thread", "-static-libtsan", "--param=tsan-instrument-func-entry-exit=0"};
+}
+
 EMU_API int nvrtcCompileProgram(void *prog, int n, const char *const *opts) {
 	Program *p = get(prog);
 	if (!p) return NVRTC_ERROR_INVALID_PROGRAM;
@@ -319,6 +332,8 @@ EMU_API int nvrtcCompileProgram(void *prog, int n, const char *const *opts) {
 	std::vector<std::string> argv = {cxx && *cxx ? cxx : "g++", "-x", "c++", "-std=c++17", "-O2", "-fPIC", "-shared",
 					 "-fno-strict-aliasing", "-ffp-contract=off", "-fvisibility=hidden",
 					 "-D__CUDACC__", "-D__CUDACC_RTC__", "-include", my_dir() + "/cudaemu_kernel.h"};
+	std::vector<std::string> tsan = instrumentation(argv[0]);
+	argv.insert(argv.end(), tsan.begin(), tsan.end());
 	argv.insert(argv.end(), extra.begin(), extra.end());
 	for (const std::string &s : dynamic_shared(code)) argv.push_back("-Wl,--defsym=" + s + "=__emu_dsmem_buf");
 	argv.insert(argv.end(), {"-Wl,-z,defs", src, "-o", so, "-lm"});
