@@ -19,7 +19,8 @@
 # Knobs: ROUNDS (2) alternating rounds of the speed comparison beside PyTorch (skipped with
 # QUICK=1); COMPILE=1 adds one torch.compile graph; TRAIN_ARGS adds train flags to every
 # training run; NCCL_MAX (16M) the largest message of the NCCL rows on one GPU; DRY=1 is
-# the dry run over the CPU emulator (`make gpu-dry`), which sets PPLAUNCH_CUDA_LIBS.
+# the dry run over the CPU emulator (`make gpu-dry`), which sets PPLAUNCH_CUDA_LIBS and
+# SLOW=4 (every step's limit times four: the emulator is no GPU).
 set -u
 cd "$(dirname "$0")/../.."
 REPO=$PWD

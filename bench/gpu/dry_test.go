@@ -20,7 +20,8 @@ const (
 )
 
 // TestGPUDry is `make gpu-dry`: bench/gpu/check.sh end to end over the CPU
-// emulator (QUICK=1, a small model): it exits 0 and leaves summary.md with
+// emulator (QUICK=1, a small model, every step's limit four times its GPU
+// one, since the emulator runs each GPU thread as a fiber): it exits 0 and leaves summary.md with
 // PASS and SKIP lines and no FAIL, and logs.tgz of logs only under 5 MiB.
 // It takes minutes, so it runs only when make gpu-dry asks for it.
 func TestGPUDry(t *testing.T) {
@@ -41,7 +42,7 @@ func TestGPUDry(t *testing.T) {
 	cmd := exec.Command("bash", "check.sh", out)
 	cmd.Env = append(os.Environ(), "DRY=1", "QUICK=1", "PPLAUNCH_CUDA_LIBS="+emu, dryBinEnv+"="+bin,
 		"TRAIN_ARGS=--layers 4 --width 32 --heads 2 --seq 16 --microbatches 4 --microbatch-size 1",
-		"TRAIN_STEPS=3", "SCALE_STEPS=1", "BUDGET=900", "NCCL_MULTI_RANK_GPU_ENABLE=")
+		"TRAIN_STEPS=3", "SCALE_STEPS=1", "BUDGET=1500", "SLOW=4", "NCCL_MULTI_RANK_GPU_ENABLE=")
 	// The script's output goes to the terminal as it runs (make gpu-dry
 	// takes minutes); the test reads the files it leaves.
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr

@@ -28,12 +28,13 @@ verdict() {
 # left: seconds until DEADLINE.
 left() { echo $((DEADLINE - $(date +%s))); }
 
-# budget LIMIT: LIMIT, or less where the run's deadline (less RESERVE) comes
-# first; 0 when fewer than 10 seconds would remain.
+# budget LIMIT: LIMIT (times SLOW, for a slow stand-in such as the CPU
+# emulator), or less where the run's deadline (less RESERVE) comes first; 0
+# when fewer than 10 seconds would remain.
 budget() {
-	local l=$(($(left) - RESERVE))
+	local l=$(($(left) - RESERVE)) want=$(($1 * ${SLOW:-1}))
 	[ "$l" -lt 10 ] && l=0
-	[ "$1" -lt "$l" ] && l=$1
+	[ "$want" -lt "$l" ] && l=$want
 	echo "$l"
 }
 

@@ -117,10 +117,13 @@ echo "status $?"
 	}
 }
 
-// TestBudget: a step's limit is its own, or what the deadline leaves less the
-// reserve for the summary, and nothing under 10 seconds.
+// TestBudget: a step's limit is its own (times SLOW), or what the deadline
+// leaves less the reserve for the summary, and nothing under 10 seconds.
 func TestBudget(t *testing.T) {
 	out, code, _, _ := sh(t, 100, `echo "$(budget 30) $(budget 500)"; DEADLINE=$(($(date +%s) + 14)); echo "$(budget 30)"`)
+	if slow, _, _, _ := sh(t, 1000, `SLOW=4; echo "$(budget 30)"`); strings.TrimSpace(slow) != "120" {
+		t.Errorf("SLOW=4 budget 30: %q, want 120", slow)
+	}
 	f := strings.Fields(out)
 	// Seconds pass between setting the deadline and asking: 95 less those.
 	if n, err := strconv.Atoi(f[min(1, len(f)-1)]); code != 0 || len(f) != 3 || f[0] != "30" || err != nil || n > 95 || n < 80 || f[2] != "0" {
