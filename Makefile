@@ -3,7 +3,7 @@ BIN   := bin/pplaunch
 # Packages to test; override to test one: make test PKGS=./schedules/...
 PKGS  ?= ./...
 
-.PHONY: build train test test-loaded faults lint bench gpu-bin sgemm-asm clean
+.PHONY: build train test test-loaded faults lint bench gpu-bin gpu-dry sgemm-asm clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/pplaunch
@@ -60,6 +60,14 @@ gpu-bin:
 # Regenerate the matrix product's micro-kernels (the generated .s is committed).
 sgemm-asm:
 	cd models/tensor/sgemm && $(GO) run ./internal/gen kernel_amd64.s
+
+# bench/gpu/check.sh end to end over the CPU emulator (DRY=1 QUICK=1, a small
+# model), from the binaries gpu-bin builds: OUT gets summary.md and logs.tgz,
+# as on a GPU machine.
+OUT ?= /tmp/pplaunch-gpu-dry
+gpu-dry: gpu-bin
+	PPLAUNCH_GPU_DRY_OUT=$(abspath $(OUT)) PPLAUNCH_BIN=$(abspath bin) \
+	  $(GO) test -count=1 -v -timeout 20m -run '^TestGPUDry$$' ./bench/gpu
 
 clean:
 	rm -rf bin

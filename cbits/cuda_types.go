@@ -26,6 +26,7 @@ const (
 	AttrMaxSharedMemoryPerBlock      = 8
 	AttrWarpSize                     = 10
 	AttrMultiProcessorCount          = 16
+	AttrComputeMode                  = 20 // 0 default, 1 exclusive thread, 2 prohibited, 3 exclusive process
 	AttrComputeCapabilityMajor       = 75
 	AttrComputeCapabilityMinor       = 76
 	AttrMaxSharedMemoryPerBlockOptin = 97
@@ -37,6 +38,7 @@ const (
 	ErrMemoryAllocation     = 2
 	ErrInvalidConfiguration = 9
 	ErrInsufficientDriver   = 35
+	ErrDevicesUnavailable   = 46 // exclusive-process compute mode, another process holds the GPU
 	ErrNoDevice             = 100
 	ErrInvalidDevice        = 101
 	ErrNotReady             = 600

@@ -109,6 +109,8 @@ type ncclWorld struct {
 
 	gone atomic.Pointer[error] // set once the world is aborted
 
+	settlers sync.WaitGroup // settle goroutines: Close waits for them, they use the device thread
+
 	mu      sync.Mutex
 	comms   []*ncclComm // live communicators, for abort
 	pending []*ncclJob  // jobs in flight
@@ -137,6 +139,11 @@ type ncclComm struct {
 
 	mu     sync.Mutex
 	groups map[uint32]int
+
+	// On the device thread only: the call NCCL is still setting up (its
+	// settler polls it) and the calls issued after it.
+	settling *ncclJob
+	backlog  []queuedCall
 }
 
 func (c *ncclComm) Rank() int              { return c.me }
@@ -298,6 +305,7 @@ func (c *ncclComm) Close() error {
 		errs = append(errs, g.destroy())
 	}
 	w := c.w
+	w.settlers.Wait() // each sees its communicator gone at its next poll
 	_ = w.dev.Call(func() error {
 		for _, e := range w.events {
 			_ = w.api.EventDestroy(e)

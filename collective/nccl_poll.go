@@ -33,14 +33,20 @@ func (j *ncclJob) complete(err error) {
 	}
 }
 
-// issue runs enqueue (NCCL calls on j.c's stream) on the device thread after
-// making the stream wait for the compute queued so far, records j's event
-// after it, and hands j to the poller. A failure fails j; an NCCL failure
-// (anything but an invalid argument) also aborts the world, since the
-// communicator is then unusable.
+// issue queues j's NCCL calls (enqueue, on j.c's stream) after the compute
+// queued so far: on the device thread it records an event on the compute
+// stream at once, so that later compute is not waited for, and starts j if
+// the communicator is free. Where an earlier call is still in progress
+// (NCCL's first use of a connection returns ncclInProgress until the peer
+// has posted its side), j waits in the communicator's backlog and the
+// settler starts it; the device thread is never held meanwhile, so compute
+// launches and other communicators go on. A failure fails j; an NCCL
+// failure (anything but an invalid argument) also aborts the world, since
+// the communicator is then unusable.
 func (w *ncclWorld) issue(j *ncclJob, enqueue func() error) {
 	c := j.c
-	var fatal bool
+	var ready []*ncclJob
+	var failed []failedJob
 	err := w.dev.Call(func() error {
 		if err := w.goneErr(); err != nil {
 			return err
@@ -52,35 +58,90 @@ func (w *ncclWorld) issue(j *ncclJob, enqueue func() error) {
 		if err != nil {
 			return err
 		}
-		defer w.putEvent(after)
 		if err := w.api.EventRecord(after, w.compute); err != nil {
+			w.putEvent(after)
 			return err
 		}
-		if err := w.api.StreamWaitEvent(c.stream, after); err != nil {
-			return err
+		c.backlog = append(c.backlog, queuedCall{j: j, after: after, enqueue: enqueue})
+		if c.settling == nil {
+			ready, failed = w.drain(c)
 		}
-		err = enqueue()
-		if cbits.IsNCCLInProgress(err) {
-			err = w.settle(c)
-		}
-		if err != nil {
-			fatal = !isInvalidArgument(err)
-			return err
-		}
-		if j.ev, err = w.event(); err != nil {
-			return err
-		}
-		return w.api.EventRecord(j.ev, c.stream)
+		return nil
 	})
 	if err != nil {
-		if fatal {
-			w.abort(fmt.Errorf("%w by rank %d: %w", ErrAborted, w.rank, err))
-		}
 		j.complete(err)
 		return
 	}
+	w.finish(ready, failed)
+}
+
+// queuedCall is a job waiting for its communicator, with the event that
+// orders it after the compute queued before it was issued.
+type queuedCall struct {
+	j       *ncclJob
+	after   cbits.Event
+	enqueue func() error
+}
+
+type failedJob struct {
+	j     *ncclJob
+	err   error
+	fatal bool
+}
+
+// drain starts c's queued calls in order, on the device thread, until one
+// is in progress (it becomes c.settling, and the settler is started) or
+// none is left. It returns the jobs whose event is recorded and the jobs
+// that failed.
+func (w *ncclWorld) drain(c *ncclComm) (ready []*ncclJob, failed []failedJob) {
+	for len(c.backlog) > 0 && c.settling == nil {
+		q := c.backlog[0]
+		c.backlog = c.backlog[1:]
+		err := w.api.StreamWaitEvent(c.stream, q.after)
+		w.putEvent(q.after) // the wait took the event's state: it may be recorded again
+		if err == nil {
+			err = q.enqueue()
+		}
+		if cbits.IsNCCLInProgress(err) {
+			c.settling = q.j
+			w.settlers.Add(1)
+			go w.settle(c)
+			break
+		}
+		if err == nil {
+			err = w.record(q.j)
+		}
+		if err != nil {
+			failed = append(failed, failedJob{q.j, err, !isInvalidArgument(err)})
+			continue
+		}
+		ready = append(ready, q.j)
+	}
+	return ready, failed
+}
+
+// record records j's event after its calls on j.c's stream.
+func (w *ncclWorld) record(j *ncclJob) (err error) {
+	if j.ev, err = w.event(); err != nil {
+		return err
+	}
+	return w.api.EventRecord(j.ev, j.c.stream)
+}
+
+// finish hands ready jobs to the poller and fails the failed ones, aborting
+// the world on a fatal failure.
+func (w *ncclWorld) finish(ready []*ncclJob, failed []failedJob) {
+	for _, f := range failed {
+		if f.fatal {
+			w.abort(fmt.Errorf("%w by rank %d: %w", ErrAborted, w.rank, f.err))
+		}
+		f.j.complete(f.err)
+	}
+	if len(ready) == 0 {
+		return
+	}
 	w.mu.Lock()
-	w.pending = append(w.pending, j)
+	w.pending = append(w.pending, ready...)
 	start := !w.polling
 	w.polling = true
 	w.mu.Unlock()
@@ -94,24 +155,68 @@ func isInvalidArgument(err error) bool {
 	return asCUDAError(err, &e) && e.Lib == "NCCL" && e.Code == 4
 }
 
-// settle waits, on the device thread, until a non-blocking call that
-// returned ncclInProgress has been enqueued (NCCL sets connections up
-// then), so that the event recorded after it follows it. It gives up after
-// the default timeout, or when the world is aborted.
-func (w *ncclWorld) settle(c *ncclComm) error {
-	deadline := time.Now().Add(w.opts.Timeout)
+// settle polls c while its call c.settling is in progress (NCCL is setting
+// up connections, and the peer may not have posted its side yet), each poll
+// a short call on the device thread, then records the call's event and
+// starts the backlog. It never gives up by itself: every wait for a call
+// has a deadline (the handle's, or the collective's), which aborts the
+// world, and Close ends the communicators; either makes it fail c's queued
+// jobs and return at its next poll.
+func (w *ncclWorld) settle(c *ncclComm) {
+	defer w.settlers.Done()
+	pause := pollMin
 	for {
-		st := w.api.CommGetAsyncError(c.comm)
-		if !cbits.IsNCCLInProgress(st) {
-			return st
+		time.Sleep(pause)
+		pause = min(2*pause, pollMax)
+		var ready, stuck []*ncclJob
+		var failed []failedJob
+		var stop error
+		_ = w.dev.Call(func() error {
+			j := c.settling
+			switch err := w.goneErr(); {
+			case err != nil:
+				stop = err
+			case c.comm == 0:
+				stop = fmt.Errorf("rank %d: %w", w.rank, ErrClosed)
+			}
+			if stop == nil {
+				st := w.api.CommGetAsyncError(c.comm)
+				switch {
+				case cbits.IsNCCLInProgress(st):
+					return nil
+				case st != nil:
+					stop = fmt.Errorf("%w by rank %d: NCCL failed: %w", ErrAborted, w.rank, st)
+				}
+			}
+			c.settling = nil
+			if stop != nil {
+				stuck = append(stuck, j)
+				for _, q := range c.backlog {
+					stuck = append(stuck, q.j)
+					w.putEvent(q.after)
+				}
+				c.backlog = nil
+				return nil
+			}
+			if err := w.record(j); err != nil {
+				failed = append(failed, failedJob{j, err, true})
+			} else {
+				ready = append(ready, j)
+			}
+			r, f := w.drain(c)
+			ready, failed = append(ready, r...), append(failed, f...)
+			return nil
+		})
+		if stop != nil {
+			w.abort(stop)
+			for _, j := range stuck {
+				j.complete(stop)
+			}
 		}
-		if err := w.goneErr(); err != nil {
-			return err
+		w.finish(ready, failed)
+		if stop != nil || len(ready)+len(failed) > 0 {
+			return // a call still in progress has a settler of its own
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("NCCL still setting up the operation after %v", w.opts.Timeout)
-		}
-		time.Sleep(20 * time.Microsecond)
 	}
 }
 

@@ -22,18 +22,20 @@ import (
 type fakeWorld struct {
 	f     *ncclfake.NCCL
 	comms []Comm
+	devs  []*ncclfake.Device
 }
 
 func newFakeWorld(t *testing.T, n int, timeout time.Duration) *fakeWorld {
 	t.Helper()
 	f := ncclfake.New(nil)
 	st := store.NewMemory()
-	w := &fakeWorld{f: f, comms: make([]Comm, n)}
+	w := &fakeWorld{f: f, comms: make([]Comm, n), devs: make([]*ncclfake.Device, n)}
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for r := range n {
 		api := f.Rank()
 		dev := ncclfake.NewDevice(api)
+		w.devs[r] = dev
 		t.Cleanup(dev.Stop)
 		wg.Go(func() {
 			w.comms[r], errs[r] = NewNCCL(testCtx(t), st, r, n, NCCLOptions{Options: Options{Timeout: timeout}, Device: dev, API: api})
@@ -89,6 +91,43 @@ func TestNCCLPointToPoint(t *testing.T) {
 	}
 	if !slices.Equal(w.read(ra), []float32{7, 8}) || !slices.Equal(w.read(rg), []float32{9}) {
 		t.Fatalf("batch received %v and %v", w.read(ra), w.read(rg))
+	}
+}
+
+// TestNCCLFirstUseLeavesDeviceFree: NCCL's first use of a connection stays
+// in progress until the peer posts its side. Meanwhile the rank's device
+// thread is free: a compute launch (any call there) runs before the peer
+// has posted, and a second send queued behind the first goes out after it.
+// Were the device thread held until the peer posts, this test, which posts
+// the peer's side only after that launch, could not pass.
+func TestNCCLFirstUseLeavesDeviceFree(t *testing.T) {
+	w := newFakeWorld(t, 2, 10*time.Second)
+	ctx := testCtx(t)
+	before := w.f.InProgress()
+	tag := Tag{Kind: Activation, Step: 1}
+	s1 := w.comms[0].Isend(1, tag, w.dev(1, 2))
+	tag.MicroBatch = 1
+	s2 := w.comms[0].Isend(1, tag, w.dev(3))
+	launched := false
+	if err := w.devs[0].Call(func() error { launched = true; return nil }); err != nil || !launched {
+		t.Fatalf("a launch on rank 0's device thread while its first send is in progress: %v", err)
+	}
+	if w.f.InProgress() != before+1 {
+		t.Fatalf("the fake returned ncclInProgress %d times for the first send, want once", w.f.InProgress()-before)
+	}
+	r1, r2 := w.dev(0, 0), w.dev(0)
+	if err := errors.Join(w.comms[1].Recv(ctx, 0, Tag{Kind: Activation, Step: 1}, r1), w.comms[1].Recv(ctx, 0, tag, r2),
+		s1.Wait(ctx), s2.Wait(ctx)); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(w.read(r1), []float32{1, 2}) || !slices.Equal(w.read(r2), []float32{3}) {
+		t.Fatalf("received %v and %v, want [1 2] and [3] in order", w.read(r1), w.read(r2))
+	}
+	// The connection is up: using it again is not in progress.
+	n := w.f.InProgress()
+	h := w.comms[0].Isend(1, tag, w.dev(4))
+	if err := errors.Join(w.comms[1].Recv(ctx, 0, tag, r2), h.Wait(ctx)); err != nil || w.f.InProgress() != n {
+		t.Fatalf("second use of the connection: %v, %d more in-progress answers", err, w.f.InProgress()-n)
 	}
 }
 

@@ -26,6 +26,13 @@ import (
 // head of its stream,
 // exactly the rules that make NCCL deadlock or pair wrongly. Aborted
 // members' operations never complete, as a dead peer's would not.
+//
+// As real non-blocking communicators do, the first use of each connection
+// (a sender and receiver pair, or a communicator's collectives) makes
+// GroupEnd, or the call outside a group, return ncclInProgress; the
+// communicator then stays in progress (CommGetAsyncError) until every peer
+// of those connections has used it too, and any other call on it meanwhile
+// is ncclInvalidUsage.
 type NCCL struct {
 	mu      sync.Mutex
 	next    uintptr
@@ -36,6 +43,7 @@ type NCCL struct {
 	events  map[cbits.Event][]*fakeGroup
 	splits  map[string]*fakeSplit
 	matched int // point-to-point pairs completed
+	pending int // calls answered ncclInProgress at a connection's first use
 }
 
 type fakeClique struct {
@@ -44,7 +52,11 @@ type fakeClique struct {
 	joined  int
 	pairs   map[[2]int]*fakePair
 	colls   map[int][]*fakeOp
+	sides   map[[2]int]map[int]bool // connection (sender, receiver; collConn for collectives) -> members that used it
 }
+
+// collConn is the connection key of a clique's collectives.
+var collConn = [2]int{-1, -1}
 
 type fakeMember struct {
 	cl      *fakeClique // nil until a split is complete
@@ -53,6 +65,7 @@ type fakeMember struct {
 	err     error
 	coll    int // collective calls so far
 	splits  int
+	setting [][2]int // connections this member's last call set up, until every peer has used them
 }
 
 type fakePair struct{ sends, recvs []*fakeOp }
@@ -131,7 +144,8 @@ func (r *Rank) CommInitRank(n int, id cbits.NCCLUniqueID, rank int, blocking boo
 }
 
 func newFakeClique(n int) *fakeClique {
-	return &fakeClique{n: n, members: make([]*fakeMember, n), pairs: map[[2]int]*fakePair{}, colls: map[int][]*fakeOp{}}
+	return &fakeClique{n: n, members: make([]*fakeMember, n), pairs: map[[2]int]*fakePair{}, colls: map[int][]*fakeOp{},
+		sides: map[[2]int]map[int]bool{}}
 }
 
 func (r *Rank) CommSplit(parent cbits.NCCLComm, color, key int, blocking bool) (cbits.NCCLComm, error) {
@@ -178,11 +192,64 @@ func (r *Rank) CommGetAsyncError(c cbits.NCCLComm) error {
 		return &cbits.CUDAError{Lib: "NCCL", Code: 4, Name: "ncclInvalidArgument"}
 	case m.err != nil:
 		return m.err
-	case m.cl == nil || m.cl.joined < m.cl.n:
+	case m.cl == nil || m.cl.joined < m.cl.n || !m.settled():
 		return errInProgress
 	}
 	return nil
 }
+
+// connect notes that m uses connection c, and says whether that is m's first
+// use of it (NCCL then sets it up, in progress until every peer has used it).
+func (m *fakeMember) connect(c [2]int) bool {
+	cl := m.cl
+	s := cl.sides[c]
+	if s == nil {
+		s = map[int]bool{}
+		cl.sides[c] = s
+	}
+	first := !s[m.rank]
+	s[m.rank] = true
+	if first {
+		m.setting = append(m.setting, c)
+	}
+	return first
+}
+
+// settled says whether every connection m's last call set up has all its
+// peers; it forgets those that have.
+func (m *fakeMember) settled() bool {
+	cl := m.cl
+	for len(m.setting) > 0 {
+		c := m.setting[0]
+		need := cl.n
+		if c != collConn {
+			need = 2
+			if c[0] == c[1] {
+				need = 1
+			}
+		}
+		if len(cl.sides[c]) < need {
+			return false
+		}
+		m.setting = m.setting[1:]
+	}
+	return true
+}
+
+// conn is the connection o uses.
+func (o *fakeOp) conn() [2]int {
+	switch o.kind {
+	case 's':
+		return [2]int{o.m.rank, o.peer}
+	case 'r':
+		return [2]int{o.peer, o.m.rank}
+	}
+	return collConn
+}
+
+// errBusy is NCCL's answer to a call on a communicator still in progress.
+var errBusy = &cbits.CUDAError{Lib: "NCCL", Call: "fake", Code: cbits.NCCLInvalidUsage, Name: "ncclInvalidUsage",
+	Message: "a call on a communicator whose last operation is still in progress (poll ncclCommGetAsyncError until it is done)"}
 
 func (r *Rank) CommAbort(c cbits.NCCLComm) error {
 	r.f.mu.Lock()
@@ -200,12 +267,12 @@ func (r *Rank) GroupStart() error { r.group = &fakeGroup{}; return nil }
 func (r *Rank) GroupEnd() error {
 	g := r.group
 	r.group = nil
-	if len(g.ops) > 0 {
-		r.f.mu.Lock()
-		r.f.enqueue(g)
-		r.f.mu.Unlock()
+	if len(g.ops) == 0 {
+		return nil
 	}
-	return nil
+	r.f.mu.Lock()
+	defer r.f.mu.Unlock()
+	return r.f.enqueue(g)
 }
 
 // add puts o in the open group, or in a group of its own.
@@ -214,6 +281,9 @@ func (r *Rank) add(c cbits.NCCLComm, s cbits.Stream, o *fakeOp) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	o.m = f.members[c]
+	if !o.m.settled() {
+		return errBusy
+	}
 	g := r.group
 	if g == nil {
 		g = &fakeGroup{}
@@ -225,7 +295,7 @@ func (r *Rank) add(c cbits.NCCLComm, s cbits.Stream, o *fakeOp) error {
 		o.m.coll++
 	}
 	if r.group == nil {
-		f.enqueue(g)
+		return f.enqueue(g)
 	}
 	return nil
 }
@@ -256,9 +326,30 @@ func fakeSize(dt cbits.NCCLDataType) int {
 	return 1
 }
 
-func (f *NCCL) enqueue(g *fakeGroup) {
+// enqueue queues g on its stream, and returns ncclInProgress when one of its
+// operations is its member's first use of a connection.
+func (f *NCCL) enqueue(g *fakeGroup) error {
+	first := false
+	for _, o := range g.ops {
+		if o.m.connect(o.conn()) {
+			first = true
+		}
+	}
 	g.stream.queue = append(g.stream.queue, g)
 	f.progress()
+	if first {
+		f.pending++
+		return errInProgress
+	}
+	return nil
+}
+
+// InProgress is how many calls the fake has answered ncclInProgress because
+// they used a connection for the first time.
+func (f *NCCL) InProgress() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.pending
 }
 
 // progress posts the head group of every stream and pairs what can be

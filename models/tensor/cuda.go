@@ -3,6 +3,8 @@ package tensor
 import (
 	"errors"
 	"fmt"
+
+	"github.com/pplaunch/pplaunch/cbits"
 )
 
 // CUDAOptions are the CUDA backend's choices.
@@ -52,6 +54,11 @@ func newCUDAWith(api cudaAPI, device int, opts CUDAOptions) (*CUDA, error) {
 		return nil, fmt.Errorf("cuda backend: device %d requested, but %d visible (check CUDA_VISIBLE_DEVICES)", device, n)
 	}
 	d, err := startDevice(api, device, opts.TF32)
+	var ce *cbits.CUDAError
+	if errors.As(err, &ce) && ce.Code == cbits.ErrDevicesUnavailable {
+		return nil, fmt.Errorf("cuda backend: %w: GPU %d takes one process at a time (exclusive-process compute mode) and another has it; "+
+			"give each rank a GPU of its own, start an MPS server (nvidia-cuda-mps-control -d), or make the mode DEFAULT (nvidia-smi -c DEFAULT)", err, device)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("cuda backend: %w", err)
 	}
@@ -139,6 +146,9 @@ func (c *CUDA) ptr(op string, t *Tensor) devPtr {
 
 // launch runs kernel name on the stream. A failure panics with the kernel's name.
 func (c *CUDA) launch(name string, grid, block [3]uint32, smem int, args ...any) {
+	if err := checkBlock(name, block); err != nil {
+		panic(fmt.Sprintf("cuda backend: %v", err))
+	}
 	kn, err := c.k.get(name)
 	if err != nil {
 		panic(fmt.Sprintf("cuda backend: %v", err))

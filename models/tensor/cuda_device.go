@@ -44,13 +44,15 @@ func startDevice(api cudaAPI, id int, tf32 bool) (*device, error) {
 		if d.blas, err = api.BlasCreate(); err != nil {
 			return err
 		}
+		// cublasSetStream gives the handle back its default workspace, so
+		// the stream comes first and the workspace after it.
+		if err := api.BlasSetStream(d.blas, d.stream); err != nil {
+			return err
+		}
 		if d.ws, err = api.Malloc(blasWorkspace); err != nil {
 			return err
 		}
 		if err := api.BlasSetWorkspace(d.blas, d.ws, blasWorkspace); err != nil {
-			return err
-		}
-		if err := api.BlasSetStream(d.blas, d.stream); err != nil {
 			return err
 		}
 		return api.BlasSetTF32(d.blas, tf32)

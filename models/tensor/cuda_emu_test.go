@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"slices"
 	"strings"
 	"sync"
@@ -47,6 +48,34 @@ func emuCUDA(t *testing.T) *CUDA {
 		t.Fatal(emu.err)
 	}
 	return emu.be
+}
+
+// emulatorElsewhere is for a test that loads the emulator itself: under
+// DeviceTestEnv=cuda the real libraries are loaded in this process, and the
+// emulator's share their sonames (its cuBLAS would bind to the real
+// runtime), so the test runs again in a child process without the variable
+// and passes or fails with it. It returns true in that parent, which then
+// has nothing left to do.
+func emulatorElsewhere(t *testing.T) bool {
+	t.Helper()
+	if os.Getenv(DeviceTestEnv) != "cuda" {
+		return false
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$", "-test.v", "-test.count=1")
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, DeviceTestEnv+"=") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	out, err := cmd.CombinedOutput()
+	t.Logf("%s over the emulator in a child process:\n%s", t.Name(), out)
+	if err != nil {
+		t.Fatalf("child process: %v", err)
+	}
+	if strings.Contains(string(out), "--- SKIP: "+t.Name()) {
+		t.Skip("skipped in the child process (see above)")
+	}
+	return true
 }
 
 // cudaemuDir is where the emulator's libraries are built (once per test binary).

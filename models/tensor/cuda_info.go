@@ -23,6 +23,18 @@ type CUDAInfo struct {
 type CUDADeviceInfo struct {
 	Index, Major, Minor, SMs int
 	FreeBytes, TotalBytes    uint64
+	// ComputeMode is the driver's compute mode: "default",
+	// "exclusive-process" (one process at a time: several ranks on this GPU
+	// need MPS), "prohibited", or "unknown" where the runtime does not say.
+	ComputeMode string
+}
+
+// computeModes names cudaDeviceAttr 20's values.
+var computeModes = map[int]string{0: "default", 1: "exclusive-thread", 2: "prohibited", 3: "exclusive-process"}
+
+// Shared says whether several processes can use the GPU at once.
+func (d CUDADeviceInfo) Shared() bool {
+	return d.ComputeMode == "default" || d.ComputeMode == "unknown"
 }
 
 // DescribeCUDA loads the CUDA libraries as NewCUDA would and asks each visible
@@ -59,6 +71,12 @@ func DescribeCUDA() (CUDAInfo, error) {
 				return info, fmt.Errorf("GPU %d: %w", d, err)
 			}
 		}
+		di.ComputeMode = "unknown"
+		if m, err := l.DeviceAttribute(cbits.AttrComputeMode, d); err == nil && computeModes[m] != "" {
+			di.ComputeMode = computeModes[m]
+		} else if err != nil {
+			_ = l.GetLastError() // a runtime that does not know the attribute: not a failure
+		}
 		if di.FreeBytes, di.TotalBytes, err = l.MemGetInfo(); err != nil {
 			return info, fmt.Errorf("GPU %d: %w", d, err)
 		}
@@ -91,8 +109,11 @@ func (i CUDAInfo) String() string {
 		fmt.Fprintf(&b, "no usable GPU: %v\n", i.DeviceErr)
 	}
 	for _, d := range i.Devices {
-		fmt.Fprintf(&b, "GPU %d: compute capability %d.%d (sm_%d%d), %d multiprocessors, %.1f GiB of %.1f GiB free\n",
-			d.Index, d.Major, d.Minor, d.Major, d.Minor, d.SMs, float64(d.FreeBytes)/(1<<30), float64(d.TotalBytes)/(1<<30))
+		fmt.Fprintf(&b, "GPU %d: compute capability %d.%d (sm_%d%d), %d multiprocessors, %.1f GiB of %.1f GiB free, compute mode %s\n",
+			d.Index, d.Major, d.Minor, d.Major, d.Minor, d.SMs, float64(d.FreeBytes)/(1<<30), float64(d.TotalBytes)/(1<<30), d.ComputeMode)
+		if !d.Shared() {
+			fmt.Fprintf(&b, "  compute mode %s: one process at a time on GPU %d; several ranks on it need MPS (nvidia-cuda-mps-control -d) or 'nvidia-smi -c DEFAULT'\n", d.ComputeMode, d.Index)
+		}
 	}
 	return b.String()
 }

@@ -1,8 +1,11 @@
 package tensor
 
 import (
+	"bytes"
 	"crypto/sha256"
+	"debug/elf"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -57,10 +60,13 @@ func (k *kernels) load() error {
 		if k.cacheDir != "" {
 			path := filepath.Join(k.cacheDir, key)
 			if image, err := os.ReadFile(path); err == nil {
-				if k.loadImage(image) == nil {
+				// A truncated or overwritten file must never reach the
+				// runtime: with lazy loading it may accept the image and
+				// fail only at the first launch.
+				if checkImage(image) == nil && k.loadImage(image) == nil {
 					return
 				}
-				_ = os.Remove(path) // unreadable by this driver: build it again
+				_ = os.Remove(path) // damaged, or unreadable by this driver: build it again
 			}
 		}
 		image, log, err := api.Compile(src, "pplaunch_kernels.cu", k.arch, kernelOptions...)
@@ -124,4 +130,27 @@ func (k *kernels) unload() {
 	if k.lib != 0 {
 		_ = k.dev.call(func() error { return k.dev.api.LibraryUnload(k.lib) })
 	}
+}
+
+// checkImage says whether image is a whole 64-bit ELF file (what NVRTC
+// writes for a real architecture): the magic, a header the standard
+// library parses, and every section's bytes inside the file.
+func checkImage(image []byte) error {
+	if len(image) < 64 || !bytes.HasPrefix(image, []byte(elf.ELFMAG)) {
+		return errors.New("not an ELF image")
+	}
+	f, err := elf.NewFile(bytes.NewReader(image))
+	if err != nil {
+		return fmt.Errorf("damaged ELF image: %w", err)
+	}
+	defer f.Close()
+	if f.Class != elf.ELFCLASS64 {
+		return fmt.Errorf("ELF class %v, want %v", f.Class, elf.ELFCLASS64)
+	}
+	for _, s := range f.Sections {
+		if s.Type != elf.SHT_NOBITS && s.Offset+s.FileSize > uint64(len(image)) {
+			return fmt.Errorf("section %q ends at byte %d of a %d-byte image", s.Name, s.Offset+s.FileSize, len(image))
+		}
+	}
+	return nil
 }

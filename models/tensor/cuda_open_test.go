@@ -1,34 +1,47 @@
 package tensor
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 )
 
-// countingAPI counts NVRTC compiles of the API it wraps.
+// countingAPI counts NVRTC compiles of the API it wraps and keeps the sizes
+// of the images handed to the runtime.
 type countingAPI struct {
 	cudaAPI
-	compiles *atomic.Int32
+	compiles atomic.Int32
+	mu       sync.Mutex
+	loaded   []int
 }
 
-func (a countingAPI) Compile(src, name, arch string, opts ...string) ([]byte, string, error) {
+func (a *countingAPI) Compile(src, name, arch string, opts ...string) ([]byte, string, error) {
 	a.compiles.Add(1)
 	return a.cudaAPI.Compile(src, name, arch, opts...)
 }
 
+func (a *countingAPI) LibraryLoadData(image []byte) (cuLibrary, error) {
+	a.mu.Lock()
+	a.loaded = append(a.loaded, len(image))
+	a.mu.Unlock()
+	return a.cudaAPI.LibraryLoadData(image)
+}
+
 // TestCUDAKernelCache: the first backend compiles the kernels and stores the
 // image under a key naming the architecture; the next one reads it back
-// without compiling; a corrupt cached image is built again and replaced.
+// without compiling; a corrupt cached image (other bytes, or the image cut
+// short) is never handed to the runtime, but built again and replaced.
 func TestCUDAKernelCache(t *testing.T) {
-	api := emuCUDA(t).dev.api
+	api := &countingAPI{cudaAPI: emuCUDA(t).dev.api}
 	dir := t.TempDir()
-	var n atomic.Int32
 	open := func() {
 		t.Helper()
-		c, err := newCUDAWith(countingAPI{api, &n}, 0, CUDAOptions{KernelCache: dir})
+		c, err := newCUDAWith(api, 0, CUDAOptions{KernelCache: dir})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -41,25 +54,66 @@ func TestCUDAKernelCache(t *testing.T) {
 	}
 	open()
 	files, _ := filepath.Glob(filepath.Join(dir, "*-sm_90.cubin"))
-	if n.Load() != 1 || len(files) != 1 {
-		t.Fatalf("first backend: %d compiles, cache %v; want 1 and one sm_90 image", n.Load(), files)
+	if api.compiles.Load() != 1 || len(files) != 1 {
+		t.Fatalf("first backend: %d compiles, cache %v; want 1 and one sm_90 image", api.compiles.Load(), files)
+	}
+	good, err := os.ReadFile(files[0])
+	if err != nil || checkImage(good) != nil {
+		t.Fatalf("cached image: %v, %v", err, checkImage(good))
 	}
 	open()
-	if n.Load() != 1 {
-		t.Fatalf("second backend compiled again (%d compiles) despite %s", n.Load(), files[0])
+	if api.compiles.Load() != 1 {
+		t.Fatalf("second backend compiled again (%d compiles) despite %s", api.compiles.Load(), files[0])
 	}
-	if err := os.WriteFile(files[0], []byte("not a CUBIN"), 0o644); err != nil {
+	for i, bad := range [][]byte{[]byte("not a CUBIN"), good[:len(good)/2], good[:100]} {
+		if err := os.WriteFile(files[0], bad, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		api.mu.Lock()
+		api.loaded = nil
+		api.mu.Unlock()
+		open()
+		img, _ := os.ReadFile(files[0])
+		if want := int32(2 + i); api.compiles.Load() != want || !bytes.Equal(img, good) {
+			t.Fatalf("corrupt cache of %d bytes: %d compiles (want %d), cache now %d bytes (want %d)", len(bad), api.compiles.Load(), want, len(img), len(good))
+		}
+		if !slices.Equal(api.loaded, []int{len(good)}) {
+			t.Errorf("corrupt cache of %d bytes: the runtime was handed images of %v bytes, want only the rebuilt %d", len(bad), api.loaded, len(good))
+		}
+	}
+}
+
+// TestCheckImage: only a whole 64-bit ELF file passes.
+func TestCheckImage(t *testing.T) {
+	self, err := os.ReadFile(os.Args[0]) // this test binary: a whole ELF64 file
+	if err != nil {
 		t.Fatal(err)
 	}
-	open()
-	if img, _ := os.ReadFile(files[0]); n.Load() != 2 || string(img) == "not a CUBIN" {
-		t.Fatalf("corrupt cache: %d compiles, image %q...", n.Load(), img[:min(len(img), 12)])
+	if err := checkImage(self); err != nil {
+		t.Fatalf("the test binary: %v", err)
+	}
+	for _, c := range []struct {
+		name  string
+		image []byte
+		want  string
+	}{
+		{"empty", nil, "not an ELF image"},
+		{"text", []byte("not a CUBIN, and longer than an ELF header would be: 64 bytes and more"), "not an ELF image"},
+		{"header only", self[:64], "damaged ELF image"},
+		{"cut short", self[:len(self)-4096], "damaged ELF image"},
+	} {
+		if err := checkImage(c.image); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", c.name, err, c.want)
+		}
 	}
 }
 
 // TestNewCUDAErrors: a device index past the visible GPUs, and a directory
 // without the libraries, are errors that say what was wanted and where.
 func TestNewCUDAErrors(t *testing.T) {
+	if emulatorElsewhere(t) {
+		return
+	}
 	dir := cudaemuDir(t)
 	if _, err := NewCUDAFrom([]string{dir}, 3, CUDAOptions{KernelCache: "-"}); err == nil ||
 		!strings.Contains(err.Error(), "device 3 requested, but 1 visible") {

@@ -1,7 +1,11 @@
 package tensor
 
 import (
+	"maps"
+	"regexp"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -55,5 +59,65 @@ func TestKernelNames(t *testing.T) {
 		if !slices.Contains(names, k) {
 			t.Errorf("kernel %s not in the kernel source (have %v)", k, names)
 		}
+	}
+}
+
+// TestCheckBlock: the block sizes the backend uses pass; a partial warp, too
+// many threads, a second dimension, or sumsq's tree on anything but 256 are
+// refused by name.
+func TestCheckBlock(t *testing.T) {
+	for _, b := range []int{elemBlock, rowBlock, colBlock} {
+		if err := checkBlock("add_f32", blk(b)); err != nil {
+			t.Errorf("block %d: %v", b, err)
+		}
+	}
+	if err := checkBlock("sumsq_final", blk(elemBlock)); err != nil {
+		t.Errorf("sumsq on elemBlock: %v", err)
+	}
+	for _, c := range []struct {
+		kernel string
+		block  [3]uint32
+		want   string
+	}{
+		{"add_f32", blk(100), "block of 100 threads: want a multiple of 32"},
+		{"add_f32", blk(0), "multiple of 32"},
+		{"add_f32", blk(2048), "up to 1024"},
+		{"layernorm_forward", [3]uint32{32, 2, 1}, "one-dimensional"},
+		{"sumsq_partial", blk(128), "kernel sumsq_partial: block of 128 threads: it needs exactly 256"},
+		{"sumsq_final", blk(512), "needs exactly 256"},
+	} {
+		if err := checkBlock(c.kernel, c.block); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s %v: %v, want %q", c.kernel, c.block, err, c.want)
+		}
+	}
+}
+
+// TestExactBlocksMatchSource: every kernel that adds a per-thread shared
+// array with block_sum_d is in exactBlock with that array's size, so the
+// host check follows the source.
+func TestExactBlocksMatchSource(t *testing.T) {
+	src := KernelSource()
+	decls := kernelDecl.FindAllStringSubmatchIndex(src, -1)
+	shared := regexp.MustCompile(`__shared__ double (\w+)\[(\d+)\]`)
+	found := map[string]uint32{}
+	for i, d := range decls {
+		end := len(src)
+		if i+1 < len(decls) {
+			end = decls[i+1][0]
+		}
+		name, body := src[d[2]:d[3]], src[d[1]:end]
+		if !strings.Contains(body, "block_sum_d(") {
+			continue
+		}
+		m := shared.FindStringSubmatch(body)
+		if m == nil {
+			t.Errorf("%s calls block_sum_d without a __shared__ double array", name)
+			continue
+		}
+		n, _ := strconv.Atoi(m[2])
+		found[name] = uint32(n)
+	}
+	if !maps.Equal(found, exactBlock) {
+		t.Errorf("kernels with a per-thread shared tree %v, exactBlock %v", found, exactBlock)
 	}
 }
