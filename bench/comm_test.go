@@ -13,7 +13,7 @@ import (
 
 	"github.com/alexflint/go-arg"
 	"github.com/pplaunch/pplaunch/collective"
-	"github.com/pplaunch/pplaunch/ranks/store"
+	"github.com/pplaunch/pplaunch/store"
 )
 
 func TestSizeParse(t *testing.T) {

@@ -11,8 +11,8 @@ import (
 	"github.com/pplaunch/pplaunch/models"
 	"github.com/pplaunch/pplaunch/models/tensor"
 	"github.com/pplaunch/pplaunch/ranks"
-	"github.com/pplaunch/pplaunch/ranks/store"
 	"github.com/pplaunch/pplaunch/schedules"
+	"github.com/pplaunch/pplaunch/store"
 )
 
 // OverheadOptions describe one runtime-overhead measurement: the real

@@ -13,7 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/pplaunch/pplaunch/ranks/store"
+	"github.com/pplaunch/pplaunch/store"
 )
 
 // Joiner joins the store at storeAddr as agent node of nnodes with nproc

@@ -6,7 +6,7 @@
 // carries no header, so CheckShapes compares every transfer's shape over a
 // host communicator before payloads move. Every wait has a deadline.
 //
-// It imports only ranks/store (to find its peers) and cbits (NCCL and the
+// It imports only store (to find its peers) and cbits (NCCL and the
 // CUDA stream calls); it must never import
 // ranks, models, schedules, launch, bench or cmd/pplaunch: those build on it.
 // Its subpackage ncclfake stands in for NCCL in tests (NCCLOptions.API).

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/pplaunch/pplaunch/cbits"
-	"github.com/pplaunch/pplaunch/ranks/store"
+	"github.com/pplaunch/pplaunch/store"
 )
 
 // NCCLOptions configure NewNCCL.

@@ -12,7 +12,7 @@ import (
 	"unsafe"
 
 	"github.com/pplaunch/pplaunch/cbits"
-	"github.com/pplaunch/pplaunch/ranks/store"
+	"github.com/pplaunch/pplaunch/store"
 )
 
 // The NCCL backend on a real GPU (bench/gpu/check.sh runs these): each skips

@@ -11,7 +11,7 @@ import (
 
 	"github.com/pplaunch/pplaunch/cbits"
 	"github.com/pplaunch/pplaunch/collective/ncclfake"
-	"github.com/pplaunch/pplaunch/ranks/store"
+	"github.com/pplaunch/pplaunch/store"
 )
 
 // These tests run the NCCL backend's logic (unique id through the store,

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pplaunch/pplaunch/ranks/store"
+	"github.com/pplaunch/pplaunch/store"
 )
 
 // The same suite runs against every backend: each test asks for a world of n

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pplaunch/pplaunch/ranks/store"
+	"github.com/pplaunch/pplaunch/store"
 )
 
 // A rank that presents the wrong job token is refused; the rank it tried to

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/pplaunch/pplaunch/ranks/store"
+	"github.com/pplaunch/pplaunch/store"
 )
 
 // What a rank's listener allows connections that have not proved the token

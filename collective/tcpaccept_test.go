@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pplaunch/pplaunch/ranks/store"
+	"github.com/pplaunch/pplaunch/store"
 )
 
 // startRanks starts NewTCP for the given ranks of a world of size in the

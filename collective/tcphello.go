@@ -8,7 +8,7 @@ import (
 	"net"
 	"time"
 
-	"github.com/pplaunch/pplaunch/ranks/store"
+	"github.com/pplaunch/pplaunch/store"
 )
 
 // The rank links' handshake is the store's (store.AcceptHandshake): both ends

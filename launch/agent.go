@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/pplaunch/pplaunch/ranks/store"
+	"github.com/pplaunch/pplaunch/store"
 )
 
 // sampleEvery is how often the agent reads its ranks' memory and CPU from

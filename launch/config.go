@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pplaunch/pplaunch/ranks/store"
+	"github.com/pplaunch/pplaunch/store"
 )
 
 // DefaultPort is the rendezvous port when none is given (torchrun's).

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pplaunch/pplaunch/ranks/store"
+	"github.com/pplaunch/pplaunch/store"
 )
 
 func envFunc(m map[string]string) func(string) string {

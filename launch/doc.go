@@ -15,11 +15,11 @@
 // the agent, and each rank publishes its progress in a small file the agent
 // reads (progress.go; the writer is ranks.Progress).
 //
-// The contract's variable names are constants in package ranks/store, which
+// The contract's variable names are constants in package store, which
 // both this package and package ranks (the rank side) import. Slurm's host
 // lists are expanded by the pure subpackage hostlist.
 //
-// It imports ranks/store, launch/keeper and launch/hostlist (and procfs for
+// It imports store, launch/keeper and launch/hostlist (and procfs for
 // per-rank memory and CPU); it must never import ranks, collective, models, schedules or bench:
 // the agent starts ranks, it does not run their code.
 package launch

@@ -13,8 +13,8 @@ import (
 
 	"github.com/pplaunch/pplaunch/models"
 	"github.com/pplaunch/pplaunch/models/checkpoint"
-	"github.com/pplaunch/pplaunch/ranks/store"
 	"github.com/pplaunch/pplaunch/schedules"
+	"github.com/pplaunch/pplaunch/store"
 )
 
 func TestDiffFlags(t *testing.T) {

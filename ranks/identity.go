@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/pplaunch/pplaunch/ranks/store"
+	"github.com/pplaunch/pplaunch/store"
 )
 
 // Identity is a rank's place in its job, read from the environment the agent

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pplaunch/pplaunch/ranks/store"
+	"github.com/pplaunch/pplaunch/store"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }

@@ -17,8 +17,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/pplaunch/pplaunch/collective"
-	"github.com/pplaunch/pplaunch/ranks/store"
 	"github.com/pplaunch/pplaunch/schedules"
+	"github.com/pplaunch/pplaunch/store"
 )
 
 // Progress publishes what this rank is doing, for the agent on its node: the

@@ -12,8 +12,8 @@ import (
 	"testing"
 
 	"github.com/pplaunch/pplaunch/collective"
-	"github.com/pplaunch/pplaunch/ranks/store"
 	"github.com/pplaunch/pplaunch/schedules"
+	"github.com/pplaunch/pplaunch/store"
 )
 
 // record reads one record of the layout Progress documents.

@@ -10,8 +10,8 @@ import (
 	"github.com/pplaunch/pplaunch/models"
 	"github.com/pplaunch/pplaunch/models/data"
 	"github.com/pplaunch/pplaunch/models/tensor"
-	"github.com/pplaunch/pplaunch/ranks/store"
 	"github.com/pplaunch/pplaunch/schedules"
+	"github.com/pplaunch/pplaunch/store"
 )
 
 // Job is where a rank runs: its place in the world and its connections.

@@ -15,8 +15,8 @@ import (
 	"github.com/pplaunch/pplaunch/collective"
 	"github.com/pplaunch/pplaunch/collective/ncclfake"
 	"github.com/pplaunch/pplaunch/models/tensor"
-	"github.com/pplaunch/pplaunch/ranks/store"
 	"github.com/pplaunch/pplaunch/schedules"
+	"github.com/pplaunch/pplaunch/store"
 )
 
 // These tests train on the CUDA backend over the emulator with the device

@@ -8,7 +8,7 @@ import (
 
 	"github.com/pplaunch/pplaunch/cbits"
 	"github.com/pplaunch/pplaunch/launch"
-	"github.com/pplaunch/pplaunch/ranks/store"
+	"github.com/pplaunch/pplaunch/store"
 )
 
 // backendEnv carries the agent's choice of communicator backend to its

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/pplaunch/pplaunch/ranks"
-	"github.com/pplaunch/pplaunch/ranks/store"
+	"github.com/pplaunch/pplaunch/store"
 )
 
 // benchStoreCmd is `pplaunch [launcher flags] bench store`: every rank

@@ -13,7 +13,7 @@ import (
 
 	"github.com/pplaunch/pplaunch/launch"
 	"github.com/pplaunch/pplaunch/ranks"
-	"github.com/pplaunch/pplaunch/ranks/store"
+	"github.com/pplaunch/pplaunch/store"
 )
 
 // How built-in rank jobs run (the contract for `train`, `bench p2p`, `bench

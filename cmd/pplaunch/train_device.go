@@ -11,7 +11,7 @@ import (
 	"github.com/pplaunch/pplaunch/launch"
 	"github.com/pplaunch/pplaunch/models/tensor"
 	"github.com/pplaunch/pplaunch/ranks"
-	"github.com/pplaunch/pplaunch/ranks/store"
+	"github.com/pplaunch/pplaunch/store"
 )
 
 // Devices `train` computes on.

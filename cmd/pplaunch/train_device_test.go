@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pplaunch/pplaunch/ranks/store"
+	"github.com/pplaunch/pplaunch/store"
 )
 
 // TestGPUPlacement: a rank's GPU is its local rank modulo the visible GPUs,

@@ -12,7 +12,7 @@ import (
 
 	"github.com/pplaunch/pplaunch/models/checkpoint"
 	"github.com/pplaunch/pplaunch/ranks"
-	"github.com/pplaunch/pplaunch/ranks/store"
+	"github.com/pplaunch/pplaunch/store"
 )
 
 // TestTrainOutputLines: plain output has a line per step; on a terminal, a

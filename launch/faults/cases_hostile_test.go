@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pplaunch/pplaunch/ranks/store"
+	"github.com/pplaunch/pplaunch/store"
 )
 
 // The hostile cases: connections from outside the job (without its token)

@@ -13,7 +13,7 @@
 // The package holds no code but this comment and its tests. It sits above
 // cmd/pplaunch (it runs the binary) and nothing imports it; its tests use
 // pplaunch through the built binary, the rank contract's variable names and
-// the store's client and handshake constants (ranks/store: the hostile
+// the store's client and handshake constants (store: the hostile
 // cases play an outsider to the store) and the checkpoint format
 // (models/checkpoint) only.
 package faults

@@ -21,7 +21,7 @@ import (
 
 	"github.com/prometheus/procfs"
 
-	"github.com/pplaunch/pplaunch/ranks/store"
+	"github.com/pplaunch/pplaunch/store"
 )
 
 var (

@@ -11,5 +11,5 @@
 //
 // The view is read-only and holds nothing secret: no token, no environment,
 // only what the console already prints. It imports ranks (the step records),
-// ranks/store and schedules; nothing in ranks imports it.
+// store and schedules; nothing in ranks imports it.
 package live

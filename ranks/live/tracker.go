@@ -7,8 +7,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/pplaunch/pplaunch/ranks/store"
 	"github.com/pplaunch/pplaunch/schedules"
+	"github.com/pplaunch/pplaunch/store"
 )
 
 // PublishEvery is how often a rank publishes its action to the store: a
