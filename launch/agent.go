@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/pplaunch/pplaunch/contract"
 	"github.com/pplaunch/pplaunch/store"
 )
 
@@ -93,7 +94,7 @@ func (a *agent) run(ctx context.Context) (int, error) {
 	})
 	defer a.closeStore()
 	if sig != 0 {
-		return 128 + int(sig), fmt.Errorf("received %s while joining the rendezvous", SignalName(sig))
+		return 128 + int(sig), fmt.Errorf("received %s while joining the rendezvous", contract.SignalName(sig))
 	}
 	if err != nil {
 		return 1, err
@@ -110,7 +111,7 @@ func (a *agent) run(ctx context.Context) (int, error) {
 			return err
 		})
 		if sig != 0 {
-			return 128 + int(sig), fmt.Errorf("received %s during the rendezvous", SignalName(sig))
+			return 128 + int(sig), fmt.Errorf("received %s during the rendezvous", contract.SignalName(sig))
 		}
 		if err != nil {
 			return 1, err

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/pplaunch/pplaunch/contract"
 )
 
 // attempt runs the local group once. It returns nil when every rank on every
@@ -282,7 +284,7 @@ func (a *agent) awaitNodes(ctx context.Context, restart int) *failure {
 		case s := <-a.sigs:
 			sig := s.(syscall.Signal)
 			if stopsJob(sig) {
-				return publish(a.agentFailure(128+int(sig), "pplaunch received "+SignalName(sig)+" while waiting for the other nodes", time.Now()))
+				return publish(a.agentFailure(128+int(sig), "pplaunch received "+contract.SignalName(sig)+" while waiting for the other nodes", time.Now()))
 			}
 		}
 	}

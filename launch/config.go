@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pplaunch/pplaunch/store"
+	"github.com/pplaunch/pplaunch/contract"
 )
 
 // DefaultPort is the rendezvous port when none is given (torchrun's).
@@ -210,7 +210,7 @@ func (c *Config) nameRun(f Flags, slurm *slurmInfo, getenv func(string) string) 
 		c.RunID = "slurm-" + slurm.id
 	}
 	var err error
-	if c.Token, err = jobToken(getenv(store.EnvToken), c.NNodes, fmt.Sprintf("--nnodes %d", c.NNodes)); err != nil {
+	if c.Token, err = jobToken(getenv(contract.EnvToken), c.NNodes, fmt.Sprintf("--nnodes %d", c.NNodes)); err != nil {
 		return err
 	}
 	if c.RunID == "" && c.NNodes == 1 {

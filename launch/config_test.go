@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pplaunch/pplaunch/store"
+	"github.com/pplaunch/pplaunch/contract"
 )
 
 func envFunc(m map[string]string) func(string) string {
@@ -32,7 +32,7 @@ const testSecret = "s3cret-for-tests"
 
 // withToken is env with PPLAUNCH_TOKEN set, as every node of a multi-node job has it.
 func withToken(env map[string]string) map[string]string {
-	e := map[string]string{store.EnvToken: testSecret}
+	e := map[string]string{contract.EnvToken: testSecret}
 	for k, v := range env {
 		e[k] = v
 	}
@@ -75,7 +75,7 @@ func TestResolve(t *testing.T) {
 			return e
 		}(), nnodes: 1, host: "gpu-a07", port: 24242, runID: "slurm-4242.0"},
 		{name: "token from the environment", flags: func(f *Flags) { f.RdzvID = "x" },
-			env: map[string]string{store.EnvToken: "secret"}, nnodes: 1, host: "127.0.0.1", port: 0, runID: "x", tokenExact: "secret"},
+			env: map[string]string{contract.EnvToken: "secret"}, nnodes: 1, host: "127.0.0.1", port: 0, runID: "x", tokenExact: "secret"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/pplaunch/pplaunch/contract"
 )
 
 // The agent's decisions (when to stop the group, when to tell the other
@@ -66,20 +68,15 @@ type event struct {
 }
 
 // report is a rank's own account of its failure, from its progress file.
-type report struct {
-	Class string    `json:"class"` // one of the report classes below
-	Peer  int       `json:"peer"`  // the rank it was dealing with, -1 for none
-	Text  string    `json:"text"`
-	At    time.Time `json:"at"`
-}
+type report = contract.Failure
 
-// Report classes, as ranks write them (ranks/progress.go).
+// Report classes, as ranks write them (contract's Fail classes).
 const (
-	repError    = "error"     // its own failure
-	repTimeout  = "timeout"   // it waited for Peer until the deadline
-	repPeerGone = "peer-gone" // Peer closed or aborted the link
-	repRelayed  = "relayed"   // it saw another rank's reported failure
-	repStopped  = "stopped"   // a signal stopped it (pplaunch stopping the group)
+	repError    = contract.FailError    // its own failure
+	repTimeout  = contract.FailTimeout  // it waited for Peer until the deadline
+	repPeerGone = contract.FailPeerGone // Peer closed or aborted the link
+	repRelayed  = contract.FailRelayed  // it saw another rank's reported failure
+	repStopped  = contract.FailStopped  // a signal stopped it (pplaunch stopping the group)
 )
 
 // snapshot is what a live rank was doing when the group began to stop.
@@ -299,7 +296,7 @@ func (s *supervisor) signal(e event) []action {
 			s.killed = true
 			return []action{{kind: actKill}}
 		}
-		return s.agentStop(e.at, 128+int(e.sig), "pplaunch received "+SignalName(e.sig), e.sig)
+		return s.agentStop(e.at, 128+int(e.sig), "pplaunch received "+contract.SignalName(e.sig), e.sig)
 	case syscall.SIGTSTP:
 		s.suspended = true
 		return []action{{kind: actSuspend}}
@@ -310,7 +307,7 @@ func (s *supervisor) signal(e event) []action {
 		s.suspended = false
 		return []action{{kind: actResume}}
 	default:
-		return []action{{kind: actForward, sig: e.sig}, {kind: actLog, text: fmt.Sprintf("forwarded %s to the ranks", SignalName(e.sig))}}
+		return []action{{kind: actForward, sig: e.sig}, {kind: actLog, text: fmt.Sprintf("forwarded %s to the ranks", contract.SignalName(e.sig))}}
 	}
 }
 
@@ -348,7 +345,7 @@ func (s *supervisor) agentStop(t time.Time, code int, how string, sig syscall.Si
 	var acts []action
 	if !s.stopping {
 		if sig != syscall.SIGTERM || how != "pplaunch was cancelled" {
-			acts = append(acts, action{kind: actLog, text: fmt.Sprintf("received %s: forwarding it to the ranks and stopping", SignalName(sig))})
+			acts = append(acts, action{kind: actLog, text: fmt.Sprintf("received %s: forwarding it to the ranks and stopping", contract.SignalName(sig))})
 		}
 		acts = append(acts, s.stop(t, sig)...)
 	}
@@ -387,7 +384,7 @@ func (s *supervisor) outcome() *failure {
 func exitHow(code int, sig syscall.Signal, stopped bool) string {
 	switch {
 	case sig != 0:
-		s := fmt.Sprintf("killed by %s", SignalName(sig))
+		s := fmt.Sprintf("killed by %s", contract.SignalName(sig))
 		if stopped {
 			s += " (stopped by pplaunch)"
 		}

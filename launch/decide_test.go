@@ -6,6 +6,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/pplaunch/pplaunch/contract"
 )
 
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -34,13 +36,13 @@ func actString(acts []action) string {
 	for _, a := range acts {
 		switch a.kind {
 		case actStop:
-			out = append(out, "stop "+SignalName(a.sig))
+			out = append(out, "stop "+contract.SignalName(a.sig))
 		case actKill:
 			out = append(out, "kill")
 		case actPublish:
 			out = append(out, fmt.Sprintf("publish rank %d node %d", a.f.Rank, a.f.Node))
 		case actForward:
-			out = append(out, "forward "+SignalName(a.sig))
+			out = append(out, "forward "+contract.SignalName(a.sig))
 		case actSuspend:
 			out = append(out, "suspend")
 		case actResume:

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/pplaunch/pplaunch/store"
+	"github.com/pplaunch/pplaunch/contract"
 )
 
 // DirectEnv is --direct: the calling process is one rank of a job that srun or
@@ -39,7 +39,7 @@ func DirectEnv(f Flags, getenv func(string) string) (map[string]string, error) {
 	if p.host == "" {
 		return nil, fmt.Errorf("--direct: rank %d: the job spans nodes and nothing names node 0's host; give --master-addr (or MASTER_ADDR)", p.rank)
 	}
-	token := getenv(store.EnvToken)
+	token := getenv(contract.EnvToken)
 	switch {
 	case token == "" && p.nnodes > 1:
 		return nil, errNoToken(fmt.Sprintf("--direct: rank %d of %d on %d nodes", p.rank, p.world, p.nnodes))
@@ -166,27 +166,27 @@ func (p directPlace) checkNodes() error {
 // env is the rank environment contract for this place.
 func (p directPlace) env(token string) map[string]string {
 	env := map[string]string{
-		store.EnvRole:           store.RoleRank,
-		store.EnvRank:           strconv.Itoa(p.rank),
-		store.EnvLocalRank:      strconv.Itoa(p.local),
-		store.EnvWorldSize:      strconv.Itoa(p.world),
-		store.EnvLocalWorldSize: strconv.Itoa(p.localSize),
-		store.EnvGroupRank:      strconv.Itoa(p.node),
-		store.EnvNodeRank:       strconv.Itoa(p.node),
-		store.EnvNumNodes:       strconv.Itoa(p.nnodes),
-		store.EnvMasterAddr:     p.host,
-		store.EnvMasterPort:     strconv.Itoa(p.port),
-		store.EnvStoreAddr:      joinHostPort(p.host, p.port),
-		store.EnvRunID:          p.runID,
-		store.EnvToken:          token,
-		store.EnvRestartCount:   strconv.Itoa(p.restarts),
-		store.EnvMaxRestarts:    "0",
-		store.EnvTERestartCount: strconv.Itoa(p.restarts),
-		store.EnvTEMaxRestarts:  "0",
-		store.EnvTERunID:        p.runID,
+		contract.EnvRole:           contract.RoleRank,
+		contract.EnvRank:           strconv.Itoa(p.rank),
+		contract.EnvLocalRank:      strconv.Itoa(p.local),
+		contract.EnvWorldSize:      strconv.Itoa(p.world),
+		contract.EnvLocalWorldSize: strconv.Itoa(p.localSize),
+		contract.EnvGroupRank:      strconv.Itoa(p.node),
+		contract.EnvNodeRank:       strconv.Itoa(p.node),
+		contract.EnvNumNodes:       strconv.Itoa(p.nnodes),
+		contract.EnvMasterAddr:     p.host,
+		contract.EnvMasterPort:     strconv.Itoa(p.port),
+		contract.EnvStoreAddr:      joinHostPort(p.host, p.port),
+		contract.EnvRunID:          p.runID,
+		contract.EnvToken:          token,
+		contract.EnvRestartCount:   strconv.Itoa(p.restarts),
+		contract.EnvMaxRestarts:    "0",
+		contract.EnvTERestartCount: strconv.Itoa(p.restarts),
+		contract.EnvTEMaxRestarts:  "0",
+		contract.EnvTERunID:        p.runID,
 	}
 	if p.rank == 0 {
-		env[store.EnvHostStore] = "1"
+		env[contract.EnvHostStore] = "1"
 	}
 	return env
 }

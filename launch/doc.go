@@ -15,11 +15,12 @@
 // the agent, and each rank publishes its progress in a small file the agent
 // reads (progress.go; the writer is ranks.Progress).
 //
-// The contract's variable names are constants in package store, which
-// both this package and package ranks (the rank side) import. Slurm's host
+// What the agent and its ranks agree on (the environment's names, the
+// progress file's layout and failure classes, signal names) is package
+// contract, which both this package and package ranks import. Slurm's host
 // lists are expanded by the pure subpackage hostlist.
 //
-// It imports store, launch/keeper and launch/hostlist (and procfs for
+// It imports contract, store, launch/keeper and launch/hostlist (and procfs for
 // per-rank memory and CPU); it must never import ranks, collective, models, schedules or bench:
 // the agent starts ranks, it does not run their code.
 package launch

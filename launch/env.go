@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/pplaunch/pplaunch/store"
+	"github.com/pplaunch/pplaunch/contract"
 )
 
 // World is this node's place in the job, as formed by the rendezvous.
@@ -22,33 +22,33 @@ type World struct {
 // agent's own environment) with the rank contract laid over it.
 func rankEnv(base []string, c Config, w World, local, restart int) []string {
 	set := map[string]string{
-		store.EnvRole:           store.RoleRank,
-		store.EnvRank:           strconv.Itoa(w.FirstRank + local),
-		store.EnvLocalRank:      strconv.Itoa(local),
-		store.EnvWorldSize:      strconv.Itoa(w.Size),
-		store.EnvLocalWorldSize: strconv.Itoa(c.NProc),
-		store.EnvGroupRank:      strconv.Itoa(c.NodeRank),
-		store.EnvNodeRank:       strconv.Itoa(c.NodeRank),
-		store.EnvNumNodes:       strconv.Itoa(w.NNodes),
-		store.EnvMasterAddr:     w.MasterAddr,
-		store.EnvMasterPort:     strconv.Itoa(w.MasterPort),
-		store.EnvStoreAddr:      w.StoreAddr,
-		store.EnvRunID:          c.RunID,
-		store.EnvToken:          c.Token,
-		store.EnvRestartCount:   strconv.Itoa(restart),
-		store.EnvMaxRestarts:    strconv.Itoa(c.MaxRestarts),
-		store.EnvTERestartCount: strconv.Itoa(restart),
-		store.EnvTEMaxRestarts:  strconv.Itoa(c.MaxRestarts),
-		store.EnvTERunID:        c.RunID,
+		contract.EnvRole:           contract.RoleRank,
+		contract.EnvRank:           strconv.Itoa(w.FirstRank + local),
+		contract.EnvLocalRank:      strconv.Itoa(local),
+		contract.EnvWorldSize:      strconv.Itoa(w.Size),
+		contract.EnvLocalWorldSize: strconv.Itoa(c.NProc),
+		contract.EnvGroupRank:      strconv.Itoa(c.NodeRank),
+		contract.EnvNodeRank:       strconv.Itoa(c.NodeRank),
+		contract.EnvNumNodes:       strconv.Itoa(w.NNodes),
+		contract.EnvMasterAddr:     w.MasterAddr,
+		contract.EnvMasterPort:     strconv.Itoa(w.MasterPort),
+		contract.EnvStoreAddr:      w.StoreAddr,
+		contract.EnvRunID:          c.RunID,
+		contract.EnvToken:          c.Token,
+		contract.EnvRestartCount:   strconv.Itoa(restart),
+		contract.EnvMaxRestarts:    strconv.Itoa(c.MaxRestarts),
+		contract.EnvTERestartCount: strconv.Itoa(restart),
+		contract.EnvTEMaxRestarts:  strconv.Itoa(c.MaxRestarts),
+		contract.EnvTERunID:        c.RunID,
 		// The store at MASTER_PORT is the ranks' own (torch's rank 0 makes it).
-		store.EnvTEUseAgent: "False",
+		contract.EnvTEUseAgent: "False",
 	}
 	env := make([]string, 0, len(base)+len(set)+2)
 	has := map[string]bool{}
 	for _, kv := range base {
 		k, _, _ := strings.Cut(kv, "=")
 		has[k] = true
-		if _, over := set[k]; over || k == store.EnvHostStore {
+		if _, over := set[k]; over || k == contract.EnvHostStore {
 			continue
 		}
 		env = append(env, kv)

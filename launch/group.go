@@ -12,8 +12,6 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/pplaunch/pplaunch/launch/keeper"
 )
 
@@ -419,12 +417,4 @@ func (g *group) wait() {
 	for _, f := range g.files {
 		f.Close()
 	}
-}
-
-// SignalName is "SIGKILL" for 9, or "signal N" for a number with no name.
-func SignalName(s syscall.Signal) string {
-	if name := unix.SignalName(s); name != "" {
-		return name
-	}
-	return fmt.Sprintf("signal %d", int(s))
 }

@@ -5,7 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 
-	"github.com/pplaunch/pplaunch/store"
+	"github.com/pplaunch/pplaunch/contract"
 )
 
 // The job token is the secret every store connection and rank link proves it
@@ -43,7 +43,7 @@ func errNoToken(what string) error {
 	return fmt.Errorf("%s: a job on several nodes needs a secret token shared by its nodes, and %s is not set; "+
 		"generate one and export the same value on every node before pplaunch starts: export %s=$(openssl rand -hex 16) "+
 		"(in an sbatch script, export it before srun, which passes it to every node; nothing Slurm gives the job is secret)",
-		what, store.EnvToken, store.EnvToken)
+		what, contract.EnvToken, contract.EnvToken)
 }
 
 // DeriveToken is the token the ranks of a single-node --direct job compute

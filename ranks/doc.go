@@ -28,7 +28,7 @@
 // simulates any layout with a profile's costs, the step time and each
 // rank's memory, without effects.
 //
-// ranks imports schedules, collective, models and store; it must never
+// ranks imports schedules, collective, models, store and contract; it must never
 // import launch, bench or cmd (nothing upward), and the decisions it can make
 // without effects (Plan, the schedule, the summary) stay pure.
 package ranks

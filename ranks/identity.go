@@ -8,12 +8,13 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/pplaunch/pplaunch/contract"
 	"github.com/pplaunch/pplaunch/store"
 )
 
 // Identity is a rank's place in its job, read from the environment the agent
 // (or `pplaunch --direct` under srun or mpirun) gives it. The variable names
-// are the constants in package store (store.EnvRank, ...).
+// are the constants in package store (contract.EnvRank, ...).
 type Identity struct {
 	Rank           int    // RANK
 	LocalRank      int    // LOCAL_RANK
@@ -59,15 +60,15 @@ func IdentityFromEnv(getenv func(string) string) (Identity, error) {
 		}
 		*dst = n
 	}
-	num(&id.Rank, store.EnvRank, true, 0)
-	num(&id.WorldSize, store.EnvWorldSize, true, 0)
-	num(&id.LocalRank, store.EnvLocalRank, true, 0)
-	num(&id.LocalWorldSize, store.EnvLocalWorldSize, true, 0)
-	num(&id.NodeRank, store.EnvNodeRank, false, 0)
-	num(&id.NumNodes, store.EnvNumNodes, false, 1)
-	num(&id.MasterPort, store.EnvMasterPort, false, 0)
-	num(&id.RestartCount, store.EnvRestartCount, false, 0)
-	num(&id.MaxRestarts, store.EnvMaxRestarts, false, 0)
+	num(&id.Rank, contract.EnvRank, true, 0)
+	num(&id.WorldSize, contract.EnvWorldSize, true, 0)
+	num(&id.LocalRank, contract.EnvLocalRank, true, 0)
+	num(&id.LocalWorldSize, contract.EnvLocalWorldSize, true, 0)
+	num(&id.NodeRank, contract.EnvNodeRank, false, 0)
+	num(&id.NumNodes, contract.EnvNumNodes, false, 1)
+	num(&id.MasterPort, contract.EnvMasterPort, false, 0)
+	num(&id.RestartCount, contract.EnvRestartCount, false, 0)
+	num(&id.MaxRestarts, contract.EnvMaxRestarts, false, 0)
 	if err != nil {
 		return id, err
 	}
@@ -77,14 +78,14 @@ func IdentityFromEnv(getenv func(string) string) (Identity, error) {
 	case id.LocalWorldSize < 1 || id.LocalRank >= id.LocalWorldSize || id.LocalWorldSize > id.WorldSize:
 		return id, fmt.Errorf("rank identity: LOCAL_RANK=%d, LOCAL_WORLD_SIZE=%d do not fit WORLD_SIZE=%d", id.LocalRank, id.LocalWorldSize, id.WorldSize)
 	}
-	id.MasterAddr = getenv(store.EnvMasterAddr)
-	id.StoreAddr = getenv(store.EnvStoreAddr)
+	id.MasterAddr = getenv(contract.EnvMasterAddr)
+	id.StoreAddr = getenv(contract.EnvStoreAddr)
 	if id.StoreAddr == "" && id.MasterAddr != "" && id.MasterPort > 0 {
 		id.StoreAddr = net.JoinHostPort(id.MasterAddr, strconv.Itoa(id.MasterPort))
 	}
-	id.RunID = getenv(store.EnvRunID)
-	id.Token = getenv(store.EnvToken)
-	id.HostsStore = getenv(store.EnvHostStore) == "1"
+	id.RunID = getenv(contract.EnvRunID)
+	id.Token = getenv(contract.EnvToken)
+	id.HostsStore = getenv(contract.EnvHostStore) == "1"
 	return id, nil
 }
 
@@ -118,10 +119,10 @@ func (r *Rank) listen(host, port string) (err error) {
 // so, then dials it, retrying until timeout while the store is not up yet.
 func Connect(ctx context.Context, id Identity, timeout time.Duration) (*Rank, error) {
 	if id.StoreAddr == "" {
-		return nil, fmt.Errorf("%v: no store address (%s, or %s and %s)", id, store.EnvStoreAddr, store.EnvMasterAddr, store.EnvMasterPort)
+		return nil, fmt.Errorf("%v: no store address (%s, or %s and %s)", id, contract.EnvStoreAddr, contract.EnvMasterAddr, contract.EnvMasterPort)
 	}
 	if id.Token == "" {
-		return nil, fmt.Errorf("%v: %s is not set; the store refuses connections without the job's token", id, store.EnvToken)
+		return nil, fmt.Errorf("%v: %s is not set; the store refuses connections without the job's token", id, contract.EnvToken)
 	}
 	r := &Rank{Identity: id}
 	if id.HostsStore {

@@ -1,14 +1,13 @@
 package ranks
 
 import (
-	"fmt"
 	"os"
 	"os/signal"
 	"sync"
 	"sync/atomic"
 	"syscall"
 
-	"golang.org/x/sys/unix"
+	"github.com/pplaunch/pplaunch/contract"
 )
 
 // Preemption watches for the signals that ask a training job to stop early:
@@ -46,7 +45,7 @@ func (p *Preemption) watch(checkpoints bool, rank int, logf func(string, ...any)
 		case s := <-p.sigs:
 			if !checkpoints {
 				if rank == 0 {
-					logf("received %s: no --checkpoint-dir to save to, carrying on", SignalName(s))
+					logf("received %s: no --checkpoint-dir to save to, carrying on", contract.SignalName(s))
 				}
 				continue
 			}
@@ -54,25 +53,13 @@ func (p *Preemption) watch(checkpoints bool, rank int, logf func(string, ...any)
 				p.sig.Store(s)
 				close(p.got)
 				if rank == 0 {
-					logf("received %s: stopping after this step with a checkpoint", SignalName(s))
+					logf("received %s: stopping after this step with a checkpoint", contract.SignalName(s))
 				}
 			})
 		case <-p.quit:
 			return
 		}
 	}
-}
-
-// SignalName names a signal the way the launcher's summary does ("SIGUSR1").
-func SignalName(s os.Signal) string {
-	sig, ok := s.(syscall.Signal)
-	if !ok {
-		return s.String()
-	}
-	if name := unix.SignalName(sig); name != "" {
-		return name
-	}
-	return fmt.Sprintf("signal %d", int(sig))
 }
 
 // Requested reports whether a stop was asked for.

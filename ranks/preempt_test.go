@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"syscall"
 	"testing"
+
+	"github.com/pplaunch/pplaunch/contract"
 )
 
 // TestPreemptionSignals: with checkpoints, the first SIGUSR1 or SIGTERM
@@ -24,7 +26,7 @@ func TestPreemptionSignals(t *testing.T) {
 		if !p.Requested() || p.Signal() != sig {
 			t.Errorf("%s: requested %v, signal %v", sig, p.Requested(), p.Signal())
 		}
-		if got, want := <-logged, fmt.Sprintf("received %s: stopping after this step with a checkpoint", SignalName(sig)); got != want {
+		if got, want := <-logged, fmt.Sprintf("received %s: stopping after this step with a checkpoint", contract.SignalName(sig)); got != want {
 			t.Errorf("logged %q, want %q", got, want)
 		}
 		p.Close()

@@ -2,7 +2,6 @@ package ranks
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,13 +9,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/pplaunch/pplaunch/collective"
+	"github.com/pplaunch/pplaunch/contract"
 	"github.com/pplaunch/pplaunch/schedules"
 	"github.com/pplaunch/pplaunch/store"
 )
@@ -30,36 +28,15 @@ import (
 // A nil *Progress (no agent, or a program other than pplaunch) publishes
 // nothing.
 //
-// The file's layout is a contract with the agent (launch/progress.go reads
-// it): ProgressSize bytes, the action record at 0 (progressActionSize bytes),
-// the failure record after it. A record is: sequence number (uint32, little
-// endian), payload length (uint32), payload, and at the record's last 4 bytes
-// the sequence number again; the writer bumps the first before and the last
-// after the payload, so a reader that sees them differ read a record being
-// written and reads again. The action payload is "UNIXNANO PID TEXT"; the
-// failure payload is JSON {"class", "peer", "text", "at"}.
+// The file's layout is package contract's (the agent reads it with
+// contract.ReadProgress): the action payload is "UNIXNANO PID TEXT", the
+// failure payload a contract.Failure as JSON.
 type Progress struct {
 	mu  sync.Mutex
 	mem []byte
 	seq uint32
 	pid string
 }
-
-// ProgressSize is the size of a progress file.
-const ProgressSize = 4096
-
-const progressActionSize = 256
-
-// Failure classes of the failure record: is the rank's failure its own, or a
-// consequence of another's? The agent names a rank with its own failure as
-// the root cause before one that only saw it.
-const (
-	FailError    = "error"     // its own failure
-	FailTimeout  = "timeout"   // it waited for a peer until the deadline
-	FailPeerGone = "peer-gone" // a peer closed or aborted the link
-	FailRelayed  = "relayed"   // it saw another rank's reported failure
-	FailStopped  = "stopped"   // a signal stopped it
-)
 
 // OpenProgress maps the progress file at path; "" gives nil (nothing to publish).
 func OpenProgress(path string) (*Progress, error) {
@@ -71,7 +48,7 @@ func OpenProgress(path string) (*Progress, error) {
 		return nil, fmt.Errorf("progress file: %w", err)
 	}
 	defer f.Close()
-	mem, err := unix.Mmap(int(f.Fd()), 0, ProgressSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	mem, err := unix.Mmap(int(f.Fd()), 0, contract.ProgressSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
 		return nil, fmt.Errorf("progress file %s: %w", path, err)
 	}
@@ -103,11 +80,11 @@ func (p *Progress) Phase(text string) {
 }
 
 func (p *Progress) publish(text []byte) {
-	var b [progressActionSize - 12]byte
+	var b [contract.ProgressActionSize - 12]byte
 	payload := strconv.AppendInt(b[:0], time.Now().UnixNano(), 10)
 	payload = append(append(append(payload, ' '), p.pid...), ' ')
 	payload = append(payload, text[:min(len(text), cap(b)-len(payload))]...)
-	p.write(p.mem[:progressActionSize], payload)
+	p.write(p.mem[:contract.ProgressActionSize], payload)
 }
 
 // Failed writes this rank's account of its failure: err, classified by
@@ -117,27 +94,19 @@ func (p *Progress) Failed(err error, class string, peer int) {
 		return
 	}
 	text := err.Error()
-	if max := ProgressSize - progressActionSize - 200; len(text) > max {
+	if max := contract.ProgressSize - contract.ProgressActionSize - 200; len(text) > max {
 		text = text[:max] + "..."
 	}
-	b, _ := json.Marshal(struct {
-		Class string    `json:"class"`
-		Peer  int       `json:"peer"`
-		Text  string    `json:"text"`
-		At    time.Time `json:"at"`
-	}{class, peer, text, time.Now()})
-	p.write(p.mem[progressActionSize:], b)
+	b, _ := json.Marshal(contract.Failure{Class: class, Peer: peer, Text: text, At: time.Now()})
+	p.write(p.mem[contract.ProgressActionSize:], b)
 }
 
-// write stores payload as the record rec (see Progress for the layout).
+// write stores payload as the record rec (see contract.WriteRecord).
 func (p *Progress) write(rec, payload []byte) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.seq++
-	atomic.StoreUint32((*uint32)(unsafe.Pointer(&rec[0])), p.seq)
-	binary.LittleEndian.PutUint32(rec[4:], uint32(len(payload)))
-	copy(rec[8:len(rec)-4], payload)
-	atomic.StoreUint32((*uint32)(unsafe.Pointer(&rec[len(rec)-4])), p.seq)
+	contract.WriteRecord(rec, payload, p.seq)
 }
 
 // Classify says whose failure err is: a timeout waiting for a peer, a peer
@@ -159,18 +128,18 @@ func Classify(err error) (class string, peer int) {
 	msg := err.Error()
 	switch {
 	case errors.Is(err, context.DeadlineExceeded) && peer >= 0:
-		return FailTimeout, peer
+		return contract.FailTimeout, peer
 	case atStart && !errors.As(err, &refused):
 		// The peer's end went away (refused to connect, closed mid-handshake):
 		// it failed, this rank saw it. A refusal (the wrong token) is this
 		// rank's own.
-		return FailPeerGone, peer
+		return contract.FailPeerGone, peer
 	case errors.Is(err, collective.ErrClosed), errors.Is(err, collective.ErrAborted),
 		strings.Contains(msg, "is gone: connection closed"), strings.Contains(msg, "connection to rank"),
 		strings.Contains(msg, "closed its communicator"): // a peer that failed and left (collective's tcprecv, mem)
-		return FailPeerGone, peer
+		return contract.FailPeerGone, peer
 	}
-	return FailError, peer
+	return contract.FailError, peer
 }
 
 type progressKey struct{}

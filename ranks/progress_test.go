@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/pplaunch/pplaunch/collective"
+	"github.com/pplaunch/pplaunch/contract"
 	"github.com/pplaunch/pplaunch/schedules"
 	"github.com/pplaunch/pplaunch/store"
 )
@@ -28,7 +29,7 @@ func record(t *testing.T, b []byte) string {
 
 func TestProgressLayout(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "p")
-	if err := os.WriteFile(path, make([]byte, ProgressSize), 0o600); err != nil {
+	if err := os.WriteFile(path, make([]byte, contract.ProgressSize), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	p, err := OpenProgress(path)
@@ -39,9 +40,9 @@ func TestProgressLayout(t *testing.T) {
 	hook := p.Before(func(int, schedules.Action) { called++ })
 	hook(3, schedules.Action{Kind: schedules.F, Stage: 1, Micro: 2})
 	hook(4, schedules.Action{Kind: schedules.B, Stage: 1, Micro: 0})
-	p.Failed(errors.New("disk full"), FailError, -1)
+	p.Failed(errors.New("disk full"), contract.FailError, -1)
 	b, _ := os.ReadFile(path)
-	act := strings.Fields(record(t, b[:progressActionSize]))
+	act := strings.Fields(record(t, b[:contract.ProgressActionSize]))
 	if called != 2 || len(act) != 5 || act[1] != fmt.Sprint(os.Getpid()) || strings.Join(act[2:], " ") != "step 4 1B0" {
 		t.Fatalf("action record %q (hook called %d times)", act, called)
 	}
@@ -49,12 +50,21 @@ func TestProgressLayout(t *testing.T) {
 		Class, Text string
 		Peer        int
 	}
-	if err := json.Unmarshal([]byte(record(t, b[progressActionSize:])), &rep); err != nil || rep.Class != FailError || rep.Text != "disk full" || rep.Peer != -1 {
+	if err := json.Unmarshal([]byte(record(t, b[contract.ProgressActionSize:])), &rep); err != nil || rep.Class != contract.FailError || rep.Text != "disk full" || rep.Peer != -1 {
 		t.Fatalf("failure record %+v, %v", rep, err)
+	}
+	// The agent's reader (contract.ReadProgress) reads what this writer wrote.
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if action, _, fail, failed := contract.ReadProgress(f); action != "step 4 1B0" || !failed || fail.Class != contract.FailError || fail.Text != "disk full" {
+		t.Fatalf("the agent's reader got %q, %+v (failed %v)", action, fail, failed)
 	}
 	var none *Progress // no agent: publishing is a no-op
 	none.Phase("x")
-	none.Failed(errors.New("x"), FailError, -1)
+	none.Failed(errors.New("x"), contract.FailError, -1)
 	if none.Before(nil) != nil {
 		t.Fatal("nil Progress wraps the hook")
 	}
@@ -66,18 +76,18 @@ func TestClassify(t *testing.T) {
 		class string
 		peer  int
 	}{
-		{&ActionError{Peer: 2, Err: fmt.Errorf("timeout after 3s (%w)", context.DeadlineExceeded)}, FailTimeout, 2},
-		{&ActionError{Peer: 1, Err: errors.New("rank 1 is gone: connection closed (process exited or aborted)")}, FailPeerGone, 1},
-		{fmt.Errorf("all-reduce: %w", collective.ErrAborted), FailPeerGone, -1},
+		{&ActionError{Peer: 2, Err: fmt.Errorf("timeout after 3s (%w)", context.DeadlineExceeded)}, contract.FailTimeout, 2},
+		{&ActionError{Peer: 1, Err: errors.New("rank 1 is gone: connection closed (process exited or aborted)")}, contract.FailPeerGone, 1},
+		{fmt.Errorf("all-reduce: %w", collective.ErrAborted), contract.FailPeerGone, -1},
 		// A peer that failed on its own closes its links on the way out.
-		{&ActionError{Peer: 2, Err: errors.New("recv gradient chunk=1 step=1 mb=0 from rank 2: rank 2 closed its communicator")}, FailPeerGone, 2},
-		{&ActionError{Peer: -1, Err: errors.New("NaN loss")}, FailError, -1},
-		{errors.New("--metrics: no space left on device"), FailError, -1},
+		{&ActionError{Peer: 2, Err: errors.New("recv gradient chunk=1 step=1 mb=0 from rank 2: rank 2 closed its communicator")}, contract.FailPeerGone, 2},
+		{&ActionError{Peer: -1, Err: errors.New("NaN loss")}, contract.FailError, -1},
+		{errors.New("--metrics: no space left on device"), contract.FailError, -1},
 		{fmt.Errorf("communicator: %w", errors.Join(&collective.PeerError{Peer: 1, Err: fmt.Errorf("waiting for ranks [1 2] to connect: %w", context.DeadlineExceeded)},
-			errors.New("refused 127.0.0.1:5: no hello"))), FailTimeout, 1},
-		{&collective.PeerError{Peer: 0, Err: fmt.Errorf("waiting for rank 0's training flags: %w", context.DeadlineExceeded)}, FailTimeout, 0},
-		{&collective.PeerError{Peer: 0, Err: errors.New("connect to rank 0 at 127.0.0.1:5: read greeting: EOF")}, FailPeerGone, 0},
-		{&collective.PeerError{Peer: 0, Err: fmt.Errorf("connect to rank 0 at 127.0.0.1:5: rank 0 %w", &store.RefusedError{Reason: store.WrongToken})}, FailError, 0},
+			errors.New("refused 127.0.0.1:5: no hello"))), contract.FailTimeout, 1},
+		{&collective.PeerError{Peer: 0, Err: fmt.Errorf("waiting for rank 0's training flags: %w", context.DeadlineExceeded)}, contract.FailTimeout, 0},
+		{&collective.PeerError{Peer: 0, Err: errors.New("connect to rank 0 at 127.0.0.1:5: read greeting: EOF")}, contract.FailPeerGone, 0},
+		{&collective.PeerError{Peer: 0, Err: fmt.Errorf("connect to rank 0 at 127.0.0.1:5: rank 0 %w", &store.RefusedError{Reason: store.WrongToken})}, contract.FailError, 0},
 	}
 	for _, c := range cases {
 		if class, peer := Classify(c.err); class != c.class || peer != c.peer {
@@ -89,7 +99,7 @@ func TestClassify(t *testing.T) {
 // BenchmarkProgressBefore is the cost the progress hook adds to every action.
 func BenchmarkProgressBefore(b *testing.B) {
 	path := filepath.Join(b.TempDir(), "p")
-	if err := os.WriteFile(path, make([]byte, ProgressSize), 0o600); err != nil {
+	if err := os.WriteFile(path, make([]byte, contract.ProgressSize), 0o600); err != nil {
 		b.Fatal(err)
 	}
 	p, err := OpenProgress(path)

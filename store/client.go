@@ -8,6 +8,8 @@ import (
 	"net"
 	"sync"
 	"time"
+
+	"github.com/pplaunch/pplaunch/contract"
 )
 
 // Client is a connection to a TCP store Server. It implements Store and is
@@ -76,7 +78,7 @@ func dialOnce(ctx context.Context, addr, token, ns string) (*Client, error) {
 		var ref *RefusedError
 		if errors.As(err, &ref) {
 			if ref.Reason == WrongToken {
-				return nil, fmt.Errorf("store %s: %w: %s (every node of the job must export the same %s)", addr, ErrRefused, ref.Reason, EnvToken)
+				return nil, fmt.Errorf("store %s: %w: %s (every node of the job must export the same %s)", addr, ErrRefused, ref.Reason, contract.EnvToken)
 			}
 			return nil, fmt.Errorf("store %s: %w: %s", addr, ErrRefused, ref.Reason)
 		}

@@ -13,6 +13,7 @@
 // that have not proved the token yet (Pending) live here too, and the rank links (package collective)
 // use them: every pplaunch listener admits connections the same way.
 //
-// Standard library only: the agent (launch), the ranks and collective all
-// import it, so it must never import any other package of pplaunch.
+// It imports only contract (the token's environment name): the agent
+// (launch), the ranks and collective all import it, so it must never import
+// any other package of pplaunch.
 package store

@@ -7,8 +7,8 @@ import (
 	"strings"
 
 	"github.com/pplaunch/pplaunch/cbits"
+	"github.com/pplaunch/pplaunch/contract"
 	"github.com/pplaunch/pplaunch/launch"
-	"github.com/pplaunch/pplaunch/store"
 )
 
 // backendEnv carries the agent's choice of communicator backend to its
@@ -103,7 +103,7 @@ func probeBackend(flag, device string, stage bool, ranks int, getenv func(string
 // prints what it chose and passes it on through the environment. An error
 // is to be reported before anything starts (exit 2).
 func resolveBackend(flag, device string, stage bool, f launch.Flags, getenv func(string) string, setenv func(k, v string) error, stderr io.Writer) (string, error) {
-	if v := getenv(backendEnv); v != "" && getenv(store.EnvRole) == store.RoleRank {
+	if v := getenv(backendEnv); v != "" && getenv(contract.EnvRole) == contract.RoleRank {
 		if v != "tcp" && v != "nccl" {
 			return "", fmt.Errorf("%s=%q: want tcp or nccl", backendEnv, v)
 		}
@@ -117,7 +117,7 @@ func resolveBackend(flag, device string, stage bool, f launch.Flags, getenv func
 	if err != nil {
 		return "", err
 	}
-	if note != "" && getenv(store.EnvRole) != store.RoleRank {
+	if note != "" && getenv(contract.EnvRole) != contract.RoleRank {
 		fmt.Fprintln(stderr, "pplaunch:", note)
 	}
 	if setenv == nil {

@@ -11,9 +11,9 @@ import (
 	"sync/atomic"
 	"syscall"
 
+	"github.com/pplaunch/pplaunch/contract"
 	"github.com/pplaunch/pplaunch/launch"
 	"github.com/pplaunch/pplaunch/ranks"
-	"github.com/pplaunch/pplaunch/store"
 )
 
 // How built-in rank jobs run (the contract for `train`, `bench p2p`, `bench
@@ -29,7 +29,7 @@ import (
 // runAsRanks returns the process exit code: the agent's (see launch.Run), or in
 // a rank 0 on success, 1 when the job fails, 128+signal when a signal ended it.
 func runAsRanks(f launch.Flags, argv []string, stdout, stderr io.Writer, job func(ctx context.Context, r *ranks.Rank) error) int {
-	if os.Getenv(store.EnvRole) == store.RoleRank {
+	if os.Getenv(contract.EnvRole) == contract.RoleRank {
 		return runRank(f, os.Getenv, stderr, job)
 	}
 	if f.Direct {
@@ -79,16 +79,16 @@ func runRank(f launch.Flags, getenv func(string) string, stderr io.Writer, job f
 	id, err := ranks.IdentityFromEnv(getenv)
 	if err != nil {
 		fmt.Fprintln(stderr, "pplaunch:", err)
-		prog.Failed(err, ranks.FailError, -1)
+		prog.Failed(err, contract.FailError, -1)
 		return 2
 	}
 	prog.Phase("connecting to the store")
 	r, err := ranks.Connect(ctx, id, f.RdzvTimeout.D())
 	if err != nil {
 		fmt.Fprintln(stderr, "pplaunch:", err)
-		class := ranks.FailError
+		class := contract.FailError
 		if _, stopped := got.Load().(syscall.Signal); stopped {
-			class = ranks.FailStopped
+			class = contract.FailStopped
 		}
 		prog.Failed(err, class, -1)
 		return 1
@@ -100,7 +100,7 @@ func runRank(f launch.Flags, getenv func(string) string, stderr io.Writer, job f
 		// own account no later than theirs.
 		class, peer := ranks.Classify(err)
 		if _, stopped := got.Load().(syscall.Signal); stopped {
-			class = ranks.FailStopped
+			class = contract.FailStopped
 		}
 		prog.Failed(err, class, peer)
 		r.Fail(cctx, err)
@@ -115,7 +115,7 @@ func runRank(f launch.Flags, getenv func(string) string, stderr io.Writer, job f
 	ccancel()
 	cancel()
 	if s, ok := got.Load().(syscall.Signal); ok {
-		fmt.Fprintf(stderr, "pplaunch: rank %d: stopped by %s\n", id.Rank, launch.SignalName(s))
+		fmt.Fprintf(stderr, "pplaunch: rank %d: stopped by %s\n", id.Rank, contract.SignalName(s))
 		return 128 + int(s)
 	}
 	if err != nil {
@@ -129,9 +129,9 @@ func runRank(f launch.Flags, getenv func(string) string, stderr io.Writer, job f
 // stopped by a signal, else relayed from another rank.
 func relayedOrStopped(got *atomic.Value) string {
 	if _, ok := got.Load().(syscall.Signal); ok {
-		return ranks.FailStopped
+		return contract.FailStopped
 	}
-	return ranks.FailRelayed
+	return contract.FailRelayed
 }
 
 // runProgram is `pplaunch [flags] -- PROGRAM ARGS...`.
@@ -155,9 +155,9 @@ func runProgram(f launch.Flags, program []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "pplaunch: exec %s: %v\n", path, err)
 		return 126
 	}
-	if os.Getenv(store.EnvRole) == store.RoleRank {
+	if os.Getenv(contract.EnvRole) == contract.RoleRank {
 		fmt.Fprintf(stderr, "pplaunch: this process is already rank %s of run %s (%s=%s); a rank does not start another agent\n",
-			os.Getenv(store.EnvRank), os.Getenv(store.EnvRunID), store.EnvRole, store.RoleRank)
+			os.Getenv(contract.EnvRank), os.Getenv(contract.EnvRunID), contract.EnvRole, contract.RoleRank)
 		return 2
 	}
 	return runAgent(f, launch.Program{Path: program[0], Args: program[1:], Env: os.Environ(), Stdout: stdout, Stderr: stderr}, stderr)

@@ -11,12 +11,12 @@ import (
 	"time"
 
 	"github.com/pplaunch/pplaunch/collective"
+	"github.com/pplaunch/pplaunch/contract"
 	"github.com/pplaunch/pplaunch/launch"
 	"github.com/pplaunch/pplaunch/models"
 	"github.com/pplaunch/pplaunch/models/checkpoint"
 	"github.com/pplaunch/pplaunch/models/tensor"
 	"github.com/pplaunch/pplaunch/ranks"
-	"github.com/pplaunch/pplaunch/store"
 )
 
 // sampleCmd is `pplaunch [launcher flags] sample --from CKPT`: text from a
@@ -76,7 +76,7 @@ func (c *sampleCmd) open() (*sampleSource, error) {
 // run checks the flags and the checkpoint in the agent (one message, exit
 // code 2, before any rank starts), then runs the ranks.
 func (c *sampleCmd) run(f launch.Flags, argv []string, stdout, stderr io.Writer) int {
-	if !f.Direct && os.Getenv(store.EnvRole) != store.RoleRank {
+	if !f.Direct && os.Getenv(contract.EnvRole) != contract.RoleRank {
 		src, err := c.open()
 		if err == nil {
 			_, err = c.genFlags.options(src.model.Vocab, src.seed)

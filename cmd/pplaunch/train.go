@@ -13,12 +13,12 @@ import (
 	"strings"
 
 	"github.com/pplaunch/pplaunch/collective"
+	"github.com/pplaunch/pplaunch/contract"
 	"github.com/pplaunch/pplaunch/launch"
 	"github.com/pplaunch/pplaunch/models/checkpoint"
 	"github.com/pplaunch/pplaunch/models/tensor"
 	"github.com/pplaunch/pplaunch/ranks"
 	"github.com/pplaunch/pplaunch/schedules"
-	"github.com/pplaunch/pplaunch/store"
 )
 
 // trainCmd is `pplaunch [launcher flags] train`: pipeline-parallel training of
@@ -129,7 +129,7 @@ func (c *trainCmd) run(f launch.Flags, argv []string, stdout, stderr io.Writer) 
 // only at the rendezvous: what does not depend on it is checked). Inside a
 // rank, or under --direct, it checks nothing: the rank does.
 func (c *trainCmd) precheck(f launch.Flags, getenv func(string) string) error {
-	if f.Direct || getenv(store.EnvRole) == store.RoleRank {
+	if f.Direct || getenv(contract.EnvRole) == contract.RoleRank {
 		return nil
 	}
 	size := 0
@@ -190,7 +190,7 @@ func (c *trainCmd) checkWorld(size int) error {
 // job is the rank job the launcher runs on every rank (see runAsRanks).
 // backend is the communicator of the device tensors: "tcp" or "nccl".
 func (c *trainCmd) job(stdout io.Writer, backend string) func(ctx context.Context, r *ranks.Rank) error {
-	if os.Getenv(store.EnvRole) != store.RoleRank && isTerminal(stdout) {
+	if os.Getenv(contract.EnvRole) != contract.RoleRank && isTerminal(stdout) {
 		// In the agent: the ranks inherit this environment.
 		os.Setenv(terminalEnv, "1")
 	}

@@ -8,10 +8,10 @@ import (
 	"time"
 
 	"github.com/pplaunch/pplaunch/collective"
+	"github.com/pplaunch/pplaunch/contract"
 	"github.com/pplaunch/pplaunch/launch"
 	"github.com/pplaunch/pplaunch/models/tensor"
 	"github.com/pplaunch/pplaunch/ranks"
-	"github.com/pplaunch/pplaunch/store"
 )
 
 // Devices `train` computes on.
@@ -46,7 +46,7 @@ func (c *trainCmd) prepareDevice(f launch.Flags, getenv func(string) string) (la
 	if err := checkDevice(c.Device); err != nil {
 		return f, err
 	}
-	if c.Device != deviceCUDA || f.Direct || getenv(store.EnvRole) == store.RoleRank {
+	if c.Device != deviceCUDA || f.Direct || getenv(contract.EnvRole) == contract.RoleRank {
 		return f, nil
 	}
 	n, err := cudaDevices()

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pplaunch/pplaunch/store"
+	"github.com/pplaunch/pplaunch/contract"
 )
 
 // TestGPUPlacement: a rank's GPU is its local rank modulo the visible GPUs,
@@ -36,7 +36,7 @@ func TestGPUPlacement(t *testing.T) {
 // GPU is an error naming --device cuda and the cause; --device cpu, a rank
 // and --direct do not ask; an unknown device is refused.
 func TestTrainPrepareDevice(t *testing.T) {
-	t.Setenv(store.EnvRole, "")
+	t.Setenv(contract.EnvRole, "")
 	asked := 0
 	gpus, why := 3, error(nil)
 	defer func(f func() (int, error)) { cudaDevices = f }(cudaDevices)
@@ -60,8 +60,8 @@ func TestTrainPrepareDevice(t *testing.T) {
 	}
 	c := parseCLI(t, []string{"--nproc", "2", "train", "--device", "cuda"})
 	if _, err := c.Train.prepareDevice(c.Flags, func(k string) string {
-		if k == store.EnvRole {
-			return store.RoleRank
+		if k == contract.EnvRole {
+			return contract.RoleRank
 		}
 		return ""
 	}); err != nil || asked != 0 {

@@ -10,9 +10,9 @@ import (
 
 	"github.com/alexflint/go-arg"
 
+	"github.com/pplaunch/pplaunch/contract"
 	"github.com/pplaunch/pplaunch/models/checkpoint"
 	"github.com/pplaunch/pplaunch/ranks"
-	"github.com/pplaunch/pplaunch/store"
 )
 
 // TestTrainOutputLines: plain output has a line per step; on a terminal, a
@@ -63,7 +63,7 @@ func parseCLI(t *testing.T, argv []string) cli {
 // lines, and another exit code.
 func TestTrainAgentChecksFlags(t *testing.T) {
 	t.Setenv("PPLAUNCH_TEST_MAIN", "1")
-	t.Setenv(store.EnvRole, "")
+	t.Setenv(contract.EnvRole, "")
 	missing := filepath.Join(t.TempDir(), "missing.txt")
 	file := filepath.Join(t.TempDir(), "file")
 	if err := os.WriteFile(file, nil, 0o644); err != nil {
@@ -120,7 +120,7 @@ func TestTrainAgentChecksFlags(t *testing.T) {
 // and inside a rank or under --direct the agent's check is skipped (the
 // rank checks with the world it is in).
 func TestTrainPrecheckPasses(t *testing.T) {
-	t.Setenv(store.EnvRole, "")
+	t.Setenv(contract.EnvRole, "")
 	for _, argv := range [][]string{
 		{"--nproc", "4", "train"},
 		{"--nproc", "4", "train", "--dp", "2", "--schedule", "interleaved", "--layers-per-stage", "1,1,1,1"},
@@ -136,8 +136,8 @@ func TestTrainPrecheckPasses(t *testing.T) {
 	}
 	c := parseCLI(t, []string{"--nproc", "4", "train", "--pp", "3"})
 	rank := func(k string) string {
-		if k == store.EnvRole {
-			return store.RoleRank
+		if k == contract.EnvRole {
+			return contract.RoleRank
 		}
 		return ""
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pplaunch/pplaunch/contract"
 	"github.com/pplaunch/pplaunch/ranks"
 	"github.com/pplaunch/pplaunch/schedules"
 )
@@ -222,7 +223,7 @@ func (o *trainOutput) finish(res *ranks.Result, sig os.Signal) error {
 	if res.Stopped {
 		why := "a preemption signal to another rank"
 		if sig != nil {
-			why = ranks.SignalName(sig)
+			why = contract.SignalName(sig)
 		}
 		fmt.Fprintf(o.w, "  stopped after step %d of %d on %s: continue with --resume\n", res.Steps, o.cfg.Steps, why)
 	}

@@ -21,7 +21,7 @@ import (
 
 	"github.com/prometheus/procfs"
 
-	"github.com/pplaunch/pplaunch/store"
+	"github.com/pplaunch/pplaunch/contract"
 )
 
 var (
@@ -305,8 +305,8 @@ const keeperEnv = "PPLAUNCH_KEEPER=1"
 // job ends first. A signal to the keeper would not reach the rank: the rank
 // runs in its own process group, and a stopped keeper only stops reaping.
 func (j *job) rankPID(rank int) int {
-	want := store.EnvRank + "=" + strconv.Itoa(rank)
-	role := store.EnvRole + "=" + store.RoleRank
+	want := contract.EnvRank + "=" + strconv.Itoa(rank)
+	role := contract.EnvRole + "=" + contract.RoleRank
 	for {
 		for _, cmd := range j.cmds {
 			for _, keeper := range children(cmd.Process.Pid) {

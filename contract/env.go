@@ -1,8 +1,8 @@
-package store
+package contract
 
 // The environment contract between the agent (package launch) and its ranks
-// (package ranks). The names live here, below both, because launch may not
-// import ranks; each rank finds its store through them.
+// (package ranks): the agent sets these, a rank reads them (and so does any
+// program the agent runs, as under torchrun).
 //
 // The torchrun names are set so torch scripts run unchanged under pplaunch.
 const (
@@ -34,6 +34,12 @@ const (
 
 	// RoleRank is the value of EnvRole inside a rank.
 	RoleRank = "rank"
+
+	// EnvProgress names a rank's progress file (progress.go): a small file
+	// in the agent's run directory that the rank maps and overwrites in
+	// place with the action it is about to run, and at the end with its
+	// account of its failure.
+	EnvProgress = "PPLAUNCH_PROGRESS_FILE"
 
 	// torchelastic's names for the same facts.
 	EnvTERestartCount = "TORCHELASTIC_RESTART_COUNT"
