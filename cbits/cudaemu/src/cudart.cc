@@ -170,6 +170,7 @@ EMU_API int cudaDeviceGetAttribute(int *v, int attr, int dev) {
 	case 8: *v = 48 * 1024; return 0; // MaxSharedMemoryPerBlock
 	case 10: *v = 32; return 0;       // WarpSize
 	case 16: *v = 132; return 0;      // MultiProcessorCount
+	case 20: *v = 0; return 0;        // ComputeMode: default (cudaComputeModeDefault)
 	case 75: *v = 9; return 0;        // ComputeCapabilityMajor
 	case 76: *v = 0; return 0;        // ComputeCapabilityMinor
 	case 97: *v = 227 * 1024; return 0; // MaxSharedMemoryPerBlockOptin
