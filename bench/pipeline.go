@@ -94,8 +94,8 @@ func (f *fixedStage) BackwardInput(_ int, _ *tensor.Tensor) (*tensor.Tensor, err
 // by the TCP backend over loopback and reports the median step time against
 // the simulator's.
 func Overhead(o OverheadOptions) (OverheadReport, error) {
-	if o.Schedule == "interleaved" && o.V < 2 {
-		o.V = 2
+	if v, err := schedules.Resolve(o.Schedule, o.P, o.M, o.V); err == nil {
+		o.V = v // the schedule's own count where 0 was given (Generate reports a bad one)
 	}
 	rep := OverheadReport{OverheadOptions: o}
 	if o.Steps < 1 || o.ActElems < 0 || o.Cost.F < 0 || o.Cost.B < 0 || o.Cost.I < 0 || o.Cost.W < 0 {

@@ -47,8 +47,8 @@ func newTrainOutput(c *trainCmd, cfg ranks.TrainConfig, backend string, world in
 		o.trace = t
 	}
 	v := ""
-	if cfg.Schedule == "interleaved" {
-		v = fmt.Sprintf(" v=%d", max(cfg.Virtual, 2))
+	if n, err := schedules.Resolve(cfg.Schedule, cfg.PP, cfg.Micro, cfg.Virtual); err == nil && cfg.Schedule == "interleaved" {
+		v = fmt.Sprintf(" v=%d", n)
 	}
 	title := fmt.Sprintf("%s (%d parameters) on %s; %d ranks = pp %d × dp %d%s; schedule %s%s, %d micro-batches of %d sequences; %d steps; compute %s",
 		cfg.Model, cfg.Model.NumParams(), dataName(cfg.Data), world, cfg.PP, cfg.DP, zeroNote(cfg.Zero, cfg.DP), cfg.Schedule, v, cfg.Micro, cfg.MicroSize, cfg.Steps, backend)
