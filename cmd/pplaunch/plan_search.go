@@ -68,7 +68,7 @@ func searchSpace(p *ranks.Profile, world, global int) []ranks.Candidate {
 			}
 			for b := 1; b <= per; b *= 2 {
 				m := per / b
-				if per%b != 0 || (dp > 1 && m&(m-1) != 0) {
+				if per%b != 0 || !ranks.MicroFitsDP(dp, m) {
 					continue
 				}
 				for _, rc := range []bool{false, true} {
