@@ -303,22 +303,25 @@ func (c *comm) Group(ranks []int) (Comm, error) {
 	if me < 0 {
 		return nil, fmt.Errorf("rank %d: group %v does not include this rank (%d)", c.ranks[c.me], ranks, c.me)
 	}
-	// The id must agree on every member without talking: derive it from the
-	// parent, the member list and how many such groups were made before.
+	id := nextGroupID(c.id, world, &c.mu, c.groups)
+	return &comm{t: c.t, opts: c.opts, wd: c.wd, id: id, ranks: world, me: me, groups: map[uint32]int{}}, nil
+}
+
+// nextGroupID is the id of the next sub-communicator of the members world
+// made from the communicator parent. Every member must agree on it without
+// talking: it is derived from the parent, the member list and how many such
+// groups were made before (made, guarded by mu); never 0.
+func nextGroupID(parent uint32, world []int, mu *sync.Mutex, made map[uint32]int) uint32 {
 	f := fnv.New32a()
-	fmt.Fprint(f, c.id, world)
+	fmt.Fprint(f, parent, world)
 	base := f.Sum32()
-	c.mu.Lock()
-	n := c.groups[base]
-	c.groups[base] = n + 1
-	c.mu.Unlock()
+	mu.Lock()
+	n := made[base]
+	made[base] = n + 1
+	mu.Unlock()
 	f.Reset()
 	fmt.Fprint(f, base, n)
-	id := f.Sum32()
-	if id == 0 {
-		id = 1
-	}
-	return &comm{t: c.t, opts: c.opts, wd: c.wd, id: id, ranks: world, me: me, groups: map[uint32]int{}}, nil
+	return max(f.Sum32(), 1)
 }
 
 func (c *comm) Close() error {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -233,16 +232,7 @@ func (c *ncclComm) Group(ranks []int) (Comm, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := fnv.New32a()
-	fmt.Fprint(f, c.id, world)
-	base := f.Sum32()
-	c.mu.Lock()
-	n := c.groups[base]
-	c.groups[base] = n + 1
-	c.mu.Unlock()
-	f.Reset()
-	fmt.Fprint(f, base, n)
-	g := &ncclComm{w: c.w, ranks: world, me: me, id: max(f.Sum32(), 1), groups: map[uint32]int{}}
+	g := &ncclComm{w: c.w, ranks: world, me: me, id: nextGroupID(c.id, world, &c.mu, c.groups), groups: map[uint32]int{}}
 	g.tr = &ncclTransport{c: g}
 	ctx := context.Background()
 	if len(ranks) == len(c.ranks) {
