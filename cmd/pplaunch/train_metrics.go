@@ -44,6 +44,7 @@ func checkMetricsAddr(addr string) error {
 // process's own metrics.
 type metricsServer struct {
 	board                                         *live.Board
+	history                                       *liveHistory // nil without an agent
 	srv                                           *http.Server
 	done                                          chan struct{}
 	step, steps, loss, valLoss, tps, stepS, gnorm *prometheus.GaugeVec
@@ -142,6 +143,7 @@ func startMetrics(addr string, steps int, board *live.Board, w io.Writer) (*metr
 // observe sets the metrics from a step's record.
 func (m *metricsServer) observe(r ranks.StepRecord) {
 	m.board.Observe(r)
+	m.history.add(live.PointOf(r))
 	m.step.WithLabelValues().Set(float64(r.Step))
 	m.loss.WithLabelValues().Set(r.Loss)
 	if r.ValLoss != nil {
@@ -175,6 +177,7 @@ func (m *metricsServer) observe(r ranks.StepRecord) {
 // those streams.
 func (m *metricsServer) close(outcome string, ok bool) {
 	m.board.End(outcome, ok)
+	m.history.close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	if m.srv.Shutdown(ctx) != nil {

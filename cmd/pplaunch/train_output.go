@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pplaunch/pplaunch/contract"
+	"github.com/pplaunch/pplaunch/launch"
 	"github.com/pplaunch/pplaunch/ranks"
 	"github.com/pplaunch/pplaunch/schedules"
 )
@@ -53,11 +54,13 @@ func newTrainOutput(c *trainCmd, cfg ranks.TrainConfig, backend string, world in
 	title := fmt.Sprintf("%s (%d parameters) on %s; %d ranks = pp %d × dp %d%s; schedule %s%s, %d micro-batches of %d sequences; %d steps; compute %s",
 		cfg.Model, cfg.Model.NumParams(), dataName(cfg.Data), world, cfg.PP, cfg.DP, zeroNote(cfg.Zero, cfg.DP), cfg.Schedule, v, cfg.Micro, cfg.MicroSize, cfg.Steps, backend)
 	if c.MetricsAddr != "" {
-		m, err := startMetrics(c.MetricsAddr, cfg.Steps, newBoard(cfg, title, world), w)
+		b := newBoard(cfg, title, world)
+		m, err := startMetrics(c.MetricsAddr, cfg.Steps, b, w)
 		if err != nil {
 			o.close()
 			return nil, err
 		}
+		m.history = openLiveHistory(os.Getenv(launch.EnvProgress), b)
 		o.prom = m
 	}
 	fmt.Fprintf(w, "train: %s\n", title)

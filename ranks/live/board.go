@@ -38,16 +38,41 @@ func NewBoard(run Run, sched *schedules.Schedule) *Board {
 	return &Board{run: run, sched: sched, reps: map[int]Report{}, changed: make(chan struct{})}
 }
 
+// PointOf is a step record's point of the curves.
+func PointOf(rec ranks.StepRecord) Point {
+	return Point{Step: rec.Step, Loss: rec.Loss, ValLoss: rec.ValLoss, TokensPerS: rec.TokensPerS,
+		StepS: rec.StepS, Bubble: rec.BubbleMeasured, SimBubble: rec.BubblePredicted}
+}
+
+// Seed starts the curves with an earlier attempt's points (a restarted
+// job's rank 0 reads them back), so the view holds the whole run; the
+// steps the new attempt repeats replace them as they come.
+func (b *Board) Seed(pts []Point) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, p := range pts {
+		b.add(p)
+	}
+}
+
+// add appends p, first dropping the points of steps at or after its own (a
+// resumed run repeats the steps after its checkpoint); b.mu is held.
+func (b *Board) add(p Point) {
+	for len(b.pts) > 0 && b.pts[len(b.pts)-1].Step >= p.Step {
+		b.pts = b.pts[:len(b.pts)-1]
+	}
+	b.pts = append(b.pts, p)
+	if len(b.pts) > maxPoints {
+		b.pts = thin(b.pts)
+	}
+}
+
 // Observe adds a step's record.
 func (b *Board) Observe(rec ranks.StepRecord) {
 	tl := timelineOf(rec, b.sched)
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.pts = append(b.pts, Point{Step: rec.Step, Loss: rec.Loss, ValLoss: rec.ValLoss, TokensPerS: rec.TokensPerS,
-		StepS: rec.StepS, Bubble: rec.BubbleMeasured, SimBubble: rec.BubblePredicted})
-	if len(b.pts) > maxPoints {
-		b.pts = thin(b.pts)
-	}
+	b.add(PointOf(rec))
 	r := rec
 	r.Timeline, r.Transfers = nil, nil
 	b.last = &r

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -145,5 +146,25 @@ func TestBoardThinsLongCurves(t *testing.T) {
 		if st.Series[i].Step <= st.Series[i-1].Step {
 			t.Fatalf("points out of order at %d: %d after %d", i, st.Series[i].Step, st.Series[i-1].Step)
 		}
+	}
+}
+
+// A restarted attempt's board starts from the points its first attempt kept;
+// the steps it repeats (after its checkpoint) replace them.
+func TestBoardSeed(t *testing.T) {
+	b := NewBoard(Run{World: 1, Steps: 10}, nil)
+	var kept []Point
+	for s := 1; s <= 6; s++ {
+		kept = append(kept, Point{Step: s, Loss: float64(s)})
+	}
+	b.Seed(kept)
+	b.Observe(ranks.StepRecord{Step: 5, Loss: 50}) // resumed from the checkpoint of step 4
+	st := b.Snapshot(time.Now())
+	var steps []int
+	for _, p := range st.Series {
+		steps = append(steps, p.Step)
+	}
+	if fmt.Sprint(steps) != "[1 2 3 4 5]" || st.Series[4].Loss != 50 || st.Series[3].Loss != 4 {
+		t.Errorf("series %+v, want steps 1-4 kept and step 5 the new attempt's", st.Series)
 	}
 }
