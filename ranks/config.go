@@ -56,6 +56,12 @@ type TrainConfig struct {
 	// Zero is the ZeRO stage: 1 shards the optimizer state over the
 	// data-parallel replicas (zero.go); 0 off. Pipelines allow no other.
 	Zero int
+	// Rebalance is --rebalance: off (""), auto or every:N, when the ranks
+	// cut the model again from their measured block times (rebalance.go);
+	// RebalanceThreshold the predicted step gain, a fraction, below which
+	// the cut stays.
+	Rebalance          string
+	RebalanceThreshold float64
 
 	CheckpointDir   string
 	CheckpointEvery int
@@ -114,6 +120,9 @@ func (c *TrainConfig) Plan(size int) (Layout, error) {
 		return l, fmt.Errorf("--pp %d × --dp %d = %d ranks, but the world has %d", l.PP, l.DP, l.PP*l.DP, size)
 	case l.PP == 0:
 		return l, nil
+	}
+	if err := c.checkRebalance(l.DP); err != nil {
+		return l, err
 	}
 	if !MicroFitsDP(l.DP, c.Micro) {
 		return l, fmt.Errorf("--dp %d needs --microbatches a power of two (got %d) so that results do not depend on the layout", l.DP, c.Micro)
@@ -248,6 +257,9 @@ func (c *TrainConfig) checkFlags() error {
 		return err
 	}
 	if err := c.checkZero(); err != nil {
+		return err
+	}
+	if err := c.checkRebalance(c.DP); err != nil {
 		return err
 	}
 	return c.Model.Validate()

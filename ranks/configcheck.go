@@ -54,6 +54,7 @@ func (c *TrainConfig) Flags(cut []int) []FlagValue {
 		{"--steps", i(c.Steps)}, {"--eval-every", i(c.EvalEvery)}, {"--eval-batches", i(c.EvalBatches)},
 		{"--seed", strconv.FormatUint(c.Seed, 10)}, {"--data", c.Data}, {"--init-from", c.InitFrom},
 		{"--check-transfers", b(c.CheckTransfers)},
+		{"--rebalance", cmp.Or(c.Rebalance, RebalanceOff)}, {"--rebalance-threshold", f(c.RebalanceThreshold)},
 		{"--timeout", c.Timeout.String()},
 		{"--checkpoint-dir", c.CheckpointDir}, {"--checkpoint-every", i(c.CheckpointEvery)},
 		{"--resume", b(c.Resume)}, {"--overwrite", b(c.Overwrite)},

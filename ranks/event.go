@@ -12,7 +12,8 @@ import (
 // the validation split, or a checkpoint written (--metrics writes it as a
 // JSON line beside the steps').
 type EventRecord struct {
-	// Record is "eval" or "checkpoint" (a step's record says "step").
+	// Record is "eval", "checkpoint" or "rebalance" (a step's record says
+	// "step").
 	Record string `json:"record"`
 	// Step is the step it follows, counted from 1 as the console counts.
 	Step int `json:"step"`
@@ -25,6 +26,15 @@ type EventRecord struct {
 	ValLoss *float64 `json:"val_loss,omitempty"`
 	Batches int      `json:"batches,omitempty"`
 	Dir     string   `json:"dir,omitempty"`
+	// A rebalance's (--rebalance; Seconds is the move's): the blocks per
+	// stage before and after, the predicted step with each (the schedule
+	// simulated with the agreed measured costs), and rank 0's median measured
+	// step time over the window the decision was made on.
+	CutBefore        []int   `json:"cut_before,omitempty"`
+	Cut              []int   `json:"cut,omitempty"`
+	PredictedBeforeS float64 `json:"predicted_step_s_before,omitempty"`
+	PredictedS       float64 `json:"predicted_step_s,omitempty"`
+	MeasuredStepS    float64 `json:"measured_step_s,omitempty"`
 }
 
 // The record kinds of --metrics' lines.
@@ -32,6 +42,7 @@ const (
 	RecordStep       = "step"
 	RecordEval       = "eval"
 	RecordCheckpoint = "checkpoint"
+	RecordRebalance  = "rebalance"
 )
 
 // ReadStepRecords reads the step records of --metrics' JSON lines, leaving

@@ -40,6 +40,9 @@ type Job struct {
 	// Stall, if set, runs before every action: the test-only fault hooks of
 	// pplaunch train (PPLAUNCH_TEST_STALL, PPLAUNCH_TEST_KILL); nil normally.
 	Stall func(step int, a schedules.Action)
+	// Slow, if set, runs inside the measured time of each block's pass:
+	// the test-only PPLAUNCH_TEST_SLOW hook (slowhook.go); nil normally.
+	Slow func(unit int, pass models.Pass)
 	// Logf prints a line on this rank's output.
 	Logf func(format string, args ...any)
 	// Sample, if set, has rank 0 print text from the model at the end (and
@@ -86,6 +89,11 @@ type trainer struct {
 	curStep int
 	ctx     context.Context // the running step's (for the transfers it starts)
 	prof    *profiler       // nil unless TrainConfig.Profile
+	// --rebalance: when the ranks check the cut, what they measured since
+	// the last check (nil: off), and whether one came before.
+	windows rebalanceWindows
+	meter   *recutMeter
+	checked bool
 }
 
 // Chunk numbers of the control messages (activations and gradients use the stage).
@@ -138,27 +146,24 @@ func (t *trainer) setup(ctx context.Context) error {
 	if c.Profile {
 		t.prof = newProfiler(c.Micro, c.Steps)
 	}
+	if t.windows, err = parseRebalance(c.Rebalance); err != nil {
+		return err
+	}
+	if t.windows.on() {
+		t.meter = newRecutMeter(c.Micro)
+	}
 	t.order = t.sched.StagesOf(t.pRank)
 	for _, s := range t.order {
-		st, err := models.NewStage(c.Model, t.cut, s, t.job.Backend, models.StageOptions{Seed: c.Seed, Recompute: c.Recompute})
+		st, opt, err := t.newStage(t.cut, s)
 		if err != nil {
-			return fmt.Errorf("stage %d: %w", s, err)
+			return err
 		}
 		if c.InitFrom != "" {
 			if err := st.InitFrom(c.InitFrom); err != nil {
 				return fmt.Errorf("--init-from %s: %w", c.InitFrom, err)
 			}
 		}
-		st.SetLossScale(float32(1 / float64(c.DP*c.Micro)))
-		if t.prof != nil {
-			st.SetTiming(t.prof.hook)
-		}
-		t.stages[s] = st
-		opt, err := c.newOptimizer()
-		if err != nil {
-			return fmt.Errorf("--optimizer: %w", err)
-		}
-		t.opts[s] = t.shardOptimizer(st, opt)
+		t.stages[s], t.opts[s] = st, opt
 	}
 	for _, p := range c.Model.Params() {
 		if p.TiedTo == "" {
@@ -182,6 +187,23 @@ func (t *trainer) setup(ctx context.Context) error {
 		t.exec.OnLastBackward = t.startReduce
 	}
 	return t.alignClocks(ctx)
+}
+
+// newStage builds stage s of cut and its optimizer, with the run's loss
+// scale and timing hooks.
+func (t *trainer) newStage(cut []int, s int) (*models.Stage, models.Optimizer, error) {
+	c := t.cfg
+	st, err := models.NewStage(c.Model, cut, s, t.job.Backend, models.StageOptions{Seed: c.Seed, Recompute: c.Recompute})
+	if err != nil {
+		return nil, nil, fmt.Errorf("stage %d: %w", s, err)
+	}
+	st.SetLossScale(float32(1 / float64(c.DP*c.Micro)))
+	st.SetTiming(t.timing())
+	opt, err := c.newOptimizer()
+	if err != nil {
+		return nil, nil, fmt.Errorf("--optimizer: %w", err)
+	}
+	return st, t.shardOptimizer(st, opt), nil
 }
 
 // now is the time by Job.Clock.
@@ -218,6 +240,11 @@ func (t *trainer) loop(ctx context.Context) (*Result, error) {
 		events, err := t.evalAndSave(ctx, step, last, o.stop, res)
 		if err != nil {
 			return nil, err
+		}
+		if ev, err := t.rebalanceAfter(ctx, step, o.stepS, last || o.stop); err != nil {
+			return nil, err
+		} else if ev != nil {
+			events = append(events, *ev)
 		}
 		if err := t.publish(ctx, step, o, events, res); err != nil {
 			return nil, err

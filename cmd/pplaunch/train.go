@@ -64,6 +64,9 @@ type trainCmd struct {
 	Backend         string        `arg:"--backend" default:"tcp" help:"communicator of the device tensors: tcp, nccl or auto (nccl when every rank has a GPU and NCCL loads; says which it chose); host messages always go over tcp"`
 	CheckTransfers  bool          `arg:"--check-transfers" help:"compare every rank's transfer shapes before every step (with nccl, which carries no shapes, they are compared before the first step anyway)"`
 
+	Rebalance          string  `arg:"--rebalance" default:"off" placeholder:"off|auto|every:N" help:"cut the stages again while training, from the block times the ranks measure: the blocks move between ranks (parameters and optimizer state, over the communicator) when the planner's cut predicts a step shorter by more than --rebalance-threshold; every:N checks every N steps, auto after 4 steps and then every 20"`
+	RebalanceThreshold float64 `arg:"--rebalance-threshold" default:"0.05" help:"the predicted step gain, a fraction of the step, that a rebalance needs to move blocks"`
+
 	Profile string    `arg:"--profile" placeholder:"FILE" help:"time every block's forward and backward passes and the transfers, and write the medians after the first step as JSON (for plan --profile and --balance profile:FILE)"`
 	batch   batchSpec // what --config gave of the batch sizes (resolveWorld)
 }
@@ -98,6 +101,7 @@ func (c *trainCmd) config() (ranks.TrainConfig, error) {
 		Beta1: c.AdamBeta1, Beta2: c.AdamBeta2, Eps: c.AdamEps, Momentum: c.Momentum,
 		CheckTransfers: c.CheckTransfers,
 		Zero:           c.Zero,
+		Rebalance:      c.Rebalance, RebalanceThreshold: c.RebalanceThreshold,
 	}, nil
 }
 
@@ -301,6 +305,9 @@ func (c *trainCmd) hooks(ctx context.Context, job *ranks.Job, cfg ranks.TrainCon
 		return ctx, err
 	}
 	job.Stall = ranks.ProgressFrom(ctx).Before(job.Stall) // what this rank does, for the agent's summary
+	if job.Slow, err = ranks.SlowHookFromEnv(os.Getenv, job.Rank); err != nil {
+		return ctx, err
+	}
 	so, err := c.genFlags.options(cfg.Model.Vocab, cfg.Seed)
 	if err != nil {
 		return ctx, err

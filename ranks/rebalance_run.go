@@ -1,0 +1,64 @@
+package ranks
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// rebalanceAfter ends step's measurement (it took stepS seconds) and, where
+// a window ends, has the ranks agree on the measured costs, decide
+// (DecideRecut) and, when the cut changes, move the blocks before the next
+// step. It returns the move's record on rank 0, nil when the cut stays.
+// final (the last step, or a stop) checks nothing: no step is left to gain.
+func (t *trainer) rebalanceAfter(ctx context.Context, step int, stepS float64, final bool) (*EventRecord, error) {
+	if t.meter == nil {
+		return nil, nil
+	}
+	window := t.windows.first
+	if t.checked {
+		window = t.windows.every
+	}
+	t.meter.endStep(stepS, window)
+	if final || !t.windows.due(t.meter.since, t.checked) {
+		return nil, nil
+	}
+	start := t.now()
+	costs, measured, err := t.agreeCosts(ctx, step)
+	if err != nil {
+		return nil, err
+	}
+	d, err := DecideRecut(t.sched, t.cut, costs, t.cfg.RebalanceThreshold)
+	if err != nil {
+		return nil, err
+	}
+	t.checked = true
+	if !d.Move {
+		t.meter.reset(false)
+		return nil, nil
+	}
+	if err := t.recut(ctx, step+1, d.To); err != nil {
+		return nil, err
+	}
+	t.meter.reset(true)
+	rec := &EventRecord{Record: RecordRebalance, Step: step + 1, Seconds: t.now().Sub(start).Seconds(),
+		CutBefore: d.From, Cut: d.To, PredictedBeforeS: d.BeforeS, PredictedS: d.AfterS, MeasuredStepS: measured}
+	t.logf("%s", rec.line())
+	return rec, nil
+}
+
+// line is a rebalance's line in the log.
+func (e EventRecord) line() string {
+	return fmt.Sprintf("rebalance after step %d: --layers-per-stage %s -> %s (predicted step %.4gs -> %.4gs, %+.1f%%; measured step %.4gs; moved in %.3gs)",
+		e.Step, joinCut(e.CutBefore), joinCut(e.Cut), e.PredictedBeforeS, e.PredictedS, 100*(e.PredictedS-e.PredictedBeforeS)/e.PredictedBeforeS, e.MeasuredStepS, e.Seconds)
+}
+
+// joinCut writes a cut as --layers-per-stage takes it.
+func joinCut(cut []int) string {
+	s := make([]string, len(cut))
+	for i, n := range cut {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ",")
+}

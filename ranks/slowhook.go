@@ -1,0 +1,77 @@
+package ranks
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pplaunch/pplaunch/models"
+)
+
+// SlowEnv is the test-only hook PPLAUNCH_TEST_SLOW=RANK:MS, read only inside
+// a rank of pplaunch train: that rank burns MS milliseconds of CPU in every
+// block's forward pass of every micro-batch, inside the block's measured
+// time, as a slower device would take longer. Whichever blocks the rank
+// holds are slow; the rebalancing tests move blocks off it.
+const SlowEnv = "PPLAUNCH_TEST_SLOW"
+
+// SlowHookFromEnv reads PPLAUNCH_TEST_SLOW for this rank (see SlowHook).
+func SlowHookFromEnv(getenv func(string) string, rank int) (func(unit int, pass models.Pass), error) {
+	return SlowHook(getenv(SlowEnv), rank)
+}
+
+// SlowHook parses PPLAUNCH_TEST_SLOW's value into Job.Slow for this rank:
+// nil when it is empty or names another rank.
+func SlowHook(spec string, rank int) (func(unit int, pass models.Pass), error) {
+	if spec == "" {
+		return nil, nil
+	}
+	r, ms, ok := strings.Cut(spec, ":")
+	who, err1 := strconv.Atoi(r)
+	n, err2 := strconv.ParseFloat(ms, 64)
+	if !ok || err1 != nil || err2 != nil || who < 0 || !(n > 0) || n > 60_000 {
+		return nil, fmt.Errorf("%s=%q: want RANK:MS, the rank and the milliseconds of CPU it burns per block and micro-batch (e.g. 1:20)", SlowEnv, spec)
+	}
+	if who != rank {
+		return nil, nil
+	}
+	// A block is two sublayers (attention, then the MLP), each a call.
+	half := time.Duration(n * float64(time.Millisecond) / 2)
+	return func(_ int, pass models.Pass) {
+		if pass == models.PassF {
+			burn(half)
+		}
+	}, nil
+}
+
+// burn keeps the CPU busy for d: time a slower device would compute.
+// (a spin on the clock: no sleep, which would free the CPU for the others).
+func burn(d time.Duration) {
+	for end := time.Now().Add(d); time.Now().Before(end); {
+	}
+}
+
+// timing is the stages' Timing hook: the profiler's and the rebalancing
+// meter's, with Job.Slow run inside a block's measured time; nil when
+// nothing measures or slows (the stages then read no clock).
+func (t *trainer) timing() models.Timing {
+	slow, prof, meter := t.job.Slow, t.prof, t.meter
+	if slow == nil && prof == nil && meter == nil {
+		return nil
+	}
+	L := t.cfg.Model.Layers
+	return func(unit int, pass models.Pass, d time.Duration, saved int64) {
+		if slow != nil && unit >= 0 && unit < L {
+			t0 := time.Now()
+			slow(unit, pass)
+			d += time.Since(t0)
+		}
+		if prof != nil {
+			prof.hook(unit, pass, d, saved)
+		}
+		if meter != nil {
+			meter.hook(unit, pass, d, saved)
+		}
+	}
+}
