@@ -29,12 +29,15 @@ type EventRecord struct {
 	// A rebalance's (--rebalance; Seconds is the move's): the blocks per
 	// stage before and after, the predicted step with each (the schedule
 	// simulated with the agreed measured costs), and rank 0's median measured
-	// step time over the window the decision was made on.
+	// step time over the window the decision was made on; Back when the move
+	// returns to a cut that ran faster, MeasuredBackS its measured step.
 	CutBefore        []int   `json:"cut_before,omitempty"`
 	Cut              []int   `json:"cut,omitempty"`
 	PredictedBeforeS float64 `json:"predicted_step_s_before,omitempty"`
 	PredictedS       float64 `json:"predicted_step_s,omitempty"`
 	MeasuredStepS    float64 `json:"measured_step_s,omitempty"`
+	Back             bool    `json:"back,omitempty"`
+	MeasuredBackS    float64 `json:"measured_step_s_back,omitempty"`
 }
 
 // The record kinds of --metrics' lines.

@@ -77,13 +77,22 @@ func (w rebalanceWindows) due(since int, checked bool) bool {
 // forward, input-gradient and weight-gradient passes.
 type UnitCost struct{ F, I, W float64 }
 
+// CutRun is a cut the run has trained with and its measured step: the
+// median step time of the last window it ran.
+type CutRun struct {
+	Cut   []int
+	StepS float64
+}
+
 // Recut is what DecideRecut makes of the measured costs: the cut now, the
-// optimal one, the predicted step (the schedule's simulated makespan) of
-// each, and whether the ranks move to it.
+// one to go to (the optimal one, or a cut measured faster), the predicted
+// step (the schedule's simulated makespan) of each, and whether the ranks
+// move; Back says the move returns to a cut the run measured faster than
+// this one.
 type Recut struct {
 	From, To        []int
 	BeforeS, AfterS float64
-	Move            bool
+	Move, Back      bool
 }
 
 // Gain is the predicted step's fall as a fraction of the step now.
@@ -99,10 +108,16 @@ func (r Recut) Gain() float64 {
 // (models.PartitionCosts over costs, one per unit: the embedding, every
 // block, the head): only when that cut differs and the schedule's simulated
 // step with it is shorter by more than threshold (a fraction of the step).
-// A unit costs what it was measured to cost wherever it runs: a rank slower
-// than the others makes its blocks look slower, and moving them off leaves
-// its remaining ones as slow, so the cut it comes to is stable.
-func DecideRecut(s *schedules.Schedule, cut []int, costs []UnitCost, threshold float64) (Recut, error) {
+//
+// A unit is taken to cost what it was measured to cost wherever it runs,
+// which a rank slower than the others breaks: its blocks look slow, a block
+// it takes looks fast until it runs there. So the measurements of the cuts
+// already run (seen, the current one's included) overrule the prediction:
+// when one of them ran faster than the current cut by more than threshold,
+// the ranks go back to the fastest; a cut that ran no faster than the
+// current one by threshold is not tried again. So no move from one cut to
+// another happens twice, and the ranks do not move back and forth.
+func DecideRecut(s *schedules.Schedule, cut []int, costs []UnitCost, threshold float64, seen []CutRun) (Recut, error) {
 	layers := 0
 	for _, n := range cut {
 		layers += n
@@ -118,15 +133,37 @@ func DecideRecut(s *schedules.Schedule, cut []int, costs []UnitCost, threshold f
 	if err != nil {
 		return Recut{}, fmt.Errorf("rebalance: %w", err)
 	}
+	now, fastest := measuredStep(seen, cut), -1
+	for i, r := range seen {
+		if !slices.Equal(r.Cut, cut) && now > 0 && r.StepS < now*(1-threshold) && (fastest < 0 || r.StepS < seen[fastest].StepS) {
+			fastest = i
+		}
+	}
 	r := Recut{From: slices.Clone(cut), To: best}
+	if fastest >= 0 {
+		r.To, r.Move, r.Back = slices.Clone(seen[fastest].Cut), true, true
+	}
 	if r.BeforeS, err = predictStep(s, cut, costs); err != nil {
 		return Recut{}, err
 	}
-	if r.AfterS, err = predictStep(s, best, costs); err != nil {
+	if r.AfterS, err = predictStep(s, r.To, costs); err != nil {
 		return Recut{}, err
 	}
-	r.Move = !slices.Equal(best, cut) && r.Gain() > threshold
+	if !r.Back {
+		ran := measuredStep(seen, best)
+		r.Move = !slices.Equal(best, cut) && r.Gain() > threshold && !(ran > 0 && ran >= now*(1-threshold))
+	}
 	return r, nil
+}
+
+// measuredStep is the measured step of cut among seen, 0 when it has not run.
+func measuredStep(seen []CutRun, cut []int) float64 {
+	for _, r := range seen {
+		if slices.Equal(r.Cut, cut) {
+			return r.StepS
+		}
+	}
+	return 0
 }
 
 // predictStep is the simulated makespan of schedule s's step with cut and

@@ -3,6 +3,7 @@ package ranks
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -29,7 +30,8 @@ func (t *trainer) rebalanceAfter(ctx context.Context, step int, stepS float64, f
 	if err != nil {
 		return nil, err
 	}
-	d, err := DecideRecut(t.sched, t.cut, costs, t.cfg.RebalanceThreshold)
+	t.seen = ranCut(t.seen, t.cut, measured)
+	d, err := DecideRecut(t.sched, t.cut, costs, t.cfg.RebalanceThreshold, t.seen)
 	if err != nil {
 		return nil, err
 	}
@@ -43,15 +45,33 @@ func (t *trainer) rebalanceAfter(ctx context.Context, step int, stepS float64, f
 	}
 	t.meter.reset(true)
 	rec := &EventRecord{Record: RecordRebalance, Step: step + 1, Seconds: t.now().Sub(start).Seconds(),
-		CutBefore: d.From, Cut: d.To, PredictedBeforeS: d.BeforeS, PredictedS: d.AfterS, MeasuredStepS: measured}
+		CutBefore: d.From, Cut: d.To, PredictedBeforeS: d.BeforeS, PredictedS: d.AfterS, MeasuredStepS: measured, Back: d.Back}
+	if d.Back {
+		rec.MeasuredBackS = measuredStep(t.seen, d.To)
+	}
 	t.logf("%s", rec.line())
 	return rec, nil
 }
 
+// ranCut records cut's measured step in seen, replacing an older one.
+func ranCut(seen []CutRun, cut []int, stepS float64) []CutRun {
+	for i, r := range seen {
+		if slices.Equal(r.Cut, cut) {
+			seen[i].StepS = stepS
+			return seen
+		}
+	}
+	return append(seen, CutRun{Cut: slices.Clone(cut), StepS: stepS})
+}
+
 // line is a rebalance's line in the log.
 func (e EventRecord) line() string {
-	return fmt.Sprintf("rebalance after step %d: --layers-per-stage %s -> %s (predicted step %.4gs -> %.4gs, %+.1f%%; measured step %.4gs; moved in %.3gs)",
-		e.Step, joinCut(e.CutBefore), joinCut(e.Cut), e.PredictedBeforeS, e.PredictedS, 100*(e.PredictedS-e.PredictedBeforeS)/e.PredictedBeforeS, e.MeasuredStepS, e.Seconds)
+	why := fmt.Sprintf("predicted step %.4gs -> %.4gs, %+.1f%%", e.PredictedBeforeS, e.PredictedS, 100*(e.PredictedS-e.PredictedBeforeS)/e.PredictedBeforeS)
+	if e.Back {
+		why = fmt.Sprintf("back: measured step %.4gs there", e.MeasuredBackS)
+	}
+	return fmt.Sprintf("rebalance after step %d: --layers-per-stage %s -> %s (%s; measured step %.4gs; moved in %.3gs)",
+		e.Step, joinCut(e.CutBefore), joinCut(e.Cut), why, e.MeasuredStepS, e.Seconds)
 }
 
 // joinCut writes a cut as --layers-per-stage takes it.

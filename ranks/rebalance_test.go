@@ -88,21 +88,36 @@ func TestDecideRecut(t *testing.T) {
 		cut       []int
 		costs     []UnitCost
 		threshold float64
+		seen      []CutRun
 		want      []int // nil: the cut stays
+		back      bool
 	}{
-		{"balanced stays", gen("1f1b", 2, 4, 0), []int{2, 2}, unitCosts(4, 1e-3, 0), 0.05, nil},
-		{"slow last stage gives blocks to the first", gen("1f1b", 2, 4, 0), []int{2, 2}, unitCosts(4, 1e-3, 20e-3, 2, 3), 0.05, []int{3, 1}},
-		{"slow first stage", gen("1f1b", 2, 4, 0), []int{2, 2}, unitCosts(4, 1e-3, 20e-3, 0, 1), 0.05, []int{1, 3}},
-		{"slow middle of three", gen("1f1b", 3, 4, 0), []int{2, 2, 2}, unitCosts(6, 1e-3, 20e-3, 2, 3), 0.05, []int{2, 1, 3}},
+		{"balanced stays", gen("1f1b", 2, 4, 0), []int{2, 2}, unitCosts(4, 1e-3, 0), 0.05, nil, nil, false},
+		{"slow last stage gives blocks to the first", gen("1f1b", 2, 4, 0), []int{2, 2}, unitCosts(4, 1e-3, 20e-3, 2, 3), 0.05, nil, []int{3, 1}, false},
+		{"slow first stage", gen("1f1b", 2, 4, 0), []int{2, 2}, unitCosts(4, 1e-3, 20e-3, 0, 1), 0.05, nil, []int{1, 3}, false},
+		{"slow middle of three", gen("1f1b", 3, 4, 0), []int{2, 2, 2}, unitCosts(6, 1e-3, 20e-3, 2, 3), 0.05, nil, []int{2, 1, 3}, false},
 		// A head a little heavier than two blocks: moving a block predicts a step 6.2% shorter.
-		{"gain under the threshold", gen("1f1b", 2, 4, 0), []int{2, 2}, unitCosts(4, 1e-3, 1.1e-3, 4), 0.10, nil},
-		{"same gain over a lower threshold", gen("1f1b", 2, 4, 0), []int{2, 2}, unitCosts(4, 1e-3, 1.1e-3, 4), 0.05, []int{3, 1}},
-		{"already the best cut", gen("1f1b", 2, 4, 0), []int{3, 1}, unitCosts(4, 1e-3, 20e-3, 3), 0.05, nil},
-		{"interleaved: the slow rank's stages shrink", gen("interleaved", 2, 4, 2), []int{2, 2, 2, 2}, unitCosts(8, 1e-3, 20e-3, 2, 3, 6, 7), 0.05, []int{3, 1, 3, 1}},
-		{"gpipe", gen("gpipe", 2, 4, 0), []int{2, 2}, unitCosts(4, 1e-3, 20e-3, 2, 3), 0.05, []int{3, 1}},
+		{"gain under the threshold", gen("1f1b", 2, 4, 0), []int{2, 2}, unitCosts(4, 1e-3, 1.1e-3, 4), 0.10, nil, nil, false},
+		{"same gain over a lower threshold", gen("1f1b", 2, 4, 0), []int{2, 2}, unitCosts(4, 1e-3, 1.1e-3, 4), 0.05, nil, []int{3, 1}, false},
+		{"already the best cut", gen("1f1b", 2, 4, 0), []int{3, 1}, unitCosts(4, 1e-3, 20e-3, 3), 0.05, nil, nil, false},
+		{"interleaved: the slow rank's stages shrink", gen("interleaved", 2, 4, 2), []int{2, 2, 2, 2}, unitCosts(8, 1e-3, 20e-3, 2, 3, 6, 7), 0.05, nil, []int{3, 1, 3, 1}, false},
+		{"gpipe", gen("gpipe", 2, 4, 0), []int{2, 2}, unitCosts(4, 1e-3, 20e-3, 2, 3), 0.05, nil, []int{3, 1}, false},
+		// A slowed rank 1 of an interleaved pp 2: the cut of 3,3,1,1 predicted
+		// faster ran slower than 2,1,3,2 did, so the ranks go back to it, and
+		// from there do not try 3,3,1,1 again.
+		{"back to a cut measured faster", gen("interleaved", 2, 4, 2), []int{3, 3, 1, 1}, unitCosts(8, 1e-3, 20e-3, 3, 4, 5, 7), 0.05,
+			[]CutRun{{[]int{2, 2, 2, 2}, 2.2}, {[]int{2, 1, 3, 2}, 1.5}, {[]int{3, 3, 1, 1}, 2.0}}, []int{2, 1, 3, 2}, true},
+		{"the optimal cut without the measurements", gen("interleaved", 2, 4, 2), []int{2, 1, 3, 2}, unitCosts(8, 1e-3, 20e-3, 2, 6, 7), 0.05,
+			nil, []int{2, 2, 3, 1}, false},
+		{"a cut measured slower is not tried again", gen("interleaved", 2, 4, 2), []int{2, 1, 3, 2}, unitCosts(8, 1e-3, 20e-3, 2, 6, 7), 0.05,
+			[]CutRun{{[]int{2, 2, 2, 2}, 2.2}, {[]int{2, 1, 3, 2}, 1.5}, {[]int{2, 2, 3, 1}, 2.0}}, nil, false},
+		{"a cut measured faster within the threshold: the prediction decides", gen("1f1b", 2, 4, 0), []int{2, 2}, unitCosts(4, 1e-3, 20e-3, 2, 3), 0.05,
+			[]CutRun{{[]int{1, 3}, 0.98}, {[]int{2, 2}, 1.0}}, []int{3, 1}, false},
+		{"the optimal cut measured faster before: go there", gen("1f1b", 2, 4, 0), []int{2, 2}, unitCosts(4, 1e-3, 20e-3, 2, 3), 0.05,
+			[]CutRun{{[]int{3, 1}, 0.5}, {[]int{2, 2}, 1.0}}, []int{3, 1}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r, err := DecideRecut(tc.s, tc.cut, tc.costs, tc.threshold)
+			r, err := DecideRecut(tc.s, tc.cut, tc.costs, tc.threshold, tc.seen)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -115,10 +130,10 @@ func TestDecideRecut(t *testing.T) {
 				}
 				return
 			}
-			if !r.Move || !slices.Equal(r.To, tc.want) {
-				t.Errorf("move %v to %v, want a move to %v", r.Move, r.To, tc.want)
+			if !r.Move || !slices.Equal(r.To, tc.want) || r.Back != tc.back {
+				t.Errorf("move %v to %v (back %v), want a move to %v (back %v)", r.Move, r.To, r.Back, tc.want, tc.back)
 			}
-			if !(r.AfterS < r.BeforeS) || r.Gain() <= tc.threshold {
+			if !r.Back && (!(r.AfterS < r.BeforeS) || r.Gain() <= tc.threshold) {
 				t.Errorf("predicted %g s -> %g s (gain %.3f), want a gain over %g", r.BeforeS, r.AfterS, r.Gain(), tc.threshold)
 			}
 		})
@@ -130,10 +145,10 @@ func TestDecideRecutErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := DecideRecut(s, []int{2, 2}, unitCosts(3, 1, 0), 0.05); err == nil || !strings.Contains(err.Error(), "unit costs") {
+	if _, err := DecideRecut(s, []int{2, 2}, unitCosts(3, 1, 0), 0.05, nil); err == nil || !strings.Contains(err.Error(), "unit costs") {
 		t.Errorf("costs of the wrong length: %v", err)
 	}
-	if _, err := DecideRecut(s, []int{1, 1, 2}, unitCosts(4, 1, 0), 0.05); err == nil || !strings.Contains(err.Error(), "3 stages") {
+	if _, err := DecideRecut(s, []int{1, 1, 2}, unitCosts(4, 1, 0), 0.05, nil); err == nil || !strings.Contains(err.Error(), "3 stages") {
 		t.Errorf("a cut of the wrong number of stages: %v", err)
 	}
 }
@@ -207,73 +222,104 @@ func TestRebalanceConfigRefusals(t *testing.T) {
 // of a loaded machine can make its blocks look as fast as the others.
 const slowMs = 15
 
+// blocksOn is the blocks that pipeline rank r holds under cut.
+func blocksOn(cut, placement []int, r int) int {
+	n := 0
+	for s, b := range cut {
+		if placement[s] == r {
+			n += b
+		}
+	}
+	return n
+}
+
 // TestRebalanceMatchesResume: with one pipeline rank slowed (Job.Slow),
-// --rebalance every:2 moves blocks off it after step 2, and the run ends
-// with the parameters, bit for bit, of a run resumed from a checkpoint of
-// step 2 with the new cut, and of one process: for AdamW and SGD, tied
-// embeddings, data-parallel replicas (only replica 0's rank slowed: the
-// agreed mean still moves every replica) and interleaved stages.
+// --rebalance every:3 moves blocks off it after step 3 (and may move again:
+// no move between two cuts repeats, and the last cut leaves the slowed rank
+// fewer blocks than the first), and the run ends with
+// the parameters, bit for bit, of the same run checkpointed at each move's
+// step and resumed with its cut, and of one process: for AdamW and SGD,
+// tied embeddings, data-parallel replicas (only replica 0's rank slowed:
+// the agreed mean still moves every replica) and interleaved stages.
 func TestRebalanceMatchesResume(t *testing.T) {
 	for _, tc := range []struct {
-		name        string
-		edit        func(*TrainConfig)
-		slowRank    int
-		slowStages  []int
-		cut, expect []int
+		name     string
+		edit     func(*TrainConfig)
+		slowRank int // world rank; its pipeline rank is slowRank % pp
+		cut      []int
 	}{
-		{"1f1b pp2", func(c *TrainConfig) {}, 1, []int{1}, []int{2, 2}, []int{3, 1}},
-		{"sgd pp2 first rank slow", func(c *TrainConfig) { c.Optimizer, c.Momentum = "sgd", 0.9 }, 0, []int{0}, []int{2, 2}, []int{1, 3}},
-		{"1f1b pp2 dp2", func(c *TrainConfig) { c.DP = 2 }, 1, []int{1}, []int{2, 2}, []int{3, 1}},
-		{"interleaved pp2 v2", func(c *TrainConfig) { c.Schedule, c.Virtual, c.Model.Layers = "interleaved", 2, 8 }, 1, []int{1, 3}, []int{2, 2, 2, 2}, []int{3, 1, 3, 1}},
+		{"1f1b pp2", func(c *TrainConfig) {}, 1, []int{2, 2}},
+		{"sgd pp2 first rank slow", func(c *TrainConfig) { c.Optimizer, c.Momentum = "sgd", 0.9 }, 0, []int{2, 2}},
+		{"1f1b pp2 dp2", func(c *TrainConfig) { c.DP = 2 }, 1, []int{2, 2}},
+		{"interleaved pp2 v2", func(c *TrainConfig) { c.Schedule, c.Virtual, c.Model.Layers = "interleaved", 2, 8 }, 1, []int{2, 2, 2, 2}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := tiny(t)
-			cfg.PP, cfg.Steps, cfg.LRDecaySteps, cfg.Warmup = 2, 6, 6, 2
+			cfg.PP, cfg.Steps, cfg.LRDecaySteps, cfg.Warmup = 2, 9, 9, 2
 			tc.edit(&cfg)
-			cfg.Rebalance, cfg.RebalanceThreshold = "every:2", DefaultRebalanceThreshold
+			cfg.Rebalance, cfg.RebalanceThreshold = "every:3", DefaultRebalanceThreshold
 			cfg.CheckpointDir = t.TempDir()
-			var events []EventRecord
+			l, err := cfg.Plan(cfg.PP * cfg.DP)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var moves []EventRecord
 			_, errs := trainInProcess(t, cfg, func(rank int, _ <-chan struct{}, job *Job) {
 				if rank == tc.slowRank {
-					job.Slow = func(int, models.Pass) { burn(slowMs * time.Millisecond / 2) }
+					job.Slow = func(int, models.Pass, time.Duration) { burn(slowMs * time.Millisecond / 2) }
 				}
 				if rank == 0 {
-					job.Event = func(e EventRecord) { events = append(events, e) }
+					job.Event = func(e EventRecord) {
+						if e.Record == RecordRebalance {
+							moves = append(moves, e)
+						}
+					}
 				}
 			})
 			if err := errors.Join(errs...); err != nil {
 				t.Fatal(err)
 			}
-			var moves []EventRecord
-			for _, e := range events {
-				if e.Record == RecordRebalance {
-					moves = append(moves, e)
+			if len(moves) == 0 || moves[0].Step != 3 || !slices.Equal(moves[0].CutBefore, tc.cut) {
+				t.Fatalf("rebalances %+v, want a first one after step 3 from %v", moves, tc.cut)
+			}
+			slowed, pairs := tc.slowRank%cfg.PP, map[string]bool{}
+			for i, mv := range moves {
+				t.Logf("%s", mv.line())
+				if i > 0 && !slices.Equal(mv.CutBefore, moves[i-1].Cut) {
+					t.Errorf("rebalance %d starts from %v, the one before ended at %v", i, mv.CutBefore, moves[i-1].Cut)
+				}
+				if p := fmt.Sprint(mv.CutBefore, mv.Cut); pairs[p] {
+					t.Errorf("the move %v -> %v again after step %d", mv.CutBefore, mv.Cut, mv.Step)
+				} else {
+					pairs[p] = true
 				}
 			}
-			if len(moves) != 1 {
-				t.Fatalf("%d rebalances (%+v), want one, after step 2", len(moves), moves)
+			place := l.Sched.Placement
+			if a, b := blocksOn(tc.cut, place, slowed), blocksOn(moves[0].Cut, place, slowed); b >= a {
+				t.Errorf("the first move left the slowed pipeline rank %d %d blocks of %d, want fewer", slowed, b, a)
 			}
-			mv := moves[0]
-			t.Logf("%s", mv.line())
-			if mv.Step != 2 || !slices.Equal(mv.CutBefore, tc.cut) || !slices.Equal(mv.Cut, tc.expect) {
-				t.Fatalf("rebalance after step %d from %v to %v, want after step 2 from %v to %v", mv.Step, mv.CutBefore, mv.Cut, tc.cut, tc.expect)
+			if a, b := blocksOn(tc.cut, place, slowed), blocksOn(moves[len(moves)-1].Cut, place, slowed); b >= a {
+				t.Errorf("the last cut leaves the slowed pipeline rank %d %d blocks of %d, want fewer", slowed, b, a)
 			}
-			for _, s := range tc.slowStages {
-				if mv.Cut[s] >= mv.CutBefore[s] {
-					t.Errorf("the slowed stage %d went from %d to %d blocks, want fewer", s, mv.CutBefore[s], mv.Cut[s])
-				}
-			}
+			// The same run as resumes: to each move's step with the cut
+			// before it, then on with the cut after.
 			resumed := cfg
-			resumed.Rebalance, resumed.CheckpointDir, resumed.Steps = RebalanceOff, t.TempDir(), 2
-			if _, errs := trainInProcess(t, resumed, nil); errors.Join(errs...) != nil {
-				t.Fatal(errors.Join(errs...))
+			resumed.Rebalance, resumed.CheckpointDir = RebalanceOff, t.TempDir()
+			cut, from := tc.cut, 0
+			for _, mv := range append(moves, EventRecord{Step: cfg.Steps}) {
+				segCut := slices.Clone(cut)
+				resumed.Steps, resumed.Resume = mv.Step, from > 0
+				resumed.Cut = func(int) ([]int, error) { return segCut, nil }
+				res, errs := trainInProcess(t, resumed, nil)
+				if err := errors.Join(errs...); err != nil {
+					t.Fatal(err)
+				}
+				if res.FirstStep != from {
+					t.Fatalf("the segment to step %d started at step %d, want %d", mv.Step, res.FirstStep, from)
+				}
+				cut, from = mv.Cut, mv.Step
 			}
-			resumed.Steps, resumed.Resume = 6, true
-			resumed.Cut = func(int) ([]int, error) { return slices.Clone(mv.Cut), nil }
-			if _, errs := trainInProcess(t, resumed, nil); errors.Join(errs...) != nil {
-				t.Fatal(errors.Join(errs...))
-			}
-			sameParams(t, cfg.CheckpointDir, resumed.CheckpointDir, "the run resumed at step 2 with the new cut")
+			sameParams(t, cfg.CheckpointDir, resumed.CheckpointDir, "the run resumed at every move's step with its cut")
 			one := cfg
 			one.PP, one.DP, one.Virtual, one.Schedule, one.Micro = 1, 1, 0, "1f1b", cfg.Micro*cfg.DP
 			one.Rebalance, one.CheckpointDir = RebalanceOff, t.TempDir()

@@ -17,13 +17,13 @@ import (
 const SlowEnv = "PPLAUNCH_TEST_SLOW"
 
 // SlowHookFromEnv reads PPLAUNCH_TEST_SLOW for this rank (see SlowHook).
-func SlowHookFromEnv(getenv func(string) string, rank int) (func(unit int, pass models.Pass), error) {
+func SlowHookFromEnv(getenv func(string) string, rank int) (func(unit int, pass models.Pass, d time.Duration), error) {
 	return SlowHook(getenv(SlowEnv), rank)
 }
 
 // SlowHook parses PPLAUNCH_TEST_SLOW's value into Job.Slow for this rank:
 // nil when it is empty or names another rank.
-func SlowHook(spec string, rank int) (func(unit int, pass models.Pass), error) {
+func SlowHook(spec string, rank int) (func(unit int, pass models.Pass, d time.Duration), error) {
 	if spec == "" {
 		return nil, nil
 	}
@@ -38,7 +38,7 @@ func SlowHook(spec string, rank int) (func(unit int, pass models.Pass), error) {
 	}
 	// A block is two sublayers (attention, then the MLP), each a call.
 	half := time.Duration(n * float64(time.Millisecond) / 2)
-	return func(_ int, pass models.Pass) {
+	return func(_ int, pass models.Pass, _ time.Duration) {
 		if pass == models.PassF {
 			burn(half)
 		}
@@ -52,19 +52,35 @@ func burn(d time.Duration) {
 	}
 }
 
+// syncer is a backend that queues its work (CUDA): Sync waits for it.
+type syncer interface{ Sync() error }
+
 // timing is the stages' Timing hook: the profiler's and the rebalancing
 // meter's, with Job.Slow run inside a block's measured time; nil when
-// nothing measures or slows (the stages then read no clock).
+// nothing measures or slows (the stages then read no clock). For the meter
+// on a backend that queues its work, each pass's time also counts the wait
+// for the device to finish it: with the device idle when the next pass is
+// queued, that is the device's time for the pass, not the host's to queue
+// it (at the cost of the overlap between the two while rebalancing is on).
 func (t *trainer) timing() models.Timing {
 	slow, prof, meter := t.job.Slow, t.prof, t.meter
 	if slow == nil && prof == nil && meter == nil {
 		return nil
 	}
+	dev, _ := t.job.Backend.(syncer)
+	if meter == nil {
+		dev = nil
+	}
 	L := t.cfg.Model.Layers
 	return func(unit int, pass models.Pass, d time.Duration, saved int64) {
+		if dev != nil {
+			t0 := time.Now()
+			_ = dev.Sync() // a failed device fails the step's next call, which reports it
+			d += time.Since(t0)
+		}
 		if slow != nil && unit >= 0 && unit < L {
 			t0 := time.Now()
-			slow(unit, pass)
+			slow(unit, pass, d)
 			d += time.Since(t0)
 		}
 		if prof != nil {

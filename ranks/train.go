@@ -40,9 +40,10 @@ type Job struct {
 	// Stall, if set, runs before every action: the test-only fault hooks of
 	// pplaunch train (PPLAUNCH_TEST_STALL, PPLAUNCH_TEST_KILL); nil normally.
 	Stall func(step int, a schedules.Action)
-	// Slow, if set, runs inside the measured time of each block's pass:
-	// the test-only PPLAUNCH_TEST_SLOW hook (slowhook.go); nil normally.
-	Slow func(unit int, pass models.Pass)
+	// Slow, if set, runs inside the measured time of each block's pass
+	// (one sublayer's; d is the time measured so far): the test-only
+	// PPLAUNCH_TEST_SLOW hook (slowhook.go); nil normally.
+	Slow func(unit int, pass models.Pass, d time.Duration)
 	// Logf prints a line on this rank's output.
 	Logf func(format string, args ...any)
 	// Sample, if set, has rank 0 print text from the model at the end (and
@@ -90,10 +91,12 @@ type trainer struct {
 	ctx     context.Context // the running step's (for the transfers it starts)
 	prof    *profiler       // nil unless TrainConfig.Profile
 	// --rebalance: when the ranks check the cut, what they measured since
-	// the last check (nil: off), and whether one came before.
+	// the last check (nil: off), whether one came before, and the cuts run
+	// so far with their measured steps.
 	windows rebalanceWindows
 	meter   *recutMeter
 	checked bool
+	seen    []CutRun
 }
 
 // Chunk numbers of the control messages (activations and gradients use the stage).

@@ -79,6 +79,10 @@ var roundTrip = map[string]struct {
 	"--backend":          {args: []string{"--backend", "auto"}},
 	"--check-transfers":  {args: []string{"--check-transfers"}},
 	"--profile":          {args: []string{"--profile", "DIR/profile.json"}},
+
+	// Rebalancing checks the cut after every step; a move would not change the numbers.
+	"--rebalance":           {args: []string{"--pp", "2", "--rebalance", "every:1"}, world: 2},
+	"--rebalance-threshold": {args: []string{"--pp", "2", "--rebalance", "every:1", "--rebalance-threshold", "0.2"}, world: 2},
 }
 
 // roundTripBase is a small model for the runs (the option's own flags come
