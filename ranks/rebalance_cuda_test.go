@@ -23,24 +23,9 @@ func TestRebalanceCUDA(t *testing.T) {
 	cfg.PP, cfg.Micro, cfg.Steps, cfg.LRDecaySteps, cfg.Warmup = 2, 2, 4, 4, 2
 	cfg.Rebalance, cfg.RebalanceThreshold = "every:2", DefaultRebalanceThreshold
 	cfg.CheckpointDir = t.TempDir()
-	var moves []EventRecord
-	_, errs := trainInProcessOn(t, cfg, open, func(rank int, _ <-chan struct{}, job *Job) {
-		if rank == 1 {
-			// Four times each pass's own time more: the emulator's
-			// kernels run on the CPU, as slow as the machine is loaded.
-			job.Slow = func(_ int, _ models.Pass, d time.Duration) { burn(4 * d) }
-		}
-		if rank == 0 {
-			job.Event = func(e EventRecord) {
-				if e.Record == RecordRebalance {
-					moves = append(moves, e)
-				}
-			}
-		}
-	})
-	if err := errors.Join(errs...); err != nil {
-		t.Fatal(err)
-	}
+	// Four times each pass's own time more: the emulator's kernels run on
+	// the CPU, as slow as the machine is loaded.
+	moves := trainSlowed(t, cfg, open, 1, func(_ int, _ models.Pass, d time.Duration) { burn(4 * d) })
 	for _, m := range moves {
 		t.Logf("%s", m.line())
 	}

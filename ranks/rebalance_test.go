@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pplaunch/pplaunch/models"
+	"github.com/pplaunch/pplaunch/models/tensor"
 	"github.com/pplaunch/pplaunch/schedules"
 )
 
@@ -222,6 +223,37 @@ func TestRebalanceConfigRefusals(t *testing.T) {
 // of a loaded machine can make its blocks look as fast as the others.
 const slowMs = 15
 
+// trainSlowed trains cfg in process (on the backends of open; nil: the CPU)
+// with slow as rank slowRank's Job.Slow, and returns rank 0's records of
+// the rebalances.
+func trainSlowed(t *testing.T, cfg TrainConfig, open func(int) tensor.Backend, slowRank int, slow func(int, models.Pass, time.Duration)) []EventRecord {
+	t.Helper()
+	if open == nil {
+		be, err := tensor.NewCPU("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		open = func(int) tensor.Backend { return be }
+	}
+	var moves []EventRecord
+	_, errs := trainInProcessOn(t, cfg, open, func(rank int, _ <-chan struct{}, job *Job) {
+		if rank == slowRank {
+			job.Slow = slow
+		}
+		if rank == 0 {
+			job.Event = func(e EventRecord) {
+				if e.Record == RecordRebalance {
+					moves = append(moves, e)
+				}
+			}
+		}
+	})
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	return moves
+}
+
 // blocksOn is the blocks that pipeline rank r holds under cut.
 func blocksOn(cut, placement []int, r int) int {
 	n := 0
@@ -263,22 +295,7 @@ func TestRebalanceMatchesResume(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var moves []EventRecord
-			_, errs := trainInProcess(t, cfg, func(rank int, _ <-chan struct{}, job *Job) {
-				if rank == tc.slowRank {
-					job.Slow = func(int, models.Pass, time.Duration) { burn(slowMs * time.Millisecond / 2) }
-				}
-				if rank == 0 {
-					job.Event = func(e EventRecord) {
-						if e.Record == RecordRebalance {
-							moves = append(moves, e)
-						}
-					}
-				}
-			})
-			if err := errors.Join(errs...); err != nil {
-				t.Fatal(err)
-			}
+			moves := trainSlowed(t, cfg, nil, tc.slowRank, func(int, models.Pass, time.Duration) { burn(slowMs * time.Millisecond / 2) })
 			if len(moves) == 0 || moves[0].Step != 3 || !slices.Equal(moves[0].CutBefore, tc.cut) {
 				t.Fatalf("rebalances %+v, want a first one after step 3 from %v", moves, tc.cut)
 			}
