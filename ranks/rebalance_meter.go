@@ -14,9 +14,11 @@ import (
 // micro-batch's passes (through the stages' Timing hooks), and the rank's
 // step times. The first step after the start or a move is a warm-up (fresh
 // buffers, first uploads) and is left out, unless it is the only step of the
-// window.
+// window. Only the step's own passes count, not the evaluation's or the
+// sample's forwards between steps. A nil meter measures nothing.
 type recutMeter struct {
 	micro  int
+	open   bool               // a step is being measured
 	cur    map[int]*UnitCost  // unit -> this step's summed seconds
 	steps  map[int][]UnitCost // unit -> per-step means, the counted steps
 	stepS  []float64          // the counted steps' times
@@ -35,8 +37,19 @@ func (m *recutMeter) reset(warmup bool) {
 	m.cur, m.steps, m.stepS, m.since, m.warmup = map[int]*UnitCost{}, map[int][]UnitCost{}, nil, 0, warmup
 }
 
+// begin starts measuring a step.
+func (m *recutMeter) begin() {
+	if m != nil {
+		clear(m.cur)
+		m.open = true
+	}
+}
+
 // hook is the stages' Timing hook.
 func (m *recutMeter) hook(unit int, pass models.Pass, d time.Duration, _ int64) {
+	if !m.open {
+		return
+	}
 	c := m.cur[unit]
 	if c == nil {
 		c = &UnitCost{}
@@ -54,6 +67,10 @@ func (m *recutMeter) hook(unit int, pass models.Pass, d time.Duration, _ int64) 
 
 // endStep closes a step of window length window, which took stepS seconds.
 func (m *recutMeter) endStep(stepS float64, window int) {
+	if m == nil {
+		return
+	}
+	m.open = false
 	m.since++
 	if !(m.warmup && m.since == 1 && window > 1) {
 		n := float64(m.micro)

@@ -8,21 +8,21 @@ import (
 	"strings"
 )
 
-// rebalanceAfter ends step's measurement (it took stepS seconds) and, where
-// a window ends, has the ranks agree on the measured costs, decide
-// (DecideRecut) and, when the cut changes, move the blocks before the next
-// step. It returns the move's record on rank 0, nil when the cut stays.
-// final (the last step, or a stop) checks nothing: no step is left to gain.
-func (t *trainer) rebalanceAfter(ctx context.Context, step int, stepS float64, final bool) (*EventRecord, error) {
-	if t.meter == nil {
-		return nil, nil
-	}
-	window := t.windows.first
+// window is the length of the --rebalance window being measured.
+func (t *trainer) window() int {
 	if t.checked {
-		window = t.windows.every
+		return t.windows.every
 	}
-	t.meter.endStep(stepS, window)
-	if final || !t.windows.due(t.meter.since, t.checked) {
+	return t.windows.first
+}
+
+// rebalanceAfter, where the window measured up to step ends, has the ranks
+// agree on the measured costs, decide (DecideRecut) and, when the cut
+// changes, move the blocks before the next step. It returns the move's
+// record on rank 0, nil when the cut stays. final (the last step, or a
+// stop) checks nothing: no step is left to gain.
+func (t *trainer) rebalanceAfter(ctx context.Context, step int, final bool) (*EventRecord, error) {
+	if t.meter == nil || final || !t.windows.due(t.meter.since, t.checked) {
 		return nil, nil
 	}
 	start := t.now()

@@ -347,3 +347,45 @@ func TestRebalanceMatchesResume(t *testing.T) {
 		})
 	}
 }
+
+// TestRecutMeter: the meter counts a step's passes per unit and
+// micro-batch, leaves out the warm-up step of a window longer than one
+// step and anything timed between steps, and gives medians per unit in
+// model order, zero for units it did not see.
+func TestRecutMeter(t *testing.T) {
+	m := newRecutMeter(2)
+	step := func(f, i, w time.Duration, stepS float64) {
+		m.begin()
+		for range 2 { // two micro-batches
+			m.hook(1, models.PassF, f, 0)
+			m.hook(1, models.PassI, i, 0)
+			m.hook(1, models.PassW, w, 0)
+		}
+		m.endStep(stepS, 4)
+		m.hook(1, models.PassF, time.Hour, 0) // an evaluation's forward, between steps
+	}
+	step(time.Second, time.Second, time.Second, 100) // the warm-up
+	step(1*time.Millisecond, 2*time.Millisecond, 3*time.Millisecond, 0.5)
+	step(3*time.Millisecond, 4*time.Millisecond, 5*time.Millisecond, 0.7)
+	step(2*time.Millisecond, 3*time.Millisecond, 4*time.Millisecond, 0.6)
+	v := m.vector(2) // units -1, 0, 1, 2: block 1 at index 2
+	want := make([]float64, 3*4+1)
+	copy(want[6:], []float64{2e-3, 3e-3, 4e-3})
+	want[len(want)-1] = 0.6
+	for k := range want {
+		if d := v[k] - want[k]; d > 1e-12 || d < -1e-12 {
+			t.Fatalf("vector %v, want %v", v, want)
+		}
+	}
+	if m.since != 4 {
+		t.Errorf("%d steps in the window, want 4", m.since)
+	}
+	m.reset(false)
+	step(time.Millisecond, time.Millisecond, time.Millisecond, 0.1)
+	if v := m.vector(2); v[6] != 1e-3 || v[len(v)-1] != 0.1 {
+		t.Errorf("without a warm-up the first step counts: %v", v)
+	}
+	var none *recutMeter
+	none.begin()
+	none.endStep(1, 1) // a run without --rebalance measures nothing
+}

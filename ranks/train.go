@@ -231,6 +231,7 @@ func (t *trainer) loop(ctx context.Context) (*Result, error) {
 	res := &Result{FirstStep: first, Steps: c.Steps}
 	for step := first; step < c.Steps; step++ {
 		start, cpu0 := t.now(), cpuTime()
+		t.meter.begin()
 		o, err := t.runStep(ctx, step, first)
 		if err != nil {
 			return nil, err
@@ -238,13 +239,14 @@ func (t *trainer) loop(ctx context.Context) (*Result, error) {
 		// The step's time ends here: the evaluation and the checkpoint
 		// after it have records of their own.
 		o.stepS, o.cpuS = t.now().Sub(start).Seconds(), (cpuTime() - cpu0).Seconds()
+		t.meter.endStep(o.stepS, t.window())
 		last := step == c.Steps-1
 		o.stop = o.stop && !last
 		events, err := t.evalAndSave(ctx, step, last, o.stop, res)
 		if err != nil {
 			return nil, err
 		}
-		if ev, err := t.rebalanceAfter(ctx, step, o.stepS, last || o.stop); err != nil {
+		if ev, err := t.rebalanceAfter(ctx, step, last || o.stop); err != nil {
 			return nil, err
 		} else if ev != nil {
 			events = append(events, *ev)
