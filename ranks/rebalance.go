@@ -84,6 +84,24 @@ type CutRun struct {
 	StepS float64
 }
 
+// RecutHistory is what the run has done so far: the cuts it trained with
+// (the current one's measurement included) and the moves it made, each as
+// its cut before and after.
+type RecutHistory struct {
+	Ran   []CutRun
+	Moves [][2][]int
+}
+
+// moved says whether the run has moved from cut from to cut to before.
+func (h RecutHistory) moved(from, to []int) bool {
+	for _, m := range h.Moves {
+		if slices.Equal(m[0], from) && slices.Equal(m[1], to) {
+			return true
+		}
+	}
+	return false
+}
+
 // Recut is what DecideRecut makes of the measured costs: the cut now, the
 // one to go to (the optimal one, or a cut measured faster), the predicted
 // step (the schedule's simulated makespan) of each, and whether the ranks
@@ -112,12 +130,15 @@ func (r Recut) Gain() float64 {
 // A unit is taken to cost what it was measured to cost wherever it runs,
 // which a rank slower than the others breaks: its blocks look slow, a block
 // it takes looks fast until it runs there. So the measurements of the cuts
-// already run (seen, the current one's included) overrule the prediction:
+// already run (h.Ran, the current one's included) overrule the prediction:
 // when one of them ran faster than the current cut by more than threshold,
 // the ranks go back to the fastest; a cut that ran no faster than the
-// current one by threshold is not tried again. So no move from one cut to
-// another happens twice, and the ranks do not move back and forth.
-func DecideRecut(s *schedules.Schedule, cut []int, costs []UnitCost, threshold float64, seen []CutRun) (Recut, error) {
+// current one by threshold is not tried again. And no move from one cut to
+// another is made twice (h.Moves), so the ranks do not move back and forth
+// on a machine whose step times are noisy: the run makes at most two moves
+// between any two cuts, one each way.
+func DecideRecut(s *schedules.Schedule, cut []int, costs []UnitCost, threshold float64, h RecutHistory) (Recut, error) {
+	seen := h.Ran
 	layers := 0
 	for _, n := range cut {
 		layers += n
@@ -152,6 +173,9 @@ func DecideRecut(s *schedules.Schedule, cut []int, costs []UnitCost, threshold f
 	if !r.Back {
 		ran := measuredStep(seen, best)
 		r.Move = !slices.Equal(best, cut) && r.Gain() > threshold && !(ran > 0 && ran >= now*(1-threshold))
+	}
+	if r.Move && h.moved(cut, r.To) {
+		r.Move, r.Back = false, false
 	}
 	return r, nil
 }

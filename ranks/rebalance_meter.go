@@ -10,37 +10,51 @@ import (
 )
 
 // recutMeter keeps one rank's measurements for --rebalance over the window
-// since the last check: per unit and step the mean seconds of a
-// micro-batch's passes (through the stages' Timing hooks), and the rank's
-// step times. The first step after the start or a move is a warm-up (fresh
-// buffers, first uploads) and is left out, unless it is the only step of the
-// window. Only the step's own passes count, not the evaluation's or the
-// sample's forwards between steps. A nil meter measures nothing.
+// since the last check: per unit and pass the time of each micro-batch
+// (through the stages' Timing hooks: a block's pass is its two sublayers'
+// calls, the embedding's and the head's one call; with recomputation the
+// input-gradient pass has the recomputed forward's calls too), and the
+// rank's step
+// times. The costs are medians over every micro-batch of the window, so a
+// pass that a busy machine descheduled does not move blocks. The first step
+// after the start or a move is a warm-up (fresh buffers, first uploads) and
+// is left out, unless it is the only step of the window. Only the step's own
+// passes count, not the evaluation's or the sample's forwards between steps.
+// A nil meter measures nothing.
 type recutMeter struct {
-	micro  int
-	open   bool               // a step is being measured
-	cur    map[int]*UnitCost  // unit -> this step's summed seconds
-	steps  map[int][]UnitCost // unit -> per-step means, the counted steps
-	stepS  []float64          // the counted steps' times
-	since  int                // steps of the window so far, counted or not
-	warmup bool               // the window's first step is left out
+	layers    int
+	recompute bool
+	open      bool                  // a step is being measured
+	part      map[[2]int]*partPass  // (unit, pass) -> the micro-batch's pass in progress
+	step      map[int]*[3][]float64 // unit -> this step's micro-batch times per pass
+	window    map[int]*[3][]float64 // unit -> the counted steps' micro-batch times per pass
+	stepS     []float64             // the counted steps' times
+	since     int                   // steps of the window so far, counted or not
+	warmup    bool                  // the window's first step is left out
 }
 
-func newRecutMeter(micro int) *recutMeter {
-	m := &recutMeter{micro: micro}
+// partPass is a unit's pass of one micro-batch, summed over its calls.
+type partPass struct {
+	calls int
+	d     time.Duration
+}
+
+func newRecutMeter(layers int, recompute bool) *recutMeter {
+	m := &recutMeter{layers: layers, recompute: recompute, part: map[[2]int]*partPass{}}
 	m.reset(true)
 	return m
 }
 
 // reset starts a window; warmup leaves its first step out.
 func (m *recutMeter) reset(warmup bool) {
-	m.cur, m.steps, m.stepS, m.since, m.warmup = map[int]*UnitCost{}, map[int][]UnitCost{}, nil, 0, warmup
+	m.step, m.window, m.stepS, m.since, m.warmup = map[int]*[3][]float64{}, map[int]*[3][]float64{}, nil, 0, warmup
 }
 
 // begin starts measuring a step.
 func (m *recutMeter) begin() {
 	if m != nil {
-		clear(m.cur)
+		clear(m.step)
+		clear(m.part)
 		m.open = true
 	}
 }
@@ -50,19 +64,36 @@ func (m *recutMeter) hook(unit int, pass models.Pass, d time.Duration, _ int64) 
 	if !m.open {
 		return
 	}
-	c := m.cur[unit]
-	if c == nil {
-		c = &UnitCost{}
-		m.cur[unit] = c
+	k := [2]int{unit, int(pass)}
+	p := m.part[k]
+	if p == nil {
+		p = &partPass{}
+		m.part[k] = p
 	}
-	switch pass {
-	case models.PassF:
-		c.F += d.Seconds()
-	case models.PassI:
-		c.I += d.Seconds()
-	case models.PassW:
-		c.W += d.Seconds()
+	p.calls++
+	p.d += d
+	if p.calls < m.calls(unit, pass) {
+		return
 	}
+	t := m.step[unit]
+	if t == nil {
+		t = &[3][]float64{}
+		m.step[unit] = t
+	}
+	t[pass] = append(t[pass], p.d.Seconds())
+	*p = partPass{}
+}
+
+// calls is the number of Timing calls of one micro-batch's pass of unit.
+func (m *recutMeter) calls(unit int, pass models.Pass) int {
+	n := 1
+	if unit >= 0 && unit < m.layers {
+		n = 2 // a block: attention, then the MLP
+	}
+	if m.recompute && pass == models.PassI {
+		n *= 2 // the recomputed forward, then the backward
+	}
+	return n
 }
 
 // endStep closes a step of window length window, which took stepS seconds.
@@ -72,28 +103,32 @@ func (m *recutMeter) endStep(stepS float64, window int) {
 	}
 	m.open = false
 	m.since++
-	if !(m.warmup && m.since == 1 && window > 1) {
-		n := float64(m.micro)
-		for u, c := range m.cur {
-			m.steps[u] = append(m.steps[u], UnitCost{c.F / n, c.I / n, c.W / n})
-		}
-		m.stepS = append(m.stepS, stepS)
+	if m.warmup && m.since == 1 && window > 1 {
+		return
 	}
-	clear(m.cur)
+	for u, t := range m.step {
+		w := m.window[u]
+		if w == nil {
+			w = &[3][]float64{}
+			m.window[u] = w
+		}
+		for k := range 3 {
+			w[k] = append(w[k], t[k]...)
+		}
+	}
+	m.stepS = append(m.stepS, stepS)
 }
 
 // vector is this rank's contribution to the agreed costs: per unit (the
-// embedding, every block, the head of a model of layers blocks) the median
-// over the counted steps of each pass, zero for units it does not hold, then
-// its median step time.
-func (m *recutMeter) vector(layers int) []float64 {
-	v := make([]float64, 3*(layers+2)+1)
-	for u, cs := range m.steps {
-		f, i, w := make([]float64, len(cs)), make([]float64, len(cs)), make([]float64, len(cs))
-		for k, c := range cs {
-			f[k], i[k], w[k] = c.F, c.I, c.W
+// embedding, every block, the head) the median micro-batch time of each
+// pass over the window, zero for units it does not hold, then its median
+// step time.
+func (m *recutMeter) vector() []float64 {
+	v := make([]float64, 3*(m.layers+2)+1)
+	for u, w := range m.window {
+		for k := range 3 {
+			v[3*(u+1)+k] = median(w[k])
 		}
-		copy(v[3*(u+1):], []float64{median(f), median(i), median(w)})
 	}
 	v[len(v)-1] = median(m.stepS)
 	return v
@@ -105,7 +140,7 @@ func (m *recutMeter) vector(layers int) []float64 {
 // every rank. It returns the units' costs and the median step time of rank 0.
 func (t *trainer) agreeCosts(ctx context.Context, step int) ([]UnitCost, float64, error) {
 	L := t.cfg.Model.Layers
-	v := t.meter.vector(L)
+	v := t.meter.vector()
 	if t.job.Rank != 0 {
 		v[len(v)-1] = 0
 	}

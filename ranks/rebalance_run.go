@@ -30,8 +30,8 @@ func (t *trainer) rebalanceAfter(ctx context.Context, step int, final bool) (*Ev
 	if err != nil {
 		return nil, err
 	}
-	t.seen = ranCut(t.seen, t.cut, measured)
-	d, err := DecideRecut(t.sched, t.cut, costs, t.cfg.RebalanceThreshold, t.seen)
+	t.history.Ran = ranCut(t.history.Ran, t.cut, measured)
+	d, err := DecideRecut(t.sched, t.cut, costs, t.cfg.RebalanceThreshold, t.history)
 	if err != nil {
 		return nil, err
 	}
@@ -44,10 +44,11 @@ func (t *trainer) rebalanceAfter(ctx context.Context, step int, final bool) (*Ev
 		return nil, err
 	}
 	t.meter.reset(true)
+	t.history.Moves = append(t.history.Moves, [2][]int{d.From, slices.Clone(d.To)})
 	rec := &EventRecord{Record: RecordRebalance, Step: step + 1, Seconds: t.now().Sub(start).Seconds(),
 		CutBefore: d.From, Cut: d.To, PredictedBeforeS: d.BeforeS, PredictedS: d.AfterS, MeasuredStepS: measured, Back: d.Back}
 	if d.Back {
-		rec.MeasuredBackS = measuredStep(t.seen, d.To)
+		rec.MeasuredBackS = measuredStep(t.history.Ran, d.To)
 	}
 	t.logf("%s", rec.line())
 	return rec, nil

@@ -90,35 +90,39 @@ func TestDecideRecut(t *testing.T) {
 		costs     []UnitCost
 		threshold float64
 		seen      []CutRun
+		moves     [][2][]int
 		want      []int // nil: the cut stays
 		back      bool
 	}{
-		{"balanced stays", gen("1f1b", 2, 4, 0), []int{2, 2}, unitCosts(4, 1e-3, 0), 0.05, nil, nil, false},
-		{"slow last stage gives blocks to the first", gen("1f1b", 2, 4, 0), []int{2, 2}, unitCosts(4, 1e-3, 20e-3, 2, 3), 0.05, nil, []int{3, 1}, false},
-		{"slow first stage", gen("1f1b", 2, 4, 0), []int{2, 2}, unitCosts(4, 1e-3, 20e-3, 0, 1), 0.05, nil, []int{1, 3}, false},
-		{"slow middle of three", gen("1f1b", 3, 4, 0), []int{2, 2, 2}, unitCosts(6, 1e-3, 20e-3, 2, 3), 0.05, nil, []int{2, 1, 3}, false},
+		{"balanced stays", gen("1f1b", 2, 4, 0), []int{2, 2}, unitCosts(4, 1e-3, 0), 0.05, nil, nil, nil, false},
+		{"slow last stage gives blocks to the first", gen("1f1b", 2, 4, 0), []int{2, 2}, unitCosts(4, 1e-3, 20e-3, 2, 3), 0.05, nil, nil, []int{3, 1}, false},
+		{"slow first stage", gen("1f1b", 2, 4, 0), []int{2, 2}, unitCosts(4, 1e-3, 20e-3, 0, 1), 0.05, nil, nil, []int{1, 3}, false},
+		{"slow middle of three", gen("1f1b", 3, 4, 0), []int{2, 2, 2}, unitCosts(6, 1e-3, 20e-3, 2, 3), 0.05, nil, nil, []int{2, 1, 3}, false},
 		// A head a little heavier than two blocks: moving a block predicts a step 6.2% shorter.
-		{"gain under the threshold", gen("1f1b", 2, 4, 0), []int{2, 2}, unitCosts(4, 1e-3, 1.1e-3, 4), 0.10, nil, nil, false},
-		{"same gain over a lower threshold", gen("1f1b", 2, 4, 0), []int{2, 2}, unitCosts(4, 1e-3, 1.1e-3, 4), 0.05, nil, []int{3, 1}, false},
-		{"already the best cut", gen("1f1b", 2, 4, 0), []int{3, 1}, unitCosts(4, 1e-3, 20e-3, 3), 0.05, nil, nil, false},
-		{"interleaved: the slow rank's stages shrink", gen("interleaved", 2, 4, 2), []int{2, 2, 2, 2}, unitCosts(8, 1e-3, 20e-3, 2, 3, 6, 7), 0.05, nil, []int{3, 1, 3, 1}, false},
-		{"gpipe", gen("gpipe", 2, 4, 0), []int{2, 2}, unitCosts(4, 1e-3, 20e-3, 2, 3), 0.05, nil, []int{3, 1}, false},
+		{"gain under the threshold", gen("1f1b", 2, 4, 0), []int{2, 2}, unitCosts(4, 1e-3, 1.1e-3, 4), 0.10, nil, nil, nil, false},
+		{"same gain over a lower threshold", gen("1f1b", 2, 4, 0), []int{2, 2}, unitCosts(4, 1e-3, 1.1e-3, 4), 0.05, nil, nil, []int{3, 1}, false},
+		{"already the best cut", gen("1f1b", 2, 4, 0), []int{3, 1}, unitCosts(4, 1e-3, 20e-3, 3), 0.05, nil, nil, nil, false},
+		{"interleaved: the slow rank's stages shrink", gen("interleaved", 2, 4, 2), []int{2, 2, 2, 2}, unitCosts(8, 1e-3, 20e-3, 2, 3, 6, 7), 0.05, nil, nil, []int{3, 1, 3, 1}, false},
+		{"gpipe", gen("gpipe", 2, 4, 0), []int{2, 2}, unitCosts(4, 1e-3, 20e-3, 2, 3), 0.05, nil, nil, []int{3, 1}, false},
 		// A slowed rank 1 of an interleaved pp 2: the cut of 3,3,1,1 predicted
 		// faster ran slower than 2,1,3,2 did, so the ranks go back to it, and
 		// from there do not try 3,3,1,1 again.
 		{"back to a cut measured faster", gen("interleaved", 2, 4, 2), []int{3, 3, 1, 1}, unitCosts(8, 1e-3, 20e-3, 3, 4, 5, 7), 0.05,
-			[]CutRun{{[]int{2, 2, 2, 2}, 2.2}, {[]int{2, 1, 3, 2}, 1.5}, {[]int{3, 3, 1, 1}, 2.0}}, []int{2, 1, 3, 2}, true},
-		{"the optimal cut without the measurements", gen("interleaved", 2, 4, 2), []int{2, 1, 3, 2}, unitCosts(8, 1e-3, 20e-3, 2, 6, 7), 0.05,
-			nil, []int{2, 2, 3, 1}, false},
+			[]CutRun{{[]int{2, 2, 2, 2}, 2.2}, {[]int{2, 1, 3, 2}, 1.5}, {[]int{3, 3, 1, 1}, 2.0}}, nil, []int{2, 1, 3, 2}, true},
+		{"the optimal cut without the measurements", gen("interleaved", 2, 4, 2), []int{2, 1, 3, 2}, unitCosts(8, 1e-3, 20e-3, 2, 6, 7), 0.05, nil, nil, []int{2, 2, 3, 1}, false},
 		{"a cut measured slower is not tried again", gen("interleaved", 2, 4, 2), []int{2, 1, 3, 2}, unitCosts(8, 1e-3, 20e-3, 2, 6, 7), 0.05,
-			[]CutRun{{[]int{2, 2, 2, 2}, 2.2}, {[]int{2, 1, 3, 2}, 1.5}, {[]int{2, 2, 3, 1}, 2.0}}, nil, false},
+			[]CutRun{{[]int{2, 2, 2, 2}, 2.2}, {[]int{2, 1, 3, 2}, 1.5}, {[]int{2, 2, 3, 1}, 2.0}}, nil, nil, false},
 		{"a cut measured faster within the threshold: the prediction decides", gen("1f1b", 2, 4, 0), []int{2, 2}, unitCosts(4, 1e-3, 20e-3, 2, 3), 0.05,
-			[]CutRun{{[]int{1, 3}, 0.98}, {[]int{2, 2}, 1.0}}, []int{3, 1}, false},
+			[]CutRun{{[]int{1, 3}, 0.98}, {[]int{2, 2}, 1.0}}, nil, []int{3, 1}, false},
 		{"the optimal cut measured faster before: go there", gen("1f1b", 2, 4, 0), []int{2, 2}, unitCosts(4, 1e-3, 20e-3, 2, 3), 0.05,
-			[]CutRun{{[]int{3, 1}, 0.5}, {[]int{2, 2}, 1.0}}, []int{3, 1}, true},
+			[]CutRun{{[]int{3, 1}, 0.5}, {[]int{2, 2}, 1.0}}, nil, []int{3, 1}, true},
+		{"no move is made twice", gen("1f1b", 2, 4, 0), []int{2, 2}, unitCosts(4, 1e-3, 20e-3, 2, 3), 0.05,
+			nil, [][2][]int{{{2, 2}, {3, 1}}, {{3, 1}, {2, 2}}}, nil, false},
+		{"no move back is made twice", gen("1f1b", 2, 4, 0), []int{2, 2}, unitCosts(4, 1e-3, 20e-3, 2, 3), 0.05,
+			[]CutRun{{[]int{3, 1}, 0.5}, {[]int{2, 2}, 1.0}}, [][2][]int{{{2, 2}, {3, 1}}}, nil, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r, err := DecideRecut(tc.s, tc.cut, tc.costs, tc.threshold, tc.seen)
+			r, err := DecideRecut(tc.s, tc.cut, tc.costs, tc.threshold, RecutHistory{Ran: tc.seen, Moves: tc.moves})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -146,10 +150,10 @@ func TestDecideRecutErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := DecideRecut(s, []int{2, 2}, unitCosts(3, 1, 0), 0.05, nil); err == nil || !strings.Contains(err.Error(), "unit costs") {
+	if _, err := DecideRecut(s, []int{2, 2}, unitCosts(3, 1, 0), 0.05, RecutHistory{}); err == nil || !strings.Contains(err.Error(), "unit costs") {
 		t.Errorf("costs of the wrong length: %v", err)
 	}
-	if _, err := DecideRecut(s, []int{1, 1, 2}, unitCosts(4, 1, 0), 0.05, nil); err == nil || !strings.Contains(err.Error(), "3 stages") {
+	if _, err := DecideRecut(s, []int{1, 1, 2}, unitCosts(4, 1, 0), 0.05, RecutHistory{}); err == nil || !strings.Contains(err.Error(), "3 stages") {
 		t.Errorf("a cut of the wrong number of stages: %v", err)
 	}
 }
@@ -348,42 +352,52 @@ func TestRebalanceMatchesResume(t *testing.T) {
 	}
 }
 
-// TestRecutMeter: the meter counts a step's passes per unit and
-// micro-batch, leaves out the warm-up step of a window longer than one
-// step and anything timed between steps, and gives medians per unit in
-// model order, zero for units it did not see.
+// TestRecutMeter: the meter puts a block's two sublayer calls together
+// into one micro-batch's pass (four with recomputation's input-gradient
+// pass), takes the median over the window's micro-batches, so one
+// descheduled pass does not count, leaves out the warm-up step of a window
+// longer than one step and anything timed between steps, and gives the
+// medians per unit in model order, zero for units it did not see.
 func TestRecutMeter(t *testing.T) {
-	m := newRecutMeter(2)
-	step := func(f, i, w time.Duration, stepS float64) {
-		m.begin()
-		for range 2 { // two micro-batches
-			m.hook(1, models.PassF, f, 0)
-			m.hook(1, models.PassI, i, 0)
-			m.hook(1, models.PassW, w, 0)
+	ms := time.Millisecond
+	for _, recompute := range []bool{false, true} {
+		m := newRecutMeter(2, recompute)
+		step := func(f, i, w time.Duration, stepS float64) {
+			m.begin()
+			for range 2 { // two micro-batches
+				for _, pass := range []models.Pass{models.PassF, models.PassI, models.PassW} {
+					d := map[models.Pass]time.Duration{models.PassF: f, models.PassI: i, models.PassW: w}[pass]
+					for range m.calls(1, pass) {
+						m.hook(1, pass, d/time.Duration(m.calls(1, pass)), 0)
+					}
+				}
+				m.hook(-1, models.PassF, 7*ms, 0) // the embedding: one call
+			}
+			m.endStep(stepS, 4)
+			m.hook(1, models.PassF, time.Hour, 0) // an evaluation's forward, between steps
 		}
-		m.endStep(stepS, 4)
-		m.hook(1, models.PassF, time.Hour, 0) // an evaluation's forward, between steps
-	}
-	step(time.Second, time.Second, time.Second, 100) // the warm-up
-	step(1*time.Millisecond, 2*time.Millisecond, 3*time.Millisecond, 0.5)
-	step(3*time.Millisecond, 4*time.Millisecond, 5*time.Millisecond, 0.7)
-	step(2*time.Millisecond, 3*time.Millisecond, 4*time.Millisecond, 0.6)
-	v := m.vector(2) // units -1, 0, 1, 2: block 1 at index 2
-	want := make([]float64, 3*4+1)
-	copy(want[6:], []float64{2e-3, 3e-3, 4e-3})
-	want[len(want)-1] = 0.6
-	for k := range want {
-		if d := v[k] - want[k]; d > 1e-12 || d < -1e-12 {
-			t.Fatalf("vector %v, want %v", v, want)
+		step(time.Second, time.Second, time.Second, 100) // the warm-up
+		step(1*ms, 2*ms, 3*ms, 0.5)
+		step(1*ms, 2*ms, 3*ms, 0.7)
+		step(90*ms, 90*ms, 90*ms, 0.6) // descheduled: a minority of the micro-batches
+		v := m.vector()                // units -1, 0, 1, 2: block 1 at index 6
+		want := make([]float64, 3*4+1)
+		want[0] = 7e-3
+		copy(want[6:], []float64{1e-3, 2e-3, 3e-3})
+		want[len(want)-1] = 0.6
+		for k := range want {
+			if d := v[k] - want[k]; d > 1e-12 || d < -1e-12 {
+				t.Fatalf("recompute %v: vector %v, want %v", recompute, v, want)
+			}
 		}
-	}
-	if m.since != 4 {
-		t.Errorf("%d steps in the window, want 4", m.since)
-	}
-	m.reset(false)
-	step(time.Millisecond, time.Millisecond, time.Millisecond, 0.1)
-	if v := m.vector(2); v[6] != 1e-3 || v[len(v)-1] != 0.1 {
-		t.Errorf("without a warm-up the first step counts: %v", v)
+		if m.since != 4 {
+			t.Errorf("%d steps in the window, want 4", m.since)
+		}
+		m.reset(false)
+		step(ms, ms, ms, 0.1)
+		if v := m.vector(); v[6] != 1e-3 || v[len(v)-1] != 0.1 {
+			t.Errorf("without a warm-up the first step counts: %v", v)
+		}
 	}
 	var none *recutMeter
 	none.begin()

@@ -92,11 +92,11 @@ type trainer struct {
 	prof    *profiler       // nil unless TrainConfig.Profile
 	// --rebalance: when the ranks check the cut, what they measured since
 	// the last check (nil: off), whether one came before, and the cuts run
-	// so far with their measured steps.
+	// and moves made so far.
 	windows rebalanceWindows
 	meter   *recutMeter
 	checked bool
-	seen    []CutRun
+	history RecutHistory
 }
 
 // Chunk numbers of the control messages (activations and gradients use the stage).
@@ -153,7 +153,7 @@ func (t *trainer) setup(ctx context.Context) error {
 		return err
 	}
 	if t.windows.on() {
-		t.meter = newRecutMeter(c.Micro)
+		t.meter = newRecutMeter(c.Model.Layers, c.Recompute)
 	}
 	t.order = t.sched.StagesOf(t.pRank)
 	for _, s := range t.order {
