@@ -30,7 +30,8 @@ type EventRecord struct {
 	// stage before and after, the predicted step with each (the schedule
 	// simulated with the agreed measured costs), and rank 0's median measured
 	// step time over the window the decision was made on; Back when the move
-	// returns to a cut that ran faster, MeasuredBackS its measured step.
+	// returns to a cut that ran faster, MeasuredBackS its step as simulated
+	// with the block times measured while it ran.
 	CutBefore        []int   `json:"cut_before,omitempty"`
 	Cut              []int   `json:"cut,omitempty"`
 	PredictedBeforeS float64 `json:"predicted_step_s_before,omitempty"`

@@ -78,15 +78,18 @@ func (w rebalanceWindows) due(since int, checked bool) bool {
 type UnitCost struct{ F, I, W float64 }
 
 // CutRun is a cut the run has trained with and its measured step: the
-// median step time of the last window it ran.
+// schedule simulated with the block times measured while it ran, the last
+// time it did (medians over micro-batches, so steadier than the wall clock
+// of a busy machine, and true for that cut, whose blocks ran where it put
+// them).
 type CutRun struct {
 	Cut   []int
 	StepS float64
 }
 
 // RecutHistory is what the run has done so far: the cuts it trained with
-// (the current one's measurement included) and the moves it made, each as
-// its cut before and after.
+// before the current window and the moves it made, each as its cut before
+// and after.
 type RecutHistory struct {
 	Ran   []CutRun
 	Moves [][2][]int
@@ -129,9 +132,11 @@ func (r Recut) Gain() float64 {
 //
 // A unit is taken to cost what it was measured to cost wherever it runs,
 // which a rank slower than the others breaks: its blocks look slow, a block
-// it takes looks fast until it runs there. So the measurements of the cuts
-// already run (h.Ran, the current one's included) overrule the prediction:
-// when one of them ran faster than the current cut by more than threshold,
+// it takes looks fast until it runs there. The prediction for the current
+// cut is right (its blocks ran where it puts them), so it is the current
+// cut's measured step, and the measurements of the cuts run before (h.Ran)
+// overrule the prediction: when one of them ran faster than the current cut
+// by more than threshold,
 // the ranks go back to the fastest; a cut that ran no faster than the
 // current one by threshold is not tried again. And no move from one cut to
 // another is made twice (h.Moves), so the ranks do not move back and forth
@@ -154,18 +159,18 @@ func DecideRecut(s *schedules.Schedule, cut []int, costs []UnitCost, threshold f
 	if err != nil {
 		return Recut{}, fmt.Errorf("rebalance: %w", err)
 	}
-	now, fastest := measuredStep(seen, cut), -1
-	for i, r := range seen {
-		if !slices.Equal(r.Cut, cut) && now > 0 && r.StepS < now*(1-threshold) && (fastest < 0 || r.StepS < seen[fastest].StepS) {
+	r := Recut{From: slices.Clone(cut), To: best}
+	if r.BeforeS, err = predictStep(s, cut, costs); err != nil {
+		return Recut{}, err
+	}
+	now, fastest := r.BeforeS, -1
+	for i, c := range seen {
+		if !slices.Equal(c.Cut, cut) && c.StepS < now*(1-threshold) && (fastest < 0 || c.StepS < seen[fastest].StepS) {
 			fastest = i
 		}
 	}
-	r := Recut{From: slices.Clone(cut), To: best}
 	if fastest >= 0 {
 		r.To, r.Move, r.Back = slices.Clone(seen[fastest].Cut), true, true
-	}
-	if r.BeforeS, err = predictStep(s, cut, costs); err != nil {
-		return Recut{}, err
 	}
 	if r.AfterS, err = predictStep(s, r.To, costs); err != nil {
 		return Recut{}, err

@@ -30,11 +30,11 @@ func (t *trainer) rebalanceAfter(ctx context.Context, step int, final bool) (*Ev
 	if err != nil {
 		return nil, err
 	}
-	t.history.Ran = ranCut(t.history.Ran, t.cut, measured)
 	d, err := DecideRecut(t.sched, t.cut, costs, t.cfg.RebalanceThreshold, t.history)
 	if err != nil {
 		return nil, err
 	}
+	t.history.Ran = ranCut(t.history.Ran, t.cut, d.BeforeS)
 	t.checked = true
 	if !d.Move {
 		t.meter.reset(false)
@@ -69,7 +69,7 @@ func ranCut(seen []CutRun, cut []int, stepS float64) []CutRun {
 func (e EventRecord) line() string {
 	why := fmt.Sprintf("predicted step %.4gs -> %.4gs, %+.1f%%", e.PredictedBeforeS, e.PredictedS, 100*(e.PredictedS-e.PredictedBeforeS)/e.PredictedBeforeS)
 	if e.Back {
-		why = fmt.Sprintf("back: measured step %.4gs there", e.MeasuredBackS)
+		why = fmt.Sprintf("back: step %.4gs there, %.4gs here, simulated with the block times measured on each", e.MeasuredBackS, e.PredictedBeforeS)
 	}
 	return fmt.Sprintf("rebalance after step %d: --layers-per-stage %s -> %s (%s; measured step %.4gs; moved in %.3gs)",
 		e.Step, joinCut(e.CutBefore), joinCut(e.Cut), why, e.MeasuredStepS, e.Seconds)
