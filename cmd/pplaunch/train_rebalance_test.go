@@ -1,12 +1,18 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/pplaunch/pplaunch/launch/netns"
 	"github.com/pplaunch/pplaunch/ranks"
 )
 
@@ -123,4 +129,62 @@ func TestTrainRebalanceRefusals(t *testing.T) {
 			t.Errorf("%v: exit %d, want 2 with %q:\n%s", tc.args, r.code, tc.want, r.out)
 		}
 	}
+}
+
+// TestTrainRebalanceTwoHosts: the slowed-stage job on two simulated hosts
+// (network namespaces, one agent and one rank each, the slowed rank on the
+// second): the blocks cross the hosts' link, leave the slowed stage, and the
+// job ends with the bits of one process.
+func TestTrainRebalanceTwoHosts(t *testing.T) {
+	n := netns.New(t, "rbl1", "rbl2") // skips without root, saying why
+	args := append(slices.Clone(tinyModel), "--microbatches", "4", "--steps", "8", "--lr-decay-steps", "8")
+	one := t.TempDir()
+	mustSucceed(t, runJob(t, 1, 0, nil, append(args, "--checkpoint-dir", one)...), "one process")
+	dir := t.TempDir()
+	metrics := filepath.Join(dir, "metrics.jsonl")
+	outs := runOnHosts(t, n, []string{"PPLAUNCH_TOKEN=train-rebalance-hosts-secret", ranks.SlowEnv + "=1:10"}, func(i int) []string {
+		return append([]string{"--nnodes", "2", "--node-rank", fmt.Sprint(i), "--rdzv-endpoint", n.Hosts[0].Name + ":29400",
+			"--rdzv-id", "train-rebalance-hosts", "--rdzv-timeout", "60s", "--nproc", "1",
+			"train", "--metrics", metrics, "--checkpoint-dir", filepath.Join(dir, "ckpt"), "--rebalance", "every:3"}, args...)
+	})
+	b, err := os.ReadFile(metrics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := jobResult{events: strings.Split(strings.TrimSpace(string(b)), "\n")}
+	moves := rebalances(t, r)
+	if len(moves) == 0 || moves[0].Step != 3 || !slices.Equal(moves[0].CutBefore, []int{4, 4}) || moves[0].Cut[1] >= 4 {
+		t.Fatalf("rebalances %+v, want a first one after step 3 taking blocks off the slowed stage 1 of 4,4\n%s", moves, outs[0])
+	}
+	t.Logf("%s", strings.Join(strings.Split(strings.TrimSpace(string(outs[0])), "\n")[2:], "\n"))
+	compare(t, filepath.Join(dir, "ckpt"), one)
+}
+
+// runOnHosts runs the binary as an agent on every simulated host at once,
+// with argv(i) on host i and env added, and returns each one's output; an
+// agent that fails fails the test.
+func runOnHosts(t *testing.T, n *netns.Net, env []string, argv func(i int) []string) [][]byte {
+	t.Helper()
+	bin := binary(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	outs := make([][]byte, len(n.Hosts))
+	errs := make([]error, len(n.Hosts))
+	var wg sync.WaitGroup
+	for i, h := range n.Hosts {
+		cmd := h.Command(ctx, bin, argv(i)...)
+		cmd.Env = append(os.Environ(), env...)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			outs[i], errs[i] = cmd.CombinedOutput()
+		}()
+	}
+	wg.Wait()
+	for i := range n.Hosts {
+		if errs[i] != nil {
+			t.Fatalf("agent on %s: %v\n%s", n.Hosts[i].Name, errs[i], outs[i])
+		}
+	}
+	return outs
 }

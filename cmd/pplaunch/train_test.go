@@ -326,36 +326,17 @@ func TestTrainActivationMemory(t *testing.T) {
 // on two machines, and checks it equals one process bit for bit.
 func TestTrainTwoNodes(t *testing.T) {
 	n := netns.New(t, "trn1", "trn2") // skips without root, saying why
-	bin := binary(t)
 	args := append([]string{"--microbatches", "4"}, tinyModel...)
 	refDir, dir := t.TempDir(), t.TempDir()
 	ref := runJob(t, 1, 0, nil, append(args, "--checkpoint-dir", refDir)...)
 	mustSucceed(t, ref, "single-process reference")
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
 	metrics := filepath.Join(dir, "metrics.jsonl")
 	endpoint := n.Hosts[0].Name + ":29400"
-	outs := make([][]byte, len(n.Hosts))
-	errs := make([]error, len(n.Hosts))
-	var wg sync.WaitGroup
-	for i, h := range n.Hosts {
-		argv := append([]string{"--nnodes", "2", "--node-rank", fmt.Sprint(i), "--rdzv-endpoint", endpoint,
+	outs := runOnHosts(t, n, []string{"PPLAUNCH_TOKEN=train-two-nodes-secret"}, func(i int) []string {
+		return append([]string{"--nnodes", "2", "--node-rank", fmt.Sprint(i), "--rdzv-endpoint", endpoint,
 			"--rdzv-id", "train-two-nodes", "--rdzv-timeout", "60s", "--nproc", "2",
 			"train", "--metrics", metrics, "--checkpoint-dir", filepath.Join(dir, "ckpt")}, args...)
-		cmd := h.Command(ctx, bin, argv...)
-		cmd.Env = append(os.Environ(), "PPLAUNCH_TOKEN=train-two-nodes-secret")
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			outs[i], errs[i] = cmd.CombinedOutput()
-		}()
-	}
-	wg.Wait()
-	for i := range n.Hosts {
-		if errs[i] != nil {
-			t.Fatalf("agent on %s: %v\n%s", n.Hosts[i].Name, errs[i], outs[i])
-		}
-	}
+	})
 	if !strings.Contains(string(outs[0]), "4 ranks = pp 4 × dp 1") {
 		t.Errorf("node 0's output does not show a 4-rank pipeline:\n%s", outs[0])
 	}
