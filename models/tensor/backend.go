@@ -67,18 +67,23 @@ type Backend interface {
 // never touches values except through it. Tensors passed to a backend must
 // have been made by it (or, for the CPU backend, be host tensors).
 type Memory interface {
-	// Alloc returns a tensor of the shape whose contents are undefined.
+	// Alloc returns a float32 tensor of the shape whose contents are undefined.
 	Alloc(shape ...int) *Tensor
+	// AllocAs returns a tensor of the dtype and shape whose contents are undefined.
+	AllocAs(dt DType, shape ...int) *Tensor
 	// Zeros returns a zeroed tensor of the shape.
 	Zeros(shape ...int) *Tensor
 	// Free gives t's storage back to the backend for reuse; neither t nor any
 	// view of it may be used afterwards. Views themselves are not freed.
 	Free(t *Tensor)
-	// Upload copies len(src) = t.Len() host values into t.
+	// Upload copies len(src) = t.Len() host values into t, rounded to
+	// nearest even where t is bfloat16.
 	Upload(t *Tensor, src []float32)
-	// Download copies t's t.Len() = len(dst) values to the host.
+	// Download copies t's t.Len() = len(dst) values to the host (exactly:
+	// every bfloat16 is a float32).
 	Download(dst []float32, t *Tensor)
-	// Copy sets dst = src (the same number of elements; shapes may differ).
+	// Copy sets dst = src (the same number of elements; shapes may differ),
+	// converting to dst's dtype where a backend supports it.
 	Copy(dst, src *Tensor)
 	// Scale multiplies t by s in place.
 	Scale(t *Tensor, s float32)
