@@ -8,6 +8,7 @@ import (
 
 	"github.com/pplaunch/pplaunch/models"
 	"github.com/pplaunch/pplaunch/models/data"
+	"github.com/pplaunch/pplaunch/plan"
 	"github.com/pplaunch/pplaunch/schedules"
 )
 
@@ -76,11 +77,6 @@ type Layout struct {
 	Cut    []int
 }
 
-// MicroFitsDP says whether m micro-batches per replica give the bits of one
-// process over dp replicas: the accumulator's tree matches one process only
-// for power-of-two blocks.
-func MicroFitsDP(dp, m int) bool { return dp <= 1 || m&(m-1) == 0 }
-
 // Plan checks the whole configuration for a world of size ranks and returns
 // its layout: pure, so the agent runs it before it spawns any rank (a bad flag
 // is then one message, not one per rank), and every rank runs it again (under
@@ -115,7 +111,7 @@ func (c *TrainConfig) Plan(size int) (Layout, error) {
 	case l.PP == 0:
 		return l, nil
 	}
-	if !MicroFitsDP(l.DP, c.Micro) {
+	if !plan.MicroFitsDP(l.DP, c.Micro) {
 		return l, fmt.Errorf("--dp %d needs --microbatches a power of two (got %d) so that results do not depend on the layout", l.DP, c.Micro)
 	}
 	sched, err := c.schedule(l.PP)

@@ -10,6 +10,7 @@ import (
 	"github.com/pplaunch/pplaunch/models"
 	"github.com/pplaunch/pplaunch/models/data"
 	"github.com/pplaunch/pplaunch/models/tensor"
+	"github.com/pplaunch/pplaunch/plan"
 	"github.com/pplaunch/pplaunch/schedules"
 	"github.com/pplaunch/pplaunch/store"
 )
@@ -57,11 +58,11 @@ type Job struct {
 
 // Result is what Train returns on rank 0.
 type Result struct {
-	FirstStep, Steps int      // ran steps FirstStep..Steps-1
-	Summary          Summary  // running totals of rank 0's step records
-	Checkpoint       string   // directory of the final checkpoint, if any
-	Stopped          bool     // Job.Stop asked to stop before the last step
-	Profile          *Profile // with TrainConfig.Profile: the measured costs
+	FirstStep, Steps int           // ran steps FirstStep..Steps-1
+	Summary          Summary       // running totals of rank 0's step records
+	Checkpoint       string        // directory of the final checkpoint, if any
+	Stopped          bool          // Job.Stop asked to stop before the last step
+	Profile          *plan.Profile // with TrainConfig.Profile: the measured costs
 }
 
 // trainer is one rank's state.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/pplaunch/pplaunch/bench"
 	"github.com/pplaunch/pplaunch/launch/netns"
+	"github.com/pplaunch/pplaunch/plan"
 	"github.com/pplaunch/pplaunch/ranks"
 )
 
@@ -238,7 +239,7 @@ func (c *benchScalingCmd) write(rep bench.ScalingReport, stdout io.Writer) error
 }
 
 // readRun reads what one size's run left.
-func readRun(metrics, profile string) ([]ranks.StepRecord, *ranks.Profile, error) {
+func readRun(metrics, profile string) ([]ranks.StepRecord, *plan.Profile, error) {
 	recs, err := readMetrics(metrics)
 	if err != nil {
 		return nil, nil, err
@@ -248,6 +249,6 @@ func readRun(metrics, profile string) ([]ranks.StepRecord, *ranks.Profile, error
 		return recs, nil, err
 	}
 	defer f.Close()
-	p, err := ranks.ReadProfile(f)
+	p, err := plan.ReadProfile(f)
 	return recs, p, err
 }

@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/pplaunch/pplaunch/models"
-	"github.com/pplaunch/pplaunch/ranks"
+	"github.com/pplaunch/pplaunch/plan"
 )
 
 // modelFlags choose the model; `bench step` and `train` embed them. A preset
@@ -91,7 +91,7 @@ func profileCut(path string, cfg models.Config, stages int) ([]int, error) {
 		return nil, fmt.Errorf("--balance profile:%s: the profile measured a %s of %d layers, width %d, %d heads, seq %d, vocab %d; this run's model is a %s of %d layers, width %d, %d heads, seq %d, vocab %d: profile this model first (train --profile)",
 			path, m.Kind, m.Layers, m.Width, m.Heads, m.Seq, m.Vocab, cfg.Kind, cfg.Layers, cfg.Width, cfg.Heads, cfg.Seq, cfg.Vocab)
 	}
-	cut, err := ranks.ProfileCut(p, stages)
+	cut, err := plan.ProfileCut(p, stages)
 	if err != nil {
 		return nil, fmt.Errorf("--balance profile:%s: %w", path, err)
 	}
