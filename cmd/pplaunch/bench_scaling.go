@@ -14,6 +14,7 @@ import (
 	"github.com/pplaunch/pplaunch/launch/netns"
 	"github.com/pplaunch/pplaunch/plan"
 	"github.com/pplaunch/pplaunch/ranks"
+	"github.com/pplaunch/pplaunch/runconfig"
 )
 
 // benchScalingCmd is `pplaunch bench scaling [FLAGS] -- TRAIN FLAGS`: the
@@ -177,7 +178,7 @@ func scalingSizes(base *trainCmd, plan bench.ScalingPlan) ([]bench.ScalingSize, 
 	if err != nil || base.batch.Total == 0 {
 		return sizes, err
 	}
-	b, err := resolveBatch(base.batch, batchSizes{Micro: base.MicrobatchSize, Accum: base.Microbatches, DP: sizes[0].DP})
+	b, err := runconfig.ResolveBatch(base.batch, runconfig.BatchSizes{Micro: base.MicrobatchSize, Accum: base.Microbatches, DP: sizes[0].DP})
 	if err != nil {
 		return nil, fmt.Errorf("%s at the smallest world %d (dp %d): %w", base.Config, sizes[0].World, sizes[0].DP, err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/pplaunch/pplaunch/models/checkpoint"
 	"github.com/pplaunch/pplaunch/models/tensor"
 	"github.com/pplaunch/pplaunch/ranks"
+	"github.com/pplaunch/pplaunch/runconfig"
 	"github.com/pplaunch/pplaunch/schedules"
 )
 
@@ -64,8 +65,8 @@ type trainCmd struct {
 	Backend         string        `arg:"--backend" default:"tcp" help:"communicator of the device tensors: tcp, nccl or auto (nccl when every rank has a GPU and NCCL loads; says which it chose); host messages always go over tcp"`
 	CheckTransfers  bool          `arg:"--check-transfers" help:"compare every rank's transfer shapes before every step (with nccl, which carries no shapes, they are compared before the first step anyway)"`
 
-	Profile string    `arg:"--profile" placeholder:"FILE" help:"time every block's forward and backward passes and the transfers, and write the medians after the first step as JSON (for plan --profile and --balance profile:FILE)"`
-	batch   batchSpec // what --config gave of the batch sizes (resolveWorld)
+	Profile string          `arg:"--profile" placeholder:"FILE" help:"time every block's forward and backward passes and the transfers, and write the medians after the first step as JSON (for plan --profile and --balance profile:FILE)"`
+	batch   runconfig.Batch // what --config gave of the batch sizes (resolveWorld)
 }
 
 func (c *trainCmd) config() (ranks.TrainConfig, error) {
@@ -282,7 +283,7 @@ func (c *trainCmd) rankConfig(size int) (ranks.TrainConfig, error) {
 	resolved.PP, resolved.DP = l.PP, l.DP
 	m := cfg.Model // the preset's sizes, as the run has them
 	resolved.Layers, resolved.Width, resolved.Heads, resolved.Seq, resolved.Vocab, resolved.Tied = m.Layers, m.Width, m.Heads, m.Seq, m.Vocab, m.Tied
-	cfg.Effective = effectiveConfig(&resolved)
+	cfg.Effective = runconfig.Effective(trainOptions(&resolved))
 	return cfg, nil
 }
 
