@@ -54,7 +54,7 @@ func (l linkFlags) options(timeout time.Duration) (collective.TCPOptions, error)
 }
 
 func (c *benchP2PCmd) run(f launch.Flags, argv []string, stdout, stderr io.Writer) int {
-	return runBench(c.Backend, f, argv, stdout, stderr, c.job(stdout), ncclJob(c.Timeout.D(), func(ctx context.Context, comm collective.Comm, mem bench.DeviceMemory) error {
+	return runBench(c.Backend, f, argv, stdout, stderr, c.job(stdout), bench.NCCLJob(c.Timeout.D(), func(ctx context.Context, comm collective.Comm, mem bench.DeviceMemory) error {
 		return bench.RunP2PDevice(ctx, comm, mem, c.P2POptions, stdout)
 	}))
 }
@@ -67,7 +67,7 @@ func (c *benchP2PCmd) job(stdout io.Writer) func(ctx context.Context, r *ranks.R
 }
 
 func (c *benchAllReduceCmd) run(f launch.Flags, argv []string, stdout, stderr io.Writer) int {
-	return runBench(c.Backend, f, argv, stdout, stderr, c.job(stdout), ncclJob(c.Timeout.D(), func(ctx context.Context, comm collective.Comm, mem bench.DeviceMemory) error {
+	return runBench(c.Backend, f, argv, stdout, stderr, c.job(stdout), bench.NCCLJob(c.Timeout.D(), func(ctx context.Context, comm collective.Comm, mem bench.DeviceMemory) error {
 		return bench.RunAllReduceDevice(ctx, comm, mem, c.AllReduceOptions, stdout)
 	}))
 }
