@@ -66,6 +66,10 @@ type TrainConfig struct {
 	// Effective is the whole run's configuration as a JSON object (what
 	// --config reads), saved in every checkpoint's manifest beside the model.
 	Effective []byte
+	// Agreed are the flags every rank must be given alike, with this run's
+	// values, as the option table marks them (same:"true"): Flags compares
+	// them between the ranks.
+	Agreed []FlagValue
 }
 
 // Layout is what a configuration gives a world: the pipeline and

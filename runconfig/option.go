@@ -16,6 +16,8 @@ import (
 //	                          a file may not give both
 //	alias:"learning_rate"     other tools' names for it: a config file key so named is
 //	                          answered with the option's own name (and its DeepSpeed key)
+//	same:"true"               every rank must be given the same value: rank 0 publishes
+//	                          it and the others refuse to start on a difference (Agreed)
 type Option struct {
 	Flag  string   // "--min-lr"
 	Key   string   // "min_lr": the config file key (and "min-lr")
@@ -24,6 +26,7 @@ type Option struct {
 	Alias []string // other tools' names, for suggestions
 	Help  string
 	Def   string // go-arg's default tag ("" when none)
+	Same  bool   // every rank must be given the same value
 	value reflect.Value
 }
 
@@ -55,7 +58,7 @@ func Options(v any) []Option {
 
 // newOption reads one field's tags (ok false: the field is not a flag).
 func newOption(f reflect.StructField) (Option, bool) {
-	o := Option{Help: f.Tag.Get("help"), DS: f.Tag.Get("ds"), Def: f.Tag.Get("default")}
+	o := Option{Help: f.Tag.Get("help"), DS: f.Tag.Get("ds"), Def: f.Tag.Get("default"), Same: f.Tag.Get("same") == "true"}
 	for _, part := range strings.Split(f.Tag.Get("arg"), ",") {
 		switch {
 		case strings.HasPrefix(part, "--"):
