@@ -55,20 +55,20 @@ func (l linkFlags) options(timeout time.Duration) (collective.TCPOptions, error)
 
 func (c *benchP2PCmd) run(f launch.Flags, argv []string, stdout, stderr io.Writer) int {
 	return runBench(c.Backend, f, argv, stdout, stderr, c.job(stdout), bench.NCCLJob(c.Timeout.D(), func(ctx context.Context, comm collective.Comm, mem bench.DeviceMemory) error {
-		return bench.RunP2PDevice(ctx, comm, mem, c.P2POptions, stdout)
+		return bench.RunP2P(ctx, comm, bench.OnGPU(mem), c.P2POptions, stdout)
 	}))
 }
 
 func (c *benchP2PCmd) job(stdout io.Writer) func(ctx context.Context, r *ranks.Rank) error {
 	opts, err := c.options(c.Timeout.D())
 	return commJob(opts, err, func(ctx context.Context, comm collective.Comm) error {
-		return bench.RunP2P(ctx, comm, c.P2POptions, stdout)
+		return bench.RunP2P(ctx, comm, bench.Host, c.P2POptions, stdout)
 	})
 }
 
 func (c *benchAllReduceCmd) run(f launch.Flags, argv []string, stdout, stderr io.Writer) int {
 	return runBench(c.Backend, f, argv, stdout, stderr, c.job(stdout), bench.NCCLJob(c.Timeout.D(), func(ctx context.Context, comm collective.Comm, mem bench.DeviceMemory) error {
-		return bench.RunAllReduceDevice(ctx, comm, mem, c.AllReduceOptions, stdout)
+		return bench.RunAllReduce(ctx, comm, bench.OnGPU(mem), c.AllReduceOptions, stdout)
 	}))
 }
 
@@ -76,7 +76,7 @@ func (c *benchAllReduceCmd) job(stdout io.Writer) func(ctx context.Context, r *r
 	opts, err := c.options(c.Timeout.D())
 	opts.SegmentBytes = int(c.Segment)
 	return commJob(opts, err, func(ctx context.Context, comm collective.Comm) error {
-		return bench.RunAllReduce(ctx, comm, c.AllReduceOptions, stdout)
+		return bench.RunAllReduce(ctx, comm, bench.Host, c.AllReduceOptions, stdout)
 	})
 }
 
