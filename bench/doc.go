@@ -8,8 +8,9 @@
 // runs each size's agents as real processes (the first to fail stops the
 // others), ScalingRun turns one size's step records and profile into a
 // ScalingRow, and ScalingReport and WriteScalingSVG print them (pplaunch
-// bench scaling). NCCLJob gives a device benchmark its communicator and GPU
-// memory.
+// bench scaling). RunP2P and RunAllReduce measure a communicator with its
+// buffers in host or GPU memory (Memory: Host, or OnGPU over the GPU memory
+// NCCLJob gives a device benchmark with its communicator): one driver each.
 //
 // It may import every package except cmd/pplaunch and launch (the agent; its
 // simulated hosts, launch/netns, it may); only cmd/pplaunch imports it, so no
