@@ -112,3 +112,10 @@ func commJob(opts collective.TCPOptions, flagErr error, f func(ctx context.Conte
 		return f(ctx, comm)
 	}
 }
+
+// benchStoreCmd is `pplaunch [launcher flags] bench store`: every rank
+// connects to the job's store, meets the others at a barrier and times round
+// trips of each operation; rank 0 prints one row per rank (bench.StoreJob).
+type benchStoreCmd struct {
+	Iters int `arg:"--iters" default:"500" help:"round trips per operation and rank"`
+}
