@@ -83,7 +83,7 @@ func TestCheckConfigExchange(t *testing.T) {
 	other := base
 	other.Agreed = []FlagValue{{"--lr", "0.01"}}
 	mk := func(rank, node int, cfg TrainConfig) *trainer {
-		return &trainer{cfg: cfg, cut: []int{4}, job: Job{Rank: rank, Node: node, Size: 3, Store: st}}
+		return &trainer{cfg: cfg, rankPlace: rankPlace{cut: []int{4}}, job: Job{Rank: rank, Node: node, Size: 3, Store: st}}
 	}
 	ctx := context.Background()
 	if err := mk(0, 0, base).checkConfig(ctx); err != nil {
