@@ -10,6 +10,7 @@ import (
 	"github.com/pplaunch/pplaunch/models"
 	"github.com/pplaunch/pplaunch/models/data"
 	"github.com/pplaunch/pplaunch/models/tensor"
+	"github.com/pplaunch/pplaunch/plan"
 	"github.com/pplaunch/pplaunch/schedules"
 	"github.com/pplaunch/pplaunch/store"
 )
@@ -57,35 +58,59 @@ type Job struct {
 
 // Result is what Train returns on rank 0.
 type Result struct {
-	FirstStep, Steps int      // ran steps FirstStep..Steps-1
-	Summary          Summary  // running totals of rank 0's step records
-	Checkpoint       string   // directory of the final checkpoint, if any
-	Stopped          bool     // Job.Stop asked to stop before the last step
-	Profile          *Profile // with TrainConfig.Profile: the measured costs
+	FirstStep, Steps int           // ran steps FirstStep..Steps-1
+	Summary          Summary       // running totals of rank 0's step records
+	Checkpoint       string        // directory of the final checkpoint, if any
+	Stopped          bool          // Job.Stop asked to stop before the last step
+	Profile          *plan.Profile // with TrainConfig.Profile: the measured costs
 }
 
-// trainer is one rank's state.
+// trainer is one rank's state, in named parts: the job as given, where the
+// rank sits in the layout, the stages it owns, its clock against rank 0's,
+// and the step in flight. The parts are embedded, so each file reaches the
+// fields it needs by name.
 type trainer struct {
-	cfg    TrainConfig
-	job    Job
-	sched  *schedules.Schedule
-	cut    []int
-	pRank  int
-	dRank  int
-	stages map[int]*models.Stage
-	order  []int // this rank's stages, increasing
-	opts   map[int]models.Optimizer
+	cfg TrainConfig
+	job Job
+	rankPlace
+	rankStages
+	rankClock
+	stepState
 	corpus *data.Corpus
+	prof   *profiler // nil unless TrainConfig.Profile
+}
+
+// rankPlace is where the rank sits in the layout, as Train planned it.
+type rankPlace struct {
+	sched *schedules.Schedule // what every pipeline rank runs
+	cut   []int               // blocks per stage
+	pRank int                 // pipeline rank
+	dRank int                 // data-parallel replica
+	order []int               // this rank's stages, increasing
+}
+
+// rankStages are the stages the rank owns and what updates and runs them
+// (setup builds them; checkpoints and the ZeRO shard read and load them).
+type rankStages struct {
+	stages map[int]*models.Stage
+	opts   map[int]models.Optimizer
+	names  []string // every non-tied parameter of the model, in model order
 	exec   *Executor
 	execSt map[int]Stage
-	names  []string // every non-tied parameter of the model, in model order
+}
+
+// rankClock is the rank's clock against rank 0's (clock.go), for the
+// merged timeline.
+type rankClock struct {
 	origin time.Time
 	offset time.Duration // add to this rank's clock to get rank 0's
-	// data-parallel reduction in flight, per stage
-	dp      map[int]*dpExchange
+}
+
+// stepState is the step in flight (train.go's loop, dpreduce.go).
+type stepState struct {
+	dp      map[int]*dpExchange // data-parallel reduction in flight, per stage
 	curStep int
 	ctx     context.Context // the running step's (for the transfers it starts)
-	prof    *profiler       // nil unless TrainConfig.Profile
 }
 
 // Chunk numbers of the control messages (activations and gradients use the stage).
@@ -105,7 +130,7 @@ func Train(ctx context.Context, cfg TrainConfig, job Job) (*Result, error) {
 		return nil, err
 	}
 	cfg.PP, cfg.DP = l.PP, l.DP
-	t := &trainer{cfg: cfg, job: job, sched: l.Sched, cut: l.Cut, pRank: job.Rank % cfg.PP, dRank: job.Rank / cfg.PP}
+	t := &trainer{cfg: cfg, job: job, rankPlace: rankPlace{sched: l.Sched, cut: l.Cut, pRank: job.Rank % cfg.PP, dRank: job.Rank / cfg.PP}}
 	if err := t.setup(ctx); err != nil {
 		return nil, err
 	}

@@ -1,10 +1,9 @@
-package ranks
+package plan
 
 import (
 	"fmt"
 	"math/bits"
 
-	"github.com/pplaunch/pplaunch/models"
 	"github.com/pplaunch/pplaunch/schedules"
 )
 
@@ -41,16 +40,6 @@ type Prediction struct {
 	Activations, Transient []int64
 	Params, Grads, Optim   []int64
 	Memory                 []int64 // the sum of the five
-}
-
-// ProfileCut is the cut of the profile's model into stages minimising the
-// slowest stage's F+I+W (models.PartitionCosts).
-func ProfileCut(p *Profile, stages int) ([]int, error) {
-	cost := make([]float64, len(p.Units))
-	for i, u := range p.Units {
-		cost[i] = u.F + u.I + u.W
-	}
-	return models.PartitionCosts(p.Model.Layers, stages, cost)
 }
 
 // Predict simulates candidate c with the costs of profile p. Times scale

@@ -1,4 +1,4 @@
-package ranks
+package plan
 
 import (
 	"encoding/json"
@@ -154,11 +154,12 @@ func (p *Profile) Transfer() (seconds float64, bytes int64) {
 		t = append(t, b.Forward, b.Backward)
 		bytes = max(bytes, b.Bytes)
 	}
-	return median(t), bytes
+	return Median(t), bytes
 }
 
+// Median is the statistic a profile keeps of repeated measurements: the
 // median of xs (0 when empty); xs is not changed.
-func median(xs []float64) float64 {
+func Median(xs []float64) float64 {
 	if len(xs) == 0 {
 		return 0
 	}
@@ -168,4 +169,12 @@ func median(xs []float64) float64 {
 		return s[n/2]
 	}
 	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// World is the number of ranks of the profiled run.
+func (p *Profile) World() int { return p.Layout.PP * p.Layout.DP }
+
+// GlobalBatch is the sequences per step of the profiled run.
+func (p *Profile) GlobalBatch() int {
+	return p.Layout.DP * p.Layout.Microbatches * p.MicroBatchSize
 }

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -6,16 +6,16 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/pplaunch/pplaunch/bench"
 	"github.com/pplaunch/pplaunch/cbits"
 	"github.com/pplaunch/pplaunch/collective"
 	"github.com/pplaunch/pplaunch/ranks"
 )
 
-// ncclJob is a rank job over the NCCL communicator: the rank's GPU is
-// LOCAL_RANK modulo the visible GPUs, driven from a device thread of its
-// own; the unique id travels through the job's store.
-func ncclJob(timeout time.Duration, f func(ctx context.Context, comm collective.Comm, mem bench.DeviceMemory) error) func(ctx context.Context, r *ranks.Rank) error {
+// NCCLJob is a rank job over the NCCL communicator for a device benchmark:
+// the rank's GPU is LOCAL_RANK modulo the visible GPUs, driven from a
+// device thread of its own, and f gets its memory; the unique id travels
+// through the job's store.
+func NCCLJob(timeout time.Duration, f func(ctx context.Context, comm collective.Comm, mem DeviceMemory) error) func(ctx context.Context, r *ranks.Rank) error {
 	return func(ctx context.Context, r *ranks.Rank) error {
 		if timeout <= 0 {
 			return fmt.Errorf("--timeout %v: must be positive", timeout)
@@ -42,7 +42,7 @@ func ncclJob(timeout time.Duration, f func(ctx context.Context, comm collective.
 	}
 }
 
-// deviceMemory is bench.DeviceMemory on a device thread.
+// deviceMemory is DeviceMemory on a device thread.
 type deviceMemory struct {
 	c   *cbits.CUDALibs
 	dev collective.DeviceThread

@@ -1,4 +1,4 @@
-package main
+package runconfig
 
 import (
 	"bytes"
@@ -11,7 +11,7 @@ import (
 
 // runFile is DeepSpeed's part of what `pplaunch train --config FILE` reads
 // (batch sizes, clipping, optimizer, scheduler, pipeline); the rest of the
-// file's keys are the options' own names (train_options.go). Every key is
+// file's keys are the options' own names (Options). Every key is
 // optional: a missing key leaves the flag's default, a flag given on the
 // command line wins over the file. A pointer says whether the key was there.
 type runFile struct {
@@ -129,7 +129,7 @@ func decodeStrict(file, path string, raw []byte, v reflect.Value) error {
 	}
 	if v.Kind() != reflect.Struct {
 		if err := json.Unmarshal(raw, v.Addr().Interface()); err != nil {
-			return fmt.Errorf("%s: %s: %s, want %s", file, path, raw, kindName(v.Type()))
+			return fmt.Errorf("%s: %s: %s, want %s", file, path, raw, KindName(v.Type()))
 		}
 		return nil
 	}
@@ -163,7 +163,7 @@ func decodeStrict(file, path string, raw []byte, v reflect.Value) error {
 			if why, ok := unsupportedKeys[key]; ok {
 				return fmt.Errorf("%s: %s is not supported: %s", file, key, why)
 			}
-			return fmt.Errorf("%s: unknown key %s (did you mean %s?)", file, key, join(path, nearest(k, names)))
+			return fmt.Errorf("%s: unknown key %s (did you mean %s?)", file, key, join(path, Nearest(k, names)))
 		}
 		if err := decodeStrict(file, key, obj[k], v.Field(i)); err != nil {
 			return err
@@ -177,53 +177,4 @@ func join(path, key string) string {
 		return key
 	}
 	return path + "." + key
-}
-
-func kindName(t reflect.Type) string {
-	switch t.Kind() {
-	case reflect.Int, reflect.Uint64:
-		return "a whole number"
-	case reflect.Float64:
-		return "a number"
-	case reflect.String:
-		return "a string"
-	case reflect.Bool:
-		return "true or false"
-	case reflect.Slice:
-		return "a list of " + strings.TrimPrefix(kindName(t.Elem()), "a ") + "s"
-	}
-	return t.String()
-}
-
-// nearest is the candidate with the smallest edit distance to s (the first
-// in order on a tie).
-func nearest(s string, candidates []string) string {
-	best, bestD := "", -1
-	for _, c := range candidates {
-		if d := editDistance(s, c); bestD < 0 || d < bestD {
-			best, bestD = c, d
-		}
-	}
-	return best
-}
-
-// editDistance is the Levenshtein distance between a and b, in bytes.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

@@ -1,4 +1,4 @@
-package main
+package runconfig
 
 import (
 	"encoding/json"
@@ -9,11 +9,11 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// configJSON returns a config file's text as JSON: a .yaml or .yml file is
+// toJSON returns a config file's text as JSON: a .yaml or .yml file is
 // read as YAML (go.yaml.in/yaml/v3, the YAML project's continuation of
 // gopkg.in/yaml.v3) and re-encoded, so that both go through the same key
 // checks; any other file is JSON already.
-func configJSON(path string, b []byte) ([]byte, error) {
+func toJSON(path string, b []byte) ([]byte, error) {
 	switch strings.ToLower(filepath.Ext(path)) {
 	case ".yaml", ".yml":
 	default:

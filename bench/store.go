@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -14,13 +14,6 @@ import (
 	"github.com/pplaunch/pplaunch/store"
 )
 
-// benchStoreCmd is `pplaunch [launcher flags] bench store`: every rank
-// connects to the job's store, meets the others at a barrier and times round
-// trips of each operation; rank 0 prints one row per rank.
-type benchStoreCmd struct {
-	Iters int `arg:"--iters" default:"500" help:"round trips per operation and rank"`
-}
-
 // storeLatency is one rank's result: median and 99th percentile per operation.
 type storeLatency struct {
 	Rank int
@@ -30,20 +23,25 @@ type storeLatency struct {
 
 var storeOps = []string{"set", "get", "add", "barrier"}
 
-func (c *benchStoreCmd) job(stdout io.Writer) func(ctx context.Context, r *ranks.Rank) error {
+// StoreJob is `pplaunch bench store` on one rank: every rank meets the
+// others at a barrier and times iters round trips of each operation on the
+// job's store (a tenth of them for barriers, which involve every rank);
+// rank 0 checks the counter every rank added to and writes one row per
+// rank to stdout.
+func StoreJob(iters int, stdout io.Writer) func(ctx context.Context, r *ranks.Rank) error {
 	return func(ctx context.Context, r *ranks.Rank) error {
-		if c.Iters < 1 {
-			return fmt.Errorf("bench store: --iters %d: must be at least 1", c.Iters)
+		if iters < 1 {
+			return fmt.Errorf("bench store: --iters %d: must be at least 1", iters)
 		}
 		s := r.Store
 		if err := store.Barrier(ctx, s, "bench/start", r.WorldSize); err != nil {
 			return err
 		}
 		// Barriers involve every rank; fewer of them keep the run short.
-		barriers := max(1, c.Iters/10)
+		barriers := max(1, iters/10)
 		res := storeLatency{Rank: r.Rank, P50: map[string]time.Duration{}, P99: map[string]time.Duration{}}
 		for _, op := range storeOps {
-			n := c.Iters
+			n := iters
 			if op == "barrier" {
 				n = barriers
 			}
@@ -71,11 +69,11 @@ func (c *benchStoreCmd) job(stdout io.Writer) func(ctx context.Context, r *ranks
 		if err != nil {
 			return err
 		}
-		if want := int64(r.WorldSize * c.Iters); total != want {
+		if want := int64(r.WorldSize * iters); total != want {
 			return fmt.Errorf("bench store: counter is %d after %d adds", total, want)
 		}
 		fmt.Fprintf(stdout, "store round trips: %d ranks, store at %s, %d set/get/add and %d barriers per rank (p50 / p99)\n",
-			r.WorldSize, r.StoreAddr, c.Iters, barriers)
+			r.WorldSize, r.StoreAddr, iters, barriers)
 		return printStoreLatency(stdout, results)
 	}
 }

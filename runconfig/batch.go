@@ -1,14 +1,22 @@
-package main
+package runconfig
 
 import "fmt"
 
-// batchSizes are the three numbers DeepSpeed ties together:
+// Batch is what the batch arithmetic needs to know besides the values:
+// which of the three sizes were given (in the file or as flags).
+type Batch struct {
+	Total                int  // train_batch_size (0: not given)
+	Micro, Accum         bool // train_micro_batch_size_per_gpu / microbatch_size / --microbatch-size, gradient_accumulation_steps / microbatches / --microbatches given
+	MicroFlag, AccumFlag bool // ... as flags (for the messages)
+}
+
+// BatchSizes are the three numbers DeepSpeed ties together:
 // train_batch_size = micro × accum × dp.
-type batchSizes struct {
+type BatchSizes struct {
 	Micro, Accum, DP int
 }
 
-// resolveBatch checks the batch arithmetic as DeepSpeed does: any two of
+// ResolveBatch checks the batch arithmetic as DeepSpeed does: any two of
 // train_batch_size (total, 0 when not given), the micro-batch size and the
 // accumulation steps imply the third; all three must agree. cur holds the
 // values in effect (given or the flags' defaults), spec which were given.
@@ -17,16 +25,16 @@ type batchSizes struct {
 //
 // Both sizes given as flags win over the file's train_batch_size, as every
 // flag given does: the total follows from them.
-func resolveBatch(spec batchSpec, cur batchSizes) (batchSizes, error) {
+func ResolveBatch(spec Batch, cur BatchSizes) (BatchSizes, error) {
 	total := spec.Total
-	if total == 0 || (spec.MicroFlag && spec.AccumF) {
+	if total == 0 || (spec.MicroFlag && spec.AccumFlag) {
 		return cur, nil
 	}
 	microName, accumName := "train_micro_batch_size_per_gpu", "gradient_accumulation_steps"
 	if spec.MicroFlag {
 		microName = "--microbatch-size"
 	}
-	if spec.AccumF {
+	if spec.AccumFlag {
 		accumName = "--microbatches"
 	}
 	dpName := fmt.Sprintf("dp %d", cur.DP)
@@ -52,27 +60,4 @@ func resolveBatch(spec batchSpec, cur batchSizes) (batchSizes, error) {
 		cur.Micro = total / per
 	}
 	return cur, nil
-}
-
-// resolveWorld finishes what the file leaves to the world's size (0: not
-// known yet, as on one agent of several nodes: nothing is done): the batch
-// arithmetic, with dp as the world and the pipeline give it (Plan reports a
-// pipeline that does not divide the world).
-func (c *trainCmd) resolveWorld(size int) error {
-	if size == 0 || c.Config == "" {
-		return nil
-	}
-	dp := c.DP
-	if dp == 0 {
-		dp = 1
-		if c.PP > 0 && size%c.PP == 0 {
-			dp = size / c.PP
-		}
-	}
-	b, err := resolveBatch(c.batch, batchSizes{Micro: c.MicrobatchSize, Accum: c.Microbatches, DP: dp})
-	if err != nil {
-		return fmt.Errorf("%s: %w", c.Config, err)
-	}
-	c.MicrobatchSize, c.Microbatches = b.Micro, b.Accum
-	return nil
 }

@@ -1,21 +1,15 @@
-package main
+package runconfig
 
 import (
+	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/pplaunch/pplaunch/models"
 	"github.com/pplaunch/pplaunch/ranks"
 )
-
-// batchSpec is what the batch arithmetic needs to know besides the values:
-// which of the three sizes were given (in the file or as flags).
-type batchSpec struct {
-	Total             int  // train_batch_size (0: not given)
-	Micro, Accum      bool // train_micro_batch_size_per_gpu / microbatch_size / --microbatch-size, gradient_accumulation_steps / microbatches / --microbatches given
-	MicroFlag, AccumF bool // ... as flags (for the messages)
-}
 
 // optimizerTypes maps DeepSpeed's optimizer names onto --optimizer.
 // DeepSpeed's "Adam" is AdamW unless adam_w_mode is false.
@@ -29,55 +23,58 @@ var schedulerParams = map[string][]string{
 	"WarmupCosineLR": {"warmup_min_ratio", "warmup_num_steps", "cos_min_ratio", "warmup_type", "last_batch_iteration", "total_num_steps"},
 }
 
-// apply sets c's fields from the keys the file has; given says which flags
-// the command line gave (they are applied after, and win).
-func (f *runFile) apply(c *trainCmd, name string, given map[string]bool) error {
-	if err := f.applyProject(c, name); err != nil {
-		return err
+// translated are the DeepSpeed keys of the table's ds: tags whose meaning
+// the code below translates (a default that depends on another key, a
+// check, another unit); every other ds: key sets its option directly.
+var translated = []string{
+	"pipeline.num_stages", "pipeline.activation_checkpoint_interval", "pipeline.partition_method",
+	"optimizer.type", "optimizer.params.lr", "optimizer.params.betas", "optimizer.params.eps",
+	"optimizer.params.weight_decay", "optimizer.params.momentum",
+	"scheduler.type", "scheduler.params.total_num_steps", "scheduler.params.warmup_num_steps",
+	"zero_optimization.stage",
+}
+
+// apply sets the options from the DeepSpeed keys the file has (ds, its
+// DeepSpeed part as decoded JSON); given says which flags the command line
+// gave (they are applied after, and win). It returns what the file and the
+// flags gave of the batch sizes.
+func (f *runFile) apply(t table, opts []Option, ds map[string]json.RawMessage, name string, given map[string]bool) (Batch, error) {
+	for _, o := range opts {
+		if o.DS == "" || slices.Contains(translated, o.DS) {
+			continue
+		}
+		if raw, ok := lookupPath(ds, o.DS); ok {
+			if err := o.set(name, o.DS, raw); err != nil {
+				return Batch{}, err
+			}
+		}
 	}
-	if f.GradientClipping != nil {
-		c.Clip = *f.GradientClipping
-	}
-	set(&c.MicrobatchSize, f.MicroBatch)
-	set(&c.Microbatches, f.GradAccum)
-	c.batch = batchSpec{
+	b := Batch{
 		Micro: f.MicroBatch != nil || given["--microbatch-size"], MicroFlag: given["--microbatch-size"],
-		Accum: f.GradAccum != nil || given["--microbatches"], AccumF: given["--microbatches"],
+		Accum: f.GradAccum != nil || given["--microbatches"], AccumFlag: given["--microbatches"],
 	}
 	if f.TrainBatchSize != nil {
 		if *f.TrainBatchSize < 1 {
-			return fmt.Errorf("%s: train_batch_size %d: want at least 1", name, *f.TrainBatchSize)
+			return b, fmt.Errorf("%s: train_batch_size %d: want at least 1", name, *f.TrainBatchSize)
 		}
-		c.batch.Total = *f.TrainBatchSize
+		b.Total = *f.TrainBatchSize
 	}
-	if err := f.applyPipeline(c, name); err != nil {
-		return err
+	if err := f.applyPipeline(t, name); err != nil {
+		return b, err
 	}
-	if err := f.applyOptimizer(c, name); err != nil {
-		return err
+	if err := f.applyOptimizer(t, name); err != nil {
+		return b, err
 	}
 	if z := f.ZeroOptimization; z != nil && z.Stage != nil {
 		if *z.Stage != 0 && *z.Stage != 1 {
-			return fmt.Errorf("%s: zero_optimization.stage %d: pipelines allow only stage 0 (off) or 1 (optimizer state sharded over the data-parallel replicas), as DeepSpeed's do: use 1", name, *z.Stage)
+			return b, fmt.Errorf("%s: zero_optimization.stage %d: pipelines allow only stage 0 (off) or 1 (optimizer state sharded over the data-parallel replicas), as DeepSpeed's do: use 1", name, *z.Stage)
 		}
-		c.Zero = *z.Stage
+		t.set("zero", *z.Stage)
 	}
-	return f.applyScheduler(c, name)
+	return b, f.applyScheduler(t, name)
 }
 
-func set[T any](dst *T, v *T) {
-	if v != nil {
-		*dst = *v
-	}
-}
-
-// applyProject sets what Megatron's train_iters gives.
-func (f *runFile) applyProject(c *trainCmd, _ string) error {
-	set(&c.Steps, f.TrainIters)
-	return nil
-}
-
-func (f *runFile) applyPipeline(c *trainCmd, name string) error {
+func (f *runFile) applyPipeline(t table, name string) error {
 	p := f.Pipeline
 	if p == nil {
 		return nil
@@ -86,25 +83,19 @@ func (f *runFile) applyPipeline(c *trainCmd, name string) error {
 		if p.NumStages != nil && *p.NumStages != 1 {
 			return fmt.Errorf("%s: pipeline.enabled false with pipeline.num_stages %d: remove one", name, *p.NumStages)
 		}
-		c.PP = 1
+		t.set("pp", 1)
 	} else if p.NumStages != nil {
 		if *p.NumStages < 1 {
 			return fmt.Errorf("%s: pipeline.num_stages %d: want at least 1", name, *p.NumStages)
 		}
-		c.PP = *p.NumStages
-	}
-	if p.Schedule != nil {
-		c.Schedule = *p.Schedule
-	}
-	if p.Virtual != nil {
-		c.Virtual = *p.Virtual
+		t.set("pp", *p.NumStages)
 	}
 	if p.PartitionMethod != nil {
 		b, err := partitionBalance(*p.PartitionMethod)
 		if err != nil {
 			return fmt.Errorf("%s: pipeline.partition_method: %w", name, err)
 		}
-		c.Balance = b
+		t.set("balance", b)
 	}
 	if p.ActCkptInterval != nil {
 		if *p.ActCkptInterval < 0 {
@@ -112,7 +103,7 @@ func (f *runFile) applyPipeline(c *trainCmd, name string) error {
 		}
 		// A stage recomputes its whole forward from its input: any positive
 		// interval means recomputation, at the stage's granularity.
-		c.Recompute = *p.ActCkptInterval > 0
+		t.set("recompute", *p.ActCkptInterval > 0)
 	}
 	return nil
 }
@@ -148,7 +139,7 @@ func partitionBalance(m string) (string, error) {
 // 0.999, eps 1e-8, weight decay 0; torch.optim.SGD: momentum 0, weight
 // decay 0, lr required), not the flags' defaults, so that a DeepSpeed file
 // trains as it would there.
-func (f *runFile) applyOptimizer(c *trainCmd, name string) error {
+func (f *runFile) applyOptimizer(t table, name string) error {
 	o := f.Optimizer
 	if o == nil {
 		return nil
@@ -164,9 +155,10 @@ func (f *runFile) applyOptimizer(c *trainCmd, name string) error {
 	if p == nil {
 		p = &fileOptimParams{}
 	}
-	c.Optimizer, c.WeightDecay = kind, 0
+	t.set("optimizer", kind)
+	t.set("weight_decay", 0)
 	if p.WeightDecay != nil {
-		c.WeightDecay = *p.WeightDecay
+		t.set("weight_decay", *p.WeightDecay)
 	}
 	switch kind {
 	case "adamw":
@@ -176,16 +168,20 @@ func (f *runFile) applyOptimizer(c *trainCmd, name string) error {
 		if p.AdamWMode != nil && !*p.AdamWMode {
 			return fmt.Errorf("%s: optimizer.params.adam_w_mode false (Adam with L2 decay) is not implemented: use AdamW", name)
 		}
-		c.LR, c.AdamBeta1, c.AdamBeta2, c.AdamEps = 1e-3, 0.9, 0.999, 1e-8
+		beta1, beta2, eps := 0.9, 0.999, 1e-8
 		if b := p.Betas; b != nil {
 			if len(*b) != 2 {
 				return fmt.Errorf("%s: optimizer.params.betas %v: want two numbers", name, *b)
 			}
-			c.AdamBeta1, c.AdamBeta2 = (*b)[0], (*b)[1]
+			beta1, beta2 = (*b)[0], (*b)[1]
 		}
 		if p.Eps != nil {
-			c.AdamEps = *p.Eps
+			eps = *p.Eps
 		}
+		t.set("lr", 1e-3)
+		t.set("adam_beta1", beta1)
+		t.set("adam_beta2", beta2)
+		t.set("adam_eps", eps)
 	case "sgd":
 		if p.Betas != nil || p.Eps != nil || p.AdamWMode != nil {
 			return fmt.Errorf("%s: optimizer.params betas, eps and adam_w_mode are Adam's, not SGD's", name)
@@ -193,16 +189,16 @@ func (f *runFile) applyOptimizer(c *trainCmd, name string) error {
 		if p.LR == nil {
 			return fmt.Errorf("%s: optimizer.params.lr is required with SGD", name)
 		}
-		c.Momentum = 0
+		t.set("momentum", 0)
 		if p.Momentum != nil {
-			c.Momentum = *p.Momentum
+			t.set("momentum", *p.Momentum)
 		}
 	}
 	if p.LR != nil {
-		c.LR = *p.LR
+		t.set("lr", *p.LR)
 	}
-	if c.MinLR > c.LR {
-		c.MinLR = c.LR // the flags' --min-lr must not exceed a smaller file lr
+	if t.float("min_lr") > t.float("lr") {
+		t.set("min_lr", t.float("lr")) // the flags' --min-lr must not exceed a smaller file lr
 	}
 	return nil
 }
@@ -211,7 +207,7 @@ func (f *runFile) applyOptimizer(c *trainCmd, name string) error {
 // learning-rate flags. Warmup is linear: DeepSpeed's default warmup_type is
 // "log", so a file without warmup_type warms up linearly here (the printed
 // configuration says so) and one asking for "log" is refused.
-func (f *runFile) applyScheduler(c *trainCmd, name string) error {
+func (f *runFile) applyScheduler(t table, name string) error {
 	s := f.Scheduler
 	if s == nil {
 		return nil
@@ -238,13 +234,13 @@ func (f *runFile) applyScheduler(c *trainCmd, name string) error {
 	if p.LastBatchIter != nil && *p.LastBatchIter != -1 {
 		return fmt.Errorf("%s: scheduler.params.last_batch_iteration %d: resume with --resume, which restores the step", name, *p.LastBatchIter)
 	}
-	c.Warmup = 1000
+	t.set("warmup", 1000)
 	if p.WarmupNumSteps != nil {
-		c.Warmup = *p.WarmupNumSteps
+		t.set("warmup", *p.WarmupNumSteps)
 	}
-	c.LRDecaySteps = 0
+	t.set("lr_decay_steps", 0)
 	if p.TotalNumSteps != nil {
-		c.LRDecaySteps = *p.TotalNumSteps
+		t.set("lr_decay_steps", *p.TotalNumSteps)
 	} else if *s.Type != "WarmupLR" {
 		return fmt.Errorf("%s: scheduler.params.total_num_steps is required with %s", name, *s.Type)
 	}
@@ -254,19 +250,20 @@ func (f *runFile) applyScheduler(c *trainCmd, name string) error {
 		}
 		return def
 	}
-	switch *s.Type {
+	switch lr := t.float("lr"); *s.Type {
 	case "WarmupCosineLR": // ratios of the optimizer's lr
-		c.LRSchedule = ranks.LRCosine
-		c.WarmupStartLR = get(p.WarmupMinRatio, 0) * c.LR
-		c.MinLR = get(p.CosMinRatio, 0.0001) * c.LR
+		t.set("lr_schedule", ranks.LRCosine)
+		t.set("warmup_start_lr", get(p.WarmupMinRatio, 0)*lr)
+		t.set("min_lr", get(p.CosMinRatio, 0.0001)*lr)
 	default: // the scheduler sets the rates itself
-		c.LRSchedule = ranks.LRConstant
+		sched := ranks.LRConstant
 		if *s.Type == "WarmupDecayLR" {
-			c.LRSchedule = ranks.LRLinear
+			sched = ranks.LRLinear
 		}
-		c.LR = get(p.WarmupMaxLR, 0.001)
-		c.MinLR = get(p.WarmupMinLR, 0)
-		c.WarmupStartLR = c.MinLR
+		t.set("lr_schedule", sched)
+		t.set("lr", get(p.WarmupMaxLR, 0.001))
+		t.set("min_lr", get(p.WarmupMinLR, 0))
+		t.set("warmup_start_lr", get(p.WarmupMinLR, 0))
 	}
 	return nil
 }

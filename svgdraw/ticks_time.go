@@ -1,4 +1,4 @@
-package schedules
+package svgdraw
 
 import (
 	"fmt"
@@ -6,20 +6,20 @@ import (
 	"strconv"
 )
 
-// axisTicks are round tick marks for a time axis of span seconds: a step
+// TimeTicks are round tick marks for a time axis of span seconds: a step
 // of 1, 2 or 5 times a power of ten giving at most max ticks, and the unit
 // to label them in (µs, ms or s: the largest in which the span is at least
 // 1).
-type axisTicks struct {
+type TimeTicks struct {
 	step  float64 // seconds between ticks
 	unit  string
 	scale float64 // multiply seconds by it to get unit
 }
 
-// niceTicks picks the ticks for span seconds, at most max of them.
-func niceTicks(span float64, max int) axisTicks {
+// NewTimeTicks picks the ticks for span seconds, at most max of them.
+func NewTimeTicks(span float64, max int) TimeTicks {
 	if !(span > 0) || max < 1 {
-		return axisTicks{step: 1, unit: "s", scale: 1}
+		return TimeTicks{step: 1, unit: "s", scale: 1}
 	}
 	raw := span / float64(max)
 	p := math.Pow(10, math.Floor(math.Log10(raw)))
@@ -30,7 +30,7 @@ func niceTicks(span float64, max int) axisTicks {
 			break
 		}
 	}
-	t := axisTicks{step: step, unit: "s", scale: 1}
+	t := TimeTicks{step: step, unit: "s", scale: 1}
 	switch {
 	case span < 1e-3:
 		t.unit, t.scale = "µs", 1e6
@@ -40,9 +40,9 @@ func niceTicks(span float64, max int) axisTicks {
 	return t
 }
 
-// label writes tick value v (seconds) in the ticks' unit without float
+// Label writes tick value v (seconds) in the ticks' unit without float
 // noise: 0.30000000000000004 s is "300 ms".
-func (t axisTicks) label(v float64) string {
+func (t TimeTicks) Label(v float64) string {
 	x := v * t.scale
 	digits := 0
 	for s := t.step * t.scale; s < 1-1e-9 && digits < 6; s *= 10 {
@@ -51,8 +51,8 @@ func (t axisTicks) label(v float64) string {
 	return strconv.FormatFloat(x, 'f', digits, 64) + " " + t.unit
 }
 
-// at lists the tick values in [0, span].
-func (t axisTicks) at(span float64) []float64 {
+// At lists the tick values in [0, span].
+func (t TimeTicks) At(span float64) []float64 {
 	var out []float64
 	for i := 0; ; i++ {
 		v := float64(i) * t.step
@@ -63,9 +63,9 @@ func (t axisTicks) at(span float64) []float64 {
 	}
 }
 
-// formatDuration writes d seconds in the unit that suits it, three
+// Duration writes d seconds in the unit that suits it, three
 // significant digits: 0.0123 s is "12.3 ms".
-func formatDuration(d float64) string {
+func Duration(d float64) string {
 	a := math.Abs(d)
 	switch {
 	case a < 1e-3:
