@@ -50,7 +50,7 @@ type agent struct {
 	out, err *console
 	host     string
 	server   *store.Server // node 0 only
-	client   *store.Client // multi-node: the agents' namespace
+	client   store.Store   // multi-node: the agents' namespace (the store on node 0, or etcd)
 	sigs     <-chan os.Signal
 	formed   bool             // a world formed: the other nodes use the store until they leave
 	runDir   string           // the ranks' progress files
@@ -119,7 +119,7 @@ func (a *agent) run(ctx context.Context) (int, error) {
 		if !a.formed && a.client != nil {
 			hctx, stop := context.WithCancel(ctx)
 			defer stop()
-			go a.heartbeat(hctx, a.lost, a.susp)
+			go a.watchNodes(hctx)
 		}
 		a.formed = true
 		f, err := a.attempt(ctx, w, restart)
@@ -186,11 +186,17 @@ func (a *agent) openStore(ctx context.Context) (string, error) {
 			return "", err
 		}
 	}
+	if a.c.Etcd != nil && a.c.NNodes > 1 {
+		return a.shareStoreAddr(ctx, addr)
+	}
 	return addr, nil
 }
 
 // dialStore connects the agent to the store at addr, in the agents' namespace.
 func (a *agent) dialStore(ctx context.Context, addr string) error {
+	if a.c.Etcd != nil {
+		return a.dialEtcd(ctx)
+	}
 	dctx, cancel := context.WithTimeout(ctx, a.c.RdzvTimeout)
 	defer cancel()
 	cl, err := store.Dial(dctx, addr, a.c.Token, "agent/")

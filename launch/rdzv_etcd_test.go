@@ -1,0 +1,170 @@
+package launch
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/pplaunch/pplaunch/store/etcdstore"
+	"github.com/pplaunch/pplaunch/store/etcdstore/etcdtest"
+)
+
+// runEtcdNodes runs one agent per node on loopback, meeting in the etcd at
+// endpoint, and waits for all.
+func runEtcdNodes(t *testing.T, endpoint, run string, nnodes, nproc, maxRestarts int, script string) ([]int, []*watchBuf, []*watchBuf) {
+	t.Helper()
+	codes := make([]int, nnodes)
+	outs, errs := make([]*watchBuf, nnodes), make([]*watchBuf, nnodes)
+	var wg sync.WaitGroup
+	for n := range outs {
+		c := testConfig(nproc)
+		c.NNodes, c.NodeRank, c.MaxRestarts, c.RunID = nnodes, n, maxRestarts, run
+		c.StorePort = 0 // node 0 hosts the ranks' store on a free port and publishes it
+		c.Etcd = &EtcdRendezvous{Endpoints: []string{endpoint}}
+		outs[n], errs[n] = newWatchBuf(), newWatchBuf()
+		wg.Go(func() { codes[n] = Run(context.Background(), c, shell(script, outs[n], errs[n]), make(chan os.Signal)) })
+	}
+	wg.Wait()
+	return codes, outs, errs
+}
+
+// TestEtcdTwoNodesFormOneWorld: two agents meet in a real etcd; their ranks
+// get one world, node 0's host as MASTER_ADDR and the store node 0 hosts;
+// a rank's failure restarts both groups (a second rendezvous round); and
+// once the job is over etcd holds nothing of it.
+func TestEtcdTwoNodesFormOneWorld(t *testing.T) {
+	srv := etcdtest.Start(t, etcdtest.Options{})
+	t.Setenv("UPDIR", t.TempDir())
+	script := `echo "world $RANK $WORLD_SIZE $NODE_RANK $MASTER_ADDR $PPLAUNCH_STORE_ADDR $PPLAUNCH_RESTART_COUNT"; touch "$UPDIR/$RANK"; ` +
+		`if [ "$PPLAUNCH_RESTART_COUNT" = 0 ] && [ "$RANK" = 3 ]; then while [ $(ls "$UPDIR" | wc -l) -lt 4 ]; do sleep 0.01; done; exit 7; fi`
+	codes, outs, errs := runEtcdNodes(t, srv.Endpoint, "etcd-world", 2, 2, 1, script)
+	stores := map[string]bool{}
+	for n := range 2 {
+		if codes[n] != 0 {
+			t.Fatalf("node %d exit %d; stderr:\n%s", n, codes[n], errs[n])
+		}
+		lines := regexp.MustCompile(`(?m)^\[rank \d\] world (.*)$`).FindAllStringSubmatch(outs[n].String(), -1)
+		if len(lines) != 4 {
+			t.Fatalf("node %d ran %d ranks over two attempts, want 4:\n%s", n, len(lines), outs[n])
+		}
+		for _, m := range lines {
+			f := strings.Fields(m[1])
+			if f[1] != "4" || f[2] != fmt.Sprint(n) || f[3] != "127.0.0.1" || !strings.HasPrefix(f[4], "127.0.0.1:") {
+				t.Errorf("node %d: rank environment %q", n, m[1])
+			}
+			stores[f[4]] = true
+		}
+		if !strings.Contains(errs[n].String(), "rank 3 exited with code 7") {
+			t.Errorf("node %d's summary does not name rank 3:\n%s", n, errs[n])
+		}
+	}
+	if len(stores) != 1 {
+		t.Errorf("the ranks were given %d store addresses, want node 0's one: %v", len(stores), stores)
+	}
+	r, err := srv.Client(t).Get(context.Background(), "/pplaunch/etcd-world/", clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Kvs) != 0 {
+		t.Errorf("%d keys of the run left in etcd after it ended, first %q", len(r.Kvs), r.Kvs[0].Key)
+	}
+}
+
+// TestEtcdFlagsDiffer: agents of one run with different --max-restarts are
+// refused through etcd, as through the built-in store.
+func TestEtcdFlagsDiffer(t *testing.T) {
+	srv := etcdtest.Start(t, etcdtest.Options{})
+	codes := make([]int, 2)
+	errs := []*watchBuf{newWatchBuf(), newWatchBuf()}
+	var wg sync.WaitGroup
+	for n := range 2 {
+		c := testConfig(1)
+		c.NNodes, c.NodeRank, c.MaxRestarts, c.RunID = 2, n, n, "etcd-flags"
+		c.Etcd = &EtcdRendezvous{Endpoints: []string{srv.Endpoint}}
+		wg.Go(func() {
+			codes[n] = Run(context.Background(), c, shell("true", newWatchBuf(), errs[n]), make(chan os.Signal))
+		})
+	}
+	wg.Wait()
+	for n := range 2 {
+		if codes[n] != 1 || !strings.Contains(errs[n].String(), "--max-restarts differs between agents") {
+			t.Errorf("node %d: exit %d, want 1 and the differing flag named; stderr:\n%s", n, codes[n], errs[n])
+		}
+	}
+}
+
+func TestEtcdNodesDecisions(t *testing.T) {
+	n := newEtcdNodes(0)
+	steps := []struct {
+		what string
+		do   func() string
+		want string
+	}{
+		{"a node joins", func() string { return fmt.Sprint(n.lostNow(etcdstore.MemberEvent{Node: 1, Kind: etcdstore.Joined})) }, "false"},
+		{"node 1 suspends", func() string { return fmt.Sprint(n.suspension("susp/1", []byte("1"))) }, "1 true 1 true"},
+		{"its lease lapses while stopped", func() string { return fmt.Sprint(n.lostNow(etcdstore.MemberEvent{Node: 1, Kind: etcdstore.Lapsed})) }, "false"},
+		{"it resumes", func() string { return fmt.Sprint(n.suspension("susp/1", []byte("2"))) }, "1 false 1 true"},
+		{"a node that left", func() string { return fmt.Sprint(n.lostNow(etcdstore.MemberEvent{Node: 2, Kind: etcdstore.Left})) }, "false"},
+		{"node 1's lease lapses", func() string { return fmt.Sprint(n.lostNow(etcdstore.MemberEvent{Node: 1, Kind: etcdstore.Lapsed})) }, "true"},
+		{"reported once", func() string { return fmt.Sprint(n.lostNow(etcdstore.MemberEvent{Node: 1, Kind: etcdstore.Lapsed})) }, "false"},
+		{"a lost node's counter", func() string { return fmt.Sprint(n.suspension("susp/1", []byte("3"))) }, "0 false 0 false"},
+		{"this node's own lease", func() string { return fmt.Sprint(n.lostNow(etcdstore.MemberEvent{Node: 0, Kind: etcdstore.Lapsed})) }, "false"},
+		{"this node's own counter", func() string { return fmt.Sprint(n.suspension("susp/0", []byte("1"))) }, "0 false 0 false"},
+		{"a garbled counter", func() string { return fmt.Sprint(n.suspension("susp/3", []byte("x"))) }, "0 false 0 false"},
+	}
+	for _, s := range steps {
+		if got := s.do(); got != s.want {
+			t.Errorf("%s: %s, want %s", s.what, got, s.want)
+		}
+	}
+}
+
+func TestResolveEtcd(t *testing.T) {
+	two, zero, port := 2, 0, 29400
+	env := func(vars map[string]string) func(string) string { return func(k string) string { return vars[k] } }
+	base := func() Flags {
+		return Flags{NProc: "1", NNodes: &two, NodeRank: &zero, RdzvBackend: "etcd", RdzvEndpoint: "etcd1:2379,https://etcd2",
+			RdzvID: "job", MasterAddr: "node0", RdzvTimeout: Duration(1e9), GracePeriod: Duration(1e9)}
+	}
+	f := base()
+	f.MasterPort = &port
+	f.RdzvConf = "cacert=/ca.pem,cert=/c.pem,key=/k.pem,user=u"
+	c, err := Resolve(f, env(map[string]string{"PPLAUNCH_TOKEN": "t", etcdstore.EnvPassword: "pw"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := EtcdRendezvous{Endpoints: []string{"etcd1:2379", "https://etcd2:2379"}, CACert: "/ca.pem", Cert: "/c.pem", Key: "/k.pem", User: "u", Password: "pw"}
+	if fmt.Sprint(*c.Etcd) != fmt.Sprint(want) || c.StoreHost != "node0" || c.StorePort != 29400 {
+		t.Errorf("resolved %+v, store %s:%d; want %+v, node0:29400", *c.Etcd, c.StoreHost, c.StorePort, want)
+	}
+	if c, err := Resolve(Flags{NProc: "1", NNodes: &two, NodeRank: &zero, RdzvEndpoint: "n0:1234", RdzvTimeout: Duration(1e9)}, env(map[string]string{"PPLAUNCH_TOKEN": "t"})); err != nil || c.Etcd != nil {
+		t.Errorf("no --rdzv-backend: etcd %+v, %v; want the built-in store", c.Etcd, err)
+	}
+	for _, tc := range []struct {
+		edit func(*Flags)
+		want string
+	}{
+		{func(f *Flags) { f.RdzvBackend = "zookeeper" }, `--rdzv-backend "zookeeper": want static (or c10d`},
+		{func(f *Flags) { f.RdzvEndpoint = "" }, "needs --rdzv-endpoint HOST:2379"},
+		{func(f *Flags) { f.RdzvEndpoint = "etcd1:notaport" }, `"etcd1:notaport" is not HOST[:PORT]`},
+		{func(f *Flags) { f.RdzvID = "" }, "needs --rdzv-id ID"},
+		{func(f *Flags) { f.RdzvConf = "cacert" }, `"cacert" is not KEY=VALUE`},
+		{func(f *Flags) { f.RdzvConf = "protocol=https" }, `unknown key "protocol"`},
+		{func(f *Flags) { f.RdzvConf = "cert=/c.pem" }, "cert= and key= go together"},
+		{func(f *Flags) { f.RdzvConf = "user=u" }, "no password: give password= or export PPLAUNCH_RDZV_PASSWORD"},
+		{func(f *Flags) { f.RdzvConf = "password=p" }, "a password without user=NAME"},
+		{func(f *Flags) { f.RdzvBackend = "c10d"; f.RdzvConf = "user=u" }, "the built-in store takes no options"},
+	} {
+		f := base()
+		tc.edit(&f)
+		if _, err := Resolve(f, env(map[string]string{"PPLAUNCH_TOKEN": "t"})); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v; want %q", f, err, tc.want)
+		}
+	}
+}
