@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/pplaunch/pplaunch/ranks"
 	"github.com/pplaunch/pplaunch/store/etcdstore/etcdtest"
 )
@@ -72,22 +74,19 @@ func TestTrainEtcdEqualsTCPStore(t *testing.T) {
 	}
 }
 
-// TestTrainEtcdLostNode: node 1's agent is SIGKILLed mid-run; its etcd lease
-// lapses, node 0 sees it by watch and names node 1 as the root cause, and
-// nothing of the job is left.
-func TestTrainEtcdLostNode(t *testing.T) {
-	srv := etcdtest.Start(t, etcdtest.Options{})
+// startEtcdAgents starts `train --steps steps` as two agents of run id
+// meeting in srv, one rank each, with launcher flags extra; it returns the
+// agents (killed at the test's end), their stderr and node 0's stdout lines.
+func startEtcdAgents(t *testing.T, srv *etcdtest.Server, id string, extra []string, steps string) ([]*exec.Cmd, *[2]bytes.Buffer, <-chan string) {
+	t.Helper()
 	exe := binary(t)
-	jobs <- struct{}{}
-	defer func() { <-jobs }()
-	id := fmt.Sprintf("etcd-lost-node-%d", os.Getpid())
 	cmds := make([]*exec.Cmd, 2)
 	var errs [2]bytes.Buffer
 	for n := range 2 {
-		args := append([]string{"--nnodes", "2", "--node-rank", strconv.Itoa(n), "--rdzv-backend", "etcd", "--rdzv-endpoint", srv.Endpoint,
-			"--master-addr", "127.0.0.1", "--rdzv-id", id, "--nproc", "1", "--grace-period", "2s", "train"}, tinyModel...)
-		cmds[n] = exec.Command(exe, append(args, "--steps", "100000")...)
-		cmds[n].Env = append(os.Environ(), "PPLAUNCH_TOKEN=etcd-lost-node-secret")
+		args := append(append([]string{"--nnodes", "2", "--node-rank", strconv.Itoa(n), "--rdzv-backend", "etcd", "--rdzv-endpoint", srv.Endpoint,
+			"--master-addr", "127.0.0.1", "--rdzv-id", id, "--nproc", "1"}, extra...), "train")
+		cmds[n] = exec.Command(exe, append(append(args, tinyModel...), "--steps", steps)...)
+		cmds[n].Env = append(os.Environ(), "PPLAUNCH_TOKEN="+id+"-secret")
 		cmds[n].Stderr = &errs[n]
 	}
 	pipe, err := cmds[0].StdoutPipe()
@@ -98,9 +97,20 @@ func TestTrainEtcdLostNode(t *testing.T) {
 		if err := cmds[n].Start(); err != nil {
 			t.Fatal(err)
 		}
-		defer cmds[n].Process.Kill()
+		t.Cleanup(func() { cmds[n].Process.Kill(); cmds[n].Wait() })
 	}
-	ch := lines(pipe, nil)
+	return cmds, &errs, lines(pipe, nil)
+}
+
+// TestTrainEtcdLostNode: node 1's agent is SIGKILLed mid-run; its etcd lease
+// lapses, node 0 sees it by watch and names node 1 as the root cause, and
+// nothing of the job is left.
+func TestTrainEtcdLostNode(t *testing.T) {
+	srv := etcdtest.Start(t, etcdtest.Options{})
+	jobs <- struct{}{}
+	defer func() { <-jobs }()
+	id := fmt.Sprintf("etcd-lost-node-%d", os.Getpid())
+	cmds, errs, ch := startEtcdAgents(t, srv, id, []string{"--grace-period", "2s"}, "100000")
 	waitLine(t, ch, regexp.MustCompile(`^\[rank 0\] step 1/`))
 	cmds[1].Process.Signal(syscall.SIGKILL)
 	cmds[1].Wait()
@@ -174,4 +184,62 @@ func readSteps(t *testing.T, path string) []ranks.StepRecord {
 		}
 	}
 	return out
+}
+
+// TestTrainEtcdCtrlZ: Ctrl-Z to node 1's agent suspends the job through
+// etcd; node 1 stays stopped until its member lease lapsed (which must not
+// read as a loss), and after fg both nodes train to the end.
+func TestTrainEtcdCtrlZ(t *testing.T) {
+	srv := etcdtest.Start(t, etcdtest.Options{})
+	jobs <- struct{}{}
+	defer func() { <-jobs }()
+	id := fmt.Sprintf("etcd-ctrl-z-%d", os.Getpid())
+	cmds, errs, ch := startEtcdAgents(t, srv, id, nil, "40")
+	waitLine(t, ch, regexp.MustCompile(`^\[rank 0\] step 2/`))
+	agent := cmds[1].Process.Pid
+	cmds[1].Process.Signal(syscall.SIGTSTP)
+	for deadline := time.Now().Add(30 * time.Second); processState(agent) != "T"; {
+		if time.Now().After(deadline) {
+			t.Fatalf("node 1's agent did not stop on SIGTSTP (state %q); stderr:\n%s", processState(agent), errs[1].String())
+		}
+		time.Sleep(10 * time.Millisecond) // polling /proc: nothing to wait on
+	}
+	// The scenario: stopped until its member lease lapsed.
+	cli := srv.Client(t)
+	member := "/pplaunch/" + id + "/members/1"
+	wctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	watch := cli.Watch(wctx, member)
+	if r, err := cli.Get(wctx, member); err != nil || len(r.Kvs) > 0 {
+		for wr := range watch {
+			if len(wr.Events) > 0 && wr.Events[0].Type == clientv3.EventTypeDelete {
+				break
+			}
+		}
+	}
+	lapsed := wctx.Err() == nil
+	cancel()
+	cmds[1].Process.Signal(syscall.SIGCONT)
+	if !lapsed {
+		t.Fatalf("node 1's member key %s did not lapse within 30s while its agent was stopped", member)
+	}
+	for range ch {
+	}
+	codes := []int{exitCode(t, cmds[0].Wait()), exitCode(t, cmds[1].Wait())}
+	e := errs[0].String()
+	if codes[0] != 0 || codes[1] != 0 || !strings.Contains(e, "node 1 suspended (job control)") || strings.Contains(e, "was lost") {
+		t.Fatalf("exit codes %v, want 0 and node 1 seen suspended, not lost; node 0's stderr:\n%s\nnode 1's:\n%s", codes, e, errs[1].String())
+	}
+}
+
+// processState is the state letter of pid in /proc ("T": stopped), "" once gone.
+func processState(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return ""
+	}
+	s := string(b)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
+		return s[i+2 : i+3]
+	}
+	return ""
 }

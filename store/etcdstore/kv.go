@@ -119,6 +119,18 @@ func (s *Store) Add(ctx context.Context, key string, delta int64) (int64, error)
 // CompareAndSet sets key to desired if it holds expected (absent: nil).
 func (s *Store) CompareAndSet(ctx context.Context, key string, expected, desired []byte) ([]byte, bool, error) {
 	k := s.pfx + key
+	if expected == nil {
+		// A key that is there already fails the swap: a read says so without
+		// the write through etcd's log a transaction is, even one that fails
+		// (the agreed flags: every agent but the first).
+		r, err := s.cli.Get(ctx, k)
+		if err != nil {
+			return nil, false, s.fail("compare-and-set", key, err)
+		}
+		if len(r.Kvs) > 0 {
+			return nonNil(r.Kvs[0].Value), false, nil
+		}
+	}
 	cmp := clientv3.Compare(clientv3.Version(k), "=", 0)
 	if expected != nil {
 		cmp = clientv3.Compare(clientv3.Value(k), "=", string(expected))
