@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -96,6 +97,27 @@ func TestEtcdFlagsDiffer(t *testing.T) {
 		if codes[n] != 1 || !strings.Contains(errs[n].String(), "--max-restarts differs between agents") {
 			t.Errorf("node %d: exit %d, want 1 and the differing flag named; stderr:\n%s", n, codes[n], errs[n])
 		}
+	}
+}
+
+// TestEtcdNodeNeverJoins: with one node of three never started, the
+// rendezvous times out naming it (and only it).
+func TestEtcdNodeNeverJoins(t *testing.T) {
+	srv := etcdtest.Start(t, etcdtest.Options{})
+	codes := make([]int, 2)
+	errs := []*watchBuf{newWatchBuf(), newWatchBuf()}
+	var wg sync.WaitGroup
+	for n := range 2 {
+		c := testConfig(1)
+		c.NNodes, c.NodeRank, c.RunID, c.RdzvTimeout = 3, n, "etcd-never", 2*time.Second
+		c.Etcd = &EtcdRendezvous{Endpoints: []string{srv.Endpoint}}
+		wg.Go(func() {
+			codes[n] = Run(context.Background(), c, shell("true", newWatchBuf(), errs[n]), make(chan os.Signal))
+		})
+	}
+	wg.Wait()
+	if e := errs[0].String(); codes[0] != 1 || !strings.Contains(e, "node 2 never joined") {
+		t.Errorf("node 0: exit %d, want 1 and node 2 named as never joined; stderr:\n%s", codes[0], e)
 	}
 }
 

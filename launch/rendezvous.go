@@ -135,6 +135,14 @@ func (a *agent) missing(keys []string) string { return fmt.Sprint(a.absent(keys)
 func (a *agent) absent(keys []string) []string {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
+	if m, ok := a.client.(interface {
+		Missing(ctx context.Context, keys ...string) ([]string, error)
+	}); ok {
+		// etcd: one read, where each blocking Get would wait out its timeout.
+		if out, err := m.Missing(ctx, keys...); err == nil {
+			return out
+		}
+	}
 	var out []string
 	for _, k := range keys {
 		qctx, qcancel := context.WithTimeout(ctx, 10*time.Millisecond)

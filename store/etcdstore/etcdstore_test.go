@@ -112,6 +112,9 @@ func TestStoreSemantics(t *testing.T) {
 	if n, err := a.Count(c); err != nil || n != 43 {
 		t.Fatalf("Count %d, %v; want 43 (k, n, cas and 40 w/node keys)", n, err)
 	}
+	if m, err := b.Missing(c, "w/node/3", "w/node/never", "k"); err != nil || fmt.Sprint(m) != "[w/node/never]" {
+		t.Fatalf("Missing: %v, %v; want [w/node/never]", m, err)
+	}
 	if ok, err := a.Delete(c, "k"); err != nil || !ok {
 		t.Fatalf("Delete k: %v %v", ok, err)
 	}

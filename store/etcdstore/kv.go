@@ -207,3 +207,26 @@ func commonPrefix(keys []string) string {
 	}
 	return p
 }
+
+// Missing returns which of keys are absent now, with one read of their
+// common prefix (never blocking: for a timeout's message).
+func (s *Store) Missing(ctx context.Context, keys ...string) ([]string, error) {
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	r, err := s.cli.Get(ctx, s.pfx+commonPrefix(keys), clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		return nil, s.fail("read", commonPrefix(keys), err)
+	}
+	have := map[string]bool{}
+	for _, kv := range r.Kvs {
+		have[strings.TrimPrefix(string(kv.Key), s.pfx)] = true
+	}
+	var out []string
+	for _, k := range keys {
+		if !have[k] {
+			out = append(out, k)
+		}
+	}
+	return out, nil
+}
