@@ -16,18 +16,19 @@ import (
 	"github.com/pplaunch/pplaunch/store/etcdstore/etcdtest"
 )
 
-// runEtcdNodes runs one agent per node on loopback, meeting in the etcd at
-// endpoint, and waits for all.
-func runEtcdNodes(t *testing.T, endpoint, run string, nnodes, nproc, maxRestarts int, script string) ([]int, []*watchBuf, []*watchBuf) {
+// runEtcdNodes runs nnodes agents of run on loopback, meeting in the etcd
+// at endpoint, each with edit applied to its config, and waits for all.
+func runEtcdNodes(t *testing.T, endpoint, run string, nnodes, nproc int, script string, edit func(*Config)) ([]int, []*watchBuf, []*watchBuf) {
 	t.Helper()
 	codes := make([]int, nnodes)
 	outs, errs := make([]*watchBuf, nnodes), make([]*watchBuf, nnodes)
 	var wg sync.WaitGroup
 	for n := range outs {
 		c := testConfig(nproc)
-		c.NNodes, c.NodeRank, c.MaxRestarts, c.RunID = nnodes, n, maxRestarts, run
+		c.NNodes, c.NodeRank, c.RunID = nnodes, n, run
 		c.StorePort = 0 // node 0 hosts the ranks' store on a free port and publishes it
 		c.Etcd = &EtcdRendezvous{Endpoints: []string{endpoint}}
+		edit(&c)
 		outs[n], errs[n] = newWatchBuf(), newWatchBuf()
 		wg.Go(func() { codes[n] = Run(context.Background(), c, shell(script, outs[n], errs[n]), make(chan os.Signal)) })
 	}
@@ -44,7 +45,7 @@ func TestEtcdTwoNodesFormOneWorld(t *testing.T) {
 	t.Setenv("UPDIR", t.TempDir())
 	script := `echo "world $RANK $WORLD_SIZE $NODE_RANK $MASTER_ADDR $PPLAUNCH_STORE_ADDR $PPLAUNCH_RESTART_COUNT"; touch "$UPDIR/$RANK"; ` +
 		`if [ "$PPLAUNCH_RESTART_COUNT" = 0 ] && [ "$RANK" = 3 ]; then while [ $(ls "$UPDIR" | wc -l) -lt 4 ]; do sleep 0.01; done; exit 7; fi`
-	codes, outs, errs := runEtcdNodes(t, srv.Endpoint, "etcd-world", 2, 2, 1, script)
+	codes, outs, errs := runEtcdNodes(t, srv.Endpoint, "etcd-world", 2, 2, script, func(c *Config) { c.MaxRestarts = 1 })
 	stores := map[string]bool{}
 	for n := range 2 {
 		if codes[n] != 0 {
@@ -81,18 +82,7 @@ func TestEtcdTwoNodesFormOneWorld(t *testing.T) {
 // refused through etcd, as through the built-in store.
 func TestEtcdFlagsDiffer(t *testing.T) {
 	srv := etcdtest.Start(t, etcdtest.Options{})
-	codes := make([]int, 2)
-	errs := []*watchBuf{newWatchBuf(), newWatchBuf()}
-	var wg sync.WaitGroup
-	for n := range 2 {
-		c := testConfig(1)
-		c.NNodes, c.NodeRank, c.MaxRestarts, c.RunID = 2, n, n, "etcd-flags"
-		c.Etcd = &EtcdRendezvous{Endpoints: []string{srv.Endpoint}}
-		wg.Go(func() {
-			codes[n] = Run(context.Background(), c, shell("true", newWatchBuf(), errs[n]), make(chan os.Signal))
-		})
-	}
-	wg.Wait()
+	codes, _, errs := runEtcdNodes(t, srv.Endpoint, "etcd-flags", 2, 1, "true", func(c *Config) { c.MaxRestarts = c.NodeRank })
 	for n := range 2 {
 		if codes[n] != 1 || !strings.Contains(errs[n].String(), "--max-restarts differs between agents") {
 			t.Errorf("node %d: exit %d, want 1 and the differing flag named; stderr:\n%s", n, codes[n], errs[n])
@@ -104,18 +94,8 @@ func TestEtcdFlagsDiffer(t *testing.T) {
 // rendezvous times out naming it (and only it).
 func TestEtcdNodeNeverJoins(t *testing.T) {
 	srv := etcdtest.Start(t, etcdtest.Options{})
-	codes := make([]int, 2)
-	errs := []*watchBuf{newWatchBuf(), newWatchBuf()}
-	var wg sync.WaitGroup
-	for n := range 2 {
-		c := testConfig(1)
-		c.NNodes, c.NodeRank, c.RunID, c.RdzvTimeout = 3, n, "etcd-never", 2*time.Second
-		c.Etcd = &EtcdRendezvous{Endpoints: []string{srv.Endpoint}}
-		wg.Go(func() {
-			codes[n] = Run(context.Background(), c, shell("true", newWatchBuf(), errs[n]), make(chan os.Signal))
-		})
-	}
-	wg.Wait()
+	// Two agents, of --nnodes 3: node 2 is never started.
+	codes, _, errs := runEtcdNodes(t, srv.Endpoint, "etcd-never", 2, 1, "true", func(c *Config) { c.NNodes, c.RdzvTimeout = 3, 2*time.Second })
 	if e := errs[0].String(); codes[0] != 1 || !strings.Contains(e, "node 2 never joined") {
 		t.Errorf("node 0: exit %d, want 1 and node 2 named as never joined; stderr:\n%s", codes[0], e)
 	}
