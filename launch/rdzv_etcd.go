@@ -36,6 +36,15 @@ func (a *agent) dialEtcd(ctx context.Context) error {
 	return nil
 }
 
+// meetingPlace is where the agents meet, for messages: etcd's endpoints, or
+// the store at storeAddr.
+func (a *agent) meetingPlace(storeAddr string) string {
+	if a.c.Etcd != nil {
+		return "etcd " + strings.Join(a.c.Etcd.Endpoints, ",") + " under /pplaunch/" + a.c.RunID + "/"
+	}
+	return storeAddr
+}
+
 // shareStoreAddr publishes the ranks' store address (node 0) or reads it
 // (the others, who then know node 0's host for MASTER_ADDR too).
 func (a *agent) shareStoreAddr(ctx context.Context, addr string) (string, error) {

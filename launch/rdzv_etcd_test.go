@@ -96,7 +96,7 @@ func TestEtcdNodeNeverJoins(t *testing.T) {
 	srv := etcdtest.Start(t, etcdtest.Options{})
 	// Two agents, of --nnodes 3: node 2 is never started.
 	codes, _, errs := runEtcdNodes(t, srv.Endpoint, "etcd-never", 2, 1, "true", func(c *Config) { c.NNodes, c.RdzvTimeout = 3, 2*time.Second })
-	if e := errs[0].String(); codes[0] != 1 || !strings.Contains(e, "node 2 never joined") {
+	if e := errs[0].String(); codes[0] != 1 || !strings.Contains(e, "node 2 never joined") || !strings.Contains(e, "at etcd "+srv.Endpoint+" under /pplaunch/etcd-never/") {
 		t.Errorf("node 0: exit %d, want 1 and node 2 named as never joined; stderr:\n%s", codes[0], e)
 	}
 }

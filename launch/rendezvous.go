@@ -43,7 +43,7 @@ func (a *agent) rendezvous(ctx context.Context, restart int, storeAddr string) (
 	rec, err := a.worldRecord(ctx, pfx, keys)
 	if err != nil {
 		return w, fmt.Errorf("rendezvous of %d nodes at %s (restart %d): %w; %s",
-			a.c.NNodes, storeAddr, restart, err, neverJoined(a.absent(keys)))
+			a.c.NNodes, a.meetingPlace(storeAddr), restart, err, neverJoined(a.absent(keys)))
 	}
 	if w, err = rec.world(w, a.c.NodeRank); err != nil {
 		return w, fmt.Errorf("rendezvous: %w", err)
