@@ -12,6 +12,7 @@ import (
 
 	"github.com/pplaunch/pplaunch/contract"
 	"github.com/pplaunch/pplaunch/store"
+	"github.com/pplaunch/pplaunch/store/etcdstore"
 )
 
 // sampleEvery is how often the agent reads its ranks' memory and CPU from
@@ -59,6 +60,7 @@ type agent struct {
 	gone     map[int]bool     // nodes known lost: they will not leave
 	refused  bool             // the rendezvous was refused (flags differ)
 	ahead    chan aheadKeeper // the first attempt's keeper, started while the world forms
+	etcd     *etcdstore.Store // client, when the agents meet in etcd (rdzv_etcd.go)
 }
 
 // Run is the agent: it forms the world with the other nodes' agents, runs this

@@ -32,7 +32,7 @@ func (a *agent) dialEtcd(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("node %d joins the rendezvous: %w", a.c.NodeRank, err)
 	}
-	a.client = s
+	a.client, a.etcd = s, s
 	return nil
 }
 
@@ -72,8 +72,8 @@ func (a *agent) shareStoreAddr(ctx context.Context, addr string) (string, error)
 // the heartbeat counters in the built-in store, or from etcd's membership
 // leases and watches.
 func (a *agent) watchNodes(ctx context.Context) {
-	s, ok := a.client.(*etcdstore.Store)
-	if !ok {
+	s := a.etcd
+	if s == nil {
 		a.heartbeat(ctx, a.lost, a.susp)
 		return
 	}

@@ -135,11 +135,9 @@ func (a *agent) missing(keys []string) string { return fmt.Sprint(a.absent(keys)
 func (a *agent) absent(keys []string) []string {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	if m, ok := a.client.(interface {
-		Missing(ctx context.Context, keys ...string) ([]string, error)
-	}); ok {
-		// etcd: one read, where each blocking Get would wait out its timeout.
-		if out, err := m.Missing(ctx, keys...); err == nil {
+	if a.etcd != nil {
+		// One read, where each blocking Get would wait out its timeout.
+		if out, err := a.etcd.Missing(ctx, keys...); err == nil {
 			return out
 		}
 	}
