@@ -60,7 +60,11 @@ func (c *Config) placeRendezvous(f Flags, slurm *slurmInfo, getenv func(string) 
 	c.Etcd = e
 	// Node 0 hosts the ranks' store: at --master-addr, else its host name,
 	// on --master-port, else a free port; the other nodes read where from etcd.
+	// One node needs no rendezvous: its ranks meet on loopback, as without etcd.
 	c.StoreHost = f.MasterAddr
+	if c.StoreHost == "" && c.NNodes == 1 {
+		c.StoreHost = "127.0.0.1"
+	}
 	if c.StoreHost == "" {
 		if c.StoreHost, err = os.Hostname(); err != nil {
 			return fmt.Errorf("--rdzv-backend %s: node 0 publishes its host name for the ranks' store, and it has none (%v): give --master-addr", backend, err)

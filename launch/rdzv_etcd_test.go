@@ -101,6 +101,40 @@ func TestEtcdNodeNeverJoins(t *testing.T) {
 	}
 }
 
+// TestEtcdTLSAndUser: agents that reach etcd over TLS with a client
+// certificate, as a user with a password, form the world and finish.
+func TestEtcdTLSAndUser(t *testing.T) {
+	srv := etcdtest.Start(t, etcdtest.Options{TLS: true})
+	srv.EnableAuth(t, "rootpw", "trainer", "s3cret")
+	codes, outs, errs := runEtcdNodes(t, srv.Endpoint, "etcd-tls", 2, 1, `echo "world $RANK $WORLD_SIZE"`, func(c *Config) {
+		c.Etcd.CACert, c.Etcd.Cert, c.Etcd.Key, c.Etcd.User, c.Etcd.Password = srv.CACert, srv.Cert, srv.Key, "trainer", "s3cret"
+	})
+	for n := range 2 {
+		if codes[n] != 0 || !strings.Contains(outs[n].String(), fmt.Sprintf("world %d 2", n)) {
+			t.Errorf("node %d: exit %d, output %q; stderr:\n%s", n, codes[n], outs[n], errs[n])
+		}
+	}
+}
+
+// TestEtcdOneNode: one node needs no rendezvous, so no etcd is contacted
+// (none runs at the endpoint) and its ranks meet on loopback.
+func TestEtcdOneNode(t *testing.T) {
+	zero, one := 0, 1
+	c, err := Resolve(Flags{NProc: "1", NNodes: &one, NodeRank: &zero, RdzvBackend: "etcd", RdzvEndpoint: "127.0.0.1:1", RdzvID: "solo",
+		RdzvTimeout: Duration(time.Second), GracePeriod: Duration(time.Second)}, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.StoreHost != "127.0.0.1" {
+		t.Errorf("one node's store on %q, want 127.0.0.1", c.StoreHost)
+	}
+	c.ShowLocal, c.Cores = func(int) bool { return true }, 1
+	_, out, errb, done := runAgent(c, `echo "store $PPLAUNCH_STORE_ADDR"`)
+	if code := wait(t, done, errb); code != 0 || !strings.Contains(out.String(), "store 127.0.0.1:") {
+		t.Fatalf("exit %d, stdout %q; stderr:\n%s", code, out, errb)
+	}
+}
+
 func TestEtcdNodesDecisions(t *testing.T) {
 	n := newEtcdNodes(0)
 	steps := []struct {
