@@ -17,7 +17,11 @@ var _ store.Store = (*Store)(nil)
 
 // Set stores value under key, bound to the run lease.
 func (s *Store) Set(ctx context.Context, key string, value []byte) error {
-	if _, err := s.cli.Put(ctx, s.pfx+key, string(value), clientv3.WithLease(s.run)); err != nil {
+	_, err := retrying(ctx, func() error {
+		_, err := s.cli.Put(ctx, s.pfx+key, string(value), clientv3.WithLease(s.run))
+		return err
+	})
+	if err != nil {
 		return s.fail("set", key, err)
 	}
 	return nil
@@ -135,15 +139,22 @@ func (s *Store) CompareAndSet(ctx context.Context, key string, expected, desired
 	if expected != nil {
 		cmp = clientv3.Compare(clientv3.Value(k), "=", string(expected))
 	}
-	t, err := s.cli.Txn(ctx).If(cmp).Then(clientv3.OpPut(k, string(desired), clientv3.WithLease(s.run))).
-		Else(clientv3.OpGet(k)).Commit()
+	var t *clientv3.TxnResponse
+	ambiguous, err := retrying(ctx, func() (err error) {
+		t, err = s.cli.Txn(ctx).If(cmp).Then(clientv3.OpPut(k, string(desired), clientv3.WithLease(s.run))).
+			Else(clientv3.OpGet(k)).Commit()
+		return err
+	})
 	if err != nil {
 		return nil, false, s.fail("compare-and-set", key, err)
 	}
-	if t.Succeeded {
+	kvs := t.Responses[0].GetResponseRange().GetKvs()
+	// After an attempt that may have happened, finding desired there is
+	// taken for that attempt's swap.
+	if t.Succeeded || ambiguous && len(kvs) > 0 && bytes.Equal(kvs[0].Value, desired) {
 		return bytes.Clone(nonNil(desired)), true, nil
 	}
-	if kvs := t.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
+	if len(kvs) > 0 {
 		return nonNil(kvs[0].Value), false, nil
 	}
 	return nil, false, nil

@@ -50,21 +50,30 @@ func (s *Store) joinMembers(ctx context.Context) error {
 // claimMember puts key under a new lease if it is absent; otherwise it
 // returns the holder's value (and revokes the lease it made).
 func (s *Store) claimMember(ctx context.Context, key string) (clientv3.LeaseID, string, error) {
-	g, err := s.cli.Grant(ctx, int64((s.o.MemberTTL+time.Second-1)/time.Second))
+	var g *clientv3.LeaseGrantResponse
+	_, err := retrying(ctx, func() (err error) { // a lease granted twice: the spare one lapses
+		g, err = s.cli.Grant(ctx, int64((s.o.MemberTTL+time.Second-1)/time.Second))
+		return err
+	})
 	if err != nil {
 		return 0, "", err
 	}
-	r, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.Version(key), "=", 0)).
-		Then(clientv3.OpPut(key, s.o.Info, clientv3.WithLease(g.ID))).Else(clientv3.OpGet(key)).Commit()
+	var r *clientv3.TxnResponse
+	ambiguous, err := retrying(ctx, func() (err error) {
+		r, err = s.cli.Txn(ctx).If(clientv3.Compare(clientv3.Version(key), "=", 0)).
+			Then(clientv3.OpPut(key, s.o.Info, clientv3.WithLease(g.ID))).Else(clientv3.OpGet(key)).Commit()
+		return err
+	})
 	if err != nil {
 		return 0, "", err
 	}
-	if r.Succeeded {
-		return g.ID, "", nil
+	kvs := r.Responses[0].GetResponseRange().GetKvs()
+	if r.Succeeded || ambiguous && len(kvs) > 0 && kvs[0].Lease == int64(g.ID) {
+		return g.ID, "", nil // (or an attempt that seemed to fail put it)
 	}
 	s.cli.Revoke(ctx, g.ID)
 	holder := "?"
-	if kvs := r.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
+	if len(kvs) > 0 {
 		holder = string(kvs[0].Value)
 	}
 	if holder == leftValue {
@@ -163,7 +172,7 @@ func (s *Store) runLease(ctx context.Context, key string) (clientv3.LeaseID, err
 		return g.ID, nil
 	}
 	s.cli.Revoke(ctx, g.ID)
-	kvs := r.Responses[0].GetResponseRange().Kvs
+	kvs := r.Responses[0].GetResponseRange().GetKvs()
 	if len(kvs) == 0 {
 		return 0, fmt.Errorf("the run's lease key %s vanished while read", key)
 	}
