@@ -111,6 +111,12 @@ func TestTrainEtcdLostNode(t *testing.T) {
 	defer func() { <-jobs }()
 	id := fmt.Sprintf("etcd-lost-node-%d", os.Getpid())
 	cmds, errs, ch := startEtcdAgents(t, srv, id, []string{"--grace-period", "2s"}, "100000")
+	t.Cleanup(func() { // the killed agent's run directory, which it could not remove
+		dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "pplaunch-"+id+"-*"))
+		for _, d := range dirs {
+			os.RemoveAll(d)
+		}
+	})
 	waitLine(t, ch, regexp.MustCompile(`^\[rank 0\] step 1/`))
 	cmds[1].Process.Signal(syscall.SIGKILL)
 	cmds[1].Wait()
