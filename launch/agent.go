@@ -12,6 +12,7 @@ import (
 
 	"github.com/pplaunch/pplaunch/contract"
 	"github.com/pplaunch/pplaunch/store"
+	"github.com/pplaunch/pplaunch/store/etcdstore"
 )
 
 // sampleEvery is how often the agent reads its ranks' memory and CPU from
@@ -50,7 +51,7 @@ type agent struct {
 	out, err *console
 	host     string
 	server   *store.Server // node 0 only
-	client   *store.Client // multi-node: the agents' namespace
+	client   store.Store   // multi-node: the agents' namespace (the store on node 0, or etcd)
 	sigs     <-chan os.Signal
 	formed   bool             // a world formed: the other nodes use the store until they leave
 	runDir   string           // the ranks' progress files
@@ -59,6 +60,7 @@ type agent struct {
 	gone     map[int]bool     // nodes known lost: they will not leave
 	refused  bool             // the rendezvous was refused (flags differ)
 	ahead    chan aheadKeeper // the first attempt's keeper, started while the world forms
+	etcd     *etcdstore.Store // client, when the agents meet in etcd (rdzv_etcd.go)
 }
 
 // Run is the agent: it forms the world with the other nodes' agents, runs this
@@ -119,7 +121,7 @@ func (a *agent) run(ctx context.Context) (int, error) {
 		if !a.formed && a.client != nil {
 			hctx, stop := context.WithCancel(ctx)
 			defer stop()
-			go a.heartbeat(hctx, a.lost, a.susp)
+			go a.watchNodes(hctx)
 		}
 		a.formed = true
 		f, err := a.attempt(ctx, w, restart)
@@ -186,11 +188,17 @@ func (a *agent) openStore(ctx context.Context) (string, error) {
 			return "", err
 		}
 	}
+	if a.c.Etcd != nil && a.c.NNodes > 1 {
+		return a.shareStoreAddr(ctx, addr)
+	}
 	return addr, nil
 }
 
 // dialStore connects the agent to the store at addr, in the agents' namespace.
 func (a *agent) dialStore(ctx context.Context, addr string) error {
+	if a.c.Etcd != nil {
+		return a.dialEtcd(ctx)
+	}
 	dctx, cancel := context.WithTimeout(ctx, a.c.RdzvTimeout)
 	defer cancel()
 	cl, err := store.Dial(dctx, addr, a.c.Token, "agent/")

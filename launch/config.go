@@ -28,6 +28,8 @@ type Flags struct {
 	RdzvEndpoint     string   `arg:"--rdzv-endpoint,env:PPLAUNCH_RDZV_ENDPOINT" placeholder:"HOST[:PORT]" help:"rendezvous store on node 0 [default: first host of SLURM_STEP_NODELIST]"`
 	MasterAddr       string   `arg:"--master-addr,env:MASTER_ADDR" placeholder:"HOST" help:"node 0's host, when --rdzv-endpoint is not given"`
 	MasterPort       *int     `arg:"--master-port,env:MASTER_PORT" placeholder:"PORT" help:"rendezvous port [default: a free port on one node, else 29500; under Slurm 20000 + job id mod 10000]"`
+	RdzvBackend      string   `arg:"--rdzv-backend,env:PPLAUNCH_RDZV_BACKEND" default:"static" placeholder:"NAME" help:"where the agents meet: static (or c10d): the built-in store on node 0; etcd (or etcd-v2): an etcd cluster at --rdzv-endpoint HOST:2379 (the ranks' store stays on node 0, at --master-addr, else its host name)"`
+	RdzvConf         string   `arg:"--rdzv-conf,env:PPLAUNCH_RDZV_CONF" placeholder:"K=V,..." help:"etcd options: cacert=FILE, cert=FILE, key=FILE (TLS, PEM), user=NAME, password=PW (or PPLAUNCH_RDZV_PASSWORD)"`
 	RdzvID           string   `arg:"--rdzv-id,env:PPLAUNCH_RDZV_ID" placeholder:"ID" help:"run id, the same on every node (it names the log folder; it is not a secret) [default: slurm-JOB.STEP]"`
 	Standalone       bool     `arg:"--standalone,env:PPLAUNCH_STANDALONE" help:"one node, store on a free loopback port"`
 	MaxRestarts      int      `arg:"--max-restarts,env:PPLAUNCH_MAX_RESTARTS" placeholder:"N" help:"restart the whole group up to N times after a failure"`
@@ -66,6 +68,10 @@ type Config struct {
 	Cores int
 	// From says where nnodes/node rank/endpoint came from, for the log.
 	From string
+
+	// Etcd is where the agents meet when it is an etcd cluster (nil: at the
+	// store on node 0, StoreHost:StorePort).
+	Etcd *EtcdRendezvous
 }
 
 // Resolve turns flags and the environment (getenv) into the agent's Config.
@@ -102,7 +108,7 @@ func Resolve(f Flags, getenv func(string) string) (Config, error) {
 	if err := c.placeNode(f, slurm); err != nil {
 		return c, err
 	}
-	if err := c.placeStore(f, slurm); err != nil {
+	if err := c.placeRendezvous(f, slurm, getenv); err != nil {
 		return c, err
 	}
 	if err := c.nameRun(f, slurm, getenv); err != nil {

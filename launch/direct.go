@@ -2,6 +2,7 @@ package launch
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -229,6 +230,9 @@ func agentOnly(f Flags) error {
 	}
 	if f.LocalRanksFilter != "" {
 		set = append(set, "--local-ranks-filter "+f.LocalRanksFilter)
+	}
+	if f.RdzvBackend != "" && !slices.Contains(builtinBackends, f.RdzvBackend) {
+		set = append(set, "--rdzv-backend "+f.RdzvBackend) // agents meet there; ranks only at the store
 	}
 	if len(set) > 0 {
 		return fmt.Errorf("--direct makes this process one rank of a job that srun or mpirun runs, so %s would be ignored: drop it (srun --ntasks-per-node sets the ranks per node)", strings.Join(set, ", "))

@@ -43,7 +43,7 @@ func (a *agent) rendezvous(ctx context.Context, restart int, storeAddr string) (
 	rec, err := a.worldRecord(ctx, pfx, keys)
 	if err != nil {
 		return w, fmt.Errorf("rendezvous of %d nodes at %s (restart %d): %w; %s",
-			a.c.NNodes, storeAddr, restart, err, neverJoined(a.absent(keys)))
+			a.c.NNodes, a.meetingPlace(storeAddr), restart, err, neverJoined(a.absent(keys)))
 	}
 	if w, err = rec.world(w, a.c.NodeRank); err != nil {
 		return w, fmt.Errorf("rendezvous: %w", err)
@@ -135,6 +135,12 @@ func (a *agent) missing(keys []string) string { return fmt.Sprint(a.absent(keys)
 func (a *agent) absent(keys []string) []string {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
+	if a.etcd != nil {
+		// One read, where each blocking Get would wait out its timeout.
+		if out, err := a.etcd.Missing(ctx, keys...); err == nil {
+			return out
+		}
+	}
 	var out []string
 	for _, k := range keys {
 		qctx, qcancel := context.WithTimeout(ctx, 10*time.Millisecond)
