@@ -158,6 +158,12 @@ func carver(buf []float32) func(n int) []float32 {
 	}
 }
 
-// FusedAttention: the CPU uses the fused attention where it measured faster
-// than the unfused one (docs/models.md, "Attention").
-func (c *CPU) FusedAttention(_, seq int) bool { return seq >= 0 }
+// cpuFusedMinSeq is the shortest sequence at which the CPU's fused attention
+// measured faster than the unfused one (forward and backward, OpenBLAS, 2
+// threads): 1.1-2.6× slower at T=64 and 128, where the T×T probabilities fit
+// the caches and the fused backward's second score product shows; 0.5-1.3× at
+// 256, 0.2-0.8× at 512, 0.7-1.0× at 1024 (docs/models.md, "Attention").
+const cpuFusedMinSeq = 256
+
+// FusedAttention: on the CPU the fused attention from cpuFusedMinSeq on.
+func (c *CPU) FusedAttention(_, seq int) bool { return seq >= cpuFusedMinSeq }

@@ -240,3 +240,34 @@ func TestFlashAttentionRefusesBadShapes(t *testing.T) {
 		}()
 	}
 }
+
+// BenchmarkCPUAttention times forward and backward of the unfused and the
+// fused attention side by side (sub-benchmarks alternate with -count) at
+// the default model's shape (gpt-tiny: B=16, T=64, 4 heads of 32) and at
+// T=1024 (B=2), and of heads 64 wide at T=128 (gpt-small, B=16), 256 and 512.
+func BenchmarkCPUAttention(b *testing.B) {
+	be, err := NewCPU("auto")
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(69, 70))
+	for _, sh := range [][4]int{{16, 64, 4, 32}, {16, 128, 4, 64}, {4, 256, 4, 64}, {2, 512, 4, 64}, {2, 1024, 4, 32}} {
+		B, T, H, hd := sh[0], sh[1], sh[2], sh[3]
+		D := H * hd
+		qkv, dout := randTensor(r, B, T, 3*D), randTensor(r, B, T, D)
+		out, dqkv, lse, probs := New(B, T, D), New(B, T, 3*D), New(B, H, T), New(B, H, T, T)
+		name := fmt.Sprintf("B=%d,T=%d,H=%d,hd=%d", B, T, H, hd)
+		b.Run("unfused/"+name, func(b *testing.B) {
+			for b.Loop() {
+				be.Attention(out, probs, qkv, H)
+				be.AttentionBackward(dqkv, dout, qkv, probs, H)
+			}
+		})
+		b.Run("fused/"+name, func(b *testing.B) {
+			for b.Loop() {
+				be.FlashAttention(out, lse, qkv, H)
+				be.FlashAttentionBackward(dqkv, dout, qkv, out, lse, H)
+			}
+		})
+	}
+}
