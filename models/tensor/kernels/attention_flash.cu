@@ -64,12 +64,15 @@ extern "C" __global__ void flash_attention_forward(void* out, float* lse, const 
 		__syncthreads(); // the previous V tile has been read
 		attn_tile(skv, qkv, row0, ld, D + h * hd, c0, FA_BC, T, hd, in_bf);
 		__syncthreads();
-		float mx = m;
+		float sc[FA_BC / 4], mx = m;
+		for (int k = 0; k < FA_BC / 4; k++) sc[k] = 0.0f;
+		for (int d = 0; d < hd; d++) { // q read once for this thread's 8 keys
+			float qd = sq[r * ls + d];
+			for (int k = 0; k < FA_BC / 4; k++) sc[k] += qd * skv[(lane4 + 4 * k) * ls + d];
+		}
 		for (int k = 0; k < FA_BC / 4; k++) {
 			int j = lane4 + 4 * k;
-			float s = 0.0f;
-			for (int d = 0; d < hd; d++) s += sq[r * ls + d] * skv[j * ls + d];
-			s = (i < T && c0 + j <= i) ? s * scale : -INFINITY;
+			float s = (i < T && c0 + j <= i) ? sc[k] * scale : -INFINITY;
 			sp[r * (FA_BC + 1) + j] = s;
 			mx = fmaxf(mx, s);
 		}
