@@ -71,15 +71,12 @@ func (c *CUDA) FlashAttentionBackward(dqkv, dout, qkv, out, lse *Tensor, heads i
 	if B*T == 0 {
 		return
 	}
-	if dout.DType() != out.DType() {
-		panic(fmt.Sprintf("%s: dout is %v and out %v; give both the same dtype", op, dout.DType(), out.DType()))
-	}
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	rows := B * heads * T
 	dd := c.tmp(rows)
 	pd, po, pq, pl, pg := c.ptrAny(op, dout), c.ptrAny(op, out), c.ptrAny(op, qkv), c.ptr(op, lse), c.ptrAny(op, dqkv)
 	c.launch("flash_attention_rowdot", blk((rows+flashDotWarps-1)/flashDotWarps), blk(flashThreads), 0,
-		dd.ptr, pd, po, int32(T), int32(heads), int32(hd), int64(rows), bf16Flag(out))
+		dd.ptr, pd, po, int32(T), int32(heads), int32(hd), int64(rows), bf16Flag(dout), bf16Flag(out))
 	grid := [3]uint32{uint32((T + flashBwdRows - 1) / flashBwdRows), uint32(B * heads), 1}
 	args := []any{pg, pq, pd, pl, dd.ptr, int32(T), int32(heads), int32(hd), scale, bf16Flag(qkv), bf16Flag(dout), bf16Flag(dqkv)}
 	c.launch("flash_attention_backward_dkv", grid, blk(flashThreads), 0, args...)

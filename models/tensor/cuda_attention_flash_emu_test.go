@@ -18,9 +18,15 @@ func upAs(c *CUDA, dt DType, h *Tensor) *Tensor {
 // fusedCUDA runs the CUDA fused attention and its backward with every
 // activation at dt and returns out, lse and dqkv.
 func fusedCUDA(c *CUDA, qkv, dout *Tensor, H int, dt DType) [][]float32 {
+	return fusedCUDAAs(c, qkv, dout, H, [4]DType{dt, dt, dt, dt})
+}
+
+// fusedCUDAAs is fusedCUDA with the dtypes of qkv, out, dout and dqkv each
+// given.
+func fusedCUDAAs(c *CUDA, qkv, dout *Tensor, H int, dt [4]DType) [][]float32 {
 	B, T, D := qkv.Shape[0], qkv.Shape[1], qkv.Shape[2]/3
-	q, do := upAs(c, dt, qkv), upAs(c, dt, dout)
-	o, l, d := c.AllocAs(dt, B, T, D), c.Alloc(B, H, T), c.AllocAs(dt, B, T, 3*D)
+	q, do := upAs(c, dt[0], qkv), upAs(c, dt[2], dout)
+	o, l, d := c.AllocAs(dt[1], B, T, D), c.Alloc(B, H, T), c.AllocAs(dt[3], B, T, 3*D)
 	c.FlashAttention(o, l, q, H)
 	c.FlashAttentionBackward(d, do, q, o, l, H)
 	res := [][]float32{down(c, o), down(c, l), down(c, d)}
@@ -56,6 +62,13 @@ func TestCUDAFlashAttention(t *testing.T) {
 		check(t, fmt.Sprintf("flash bf16 out %v", sh), bf[0], wo, 0x1p-8+gemmTol)
 		check(t, fmt.Sprintf("flash bf16 lse %v", sh), bf[1], wl, gemmTol)
 		check(t, fmt.Sprintf("flash bf16 dqkv %v", sh), bf[2], wd, 2*(0x1p-8+2*gemmTol))
+		// Each operand's dtype is its own: bf16 inputs with float32 outputs,
+		// and the other way round.
+		for _, mix := range [][4]DType{{BFloat16, Float32, BFloat16, Float32}, {Float32, BFloat16, Float32, BFloat16}} {
+			m := fusedCUDAAs(c, qkv, dout, H, mix)
+			check(t, fmt.Sprintf("flash %v out %v", mix, sh), m[0], wo, 0x1p-8+gemmTol)
+			check(t, fmt.Sprintf("flash %v dqkv %v", mix, sh), m[2], wd, 2*(0x1p-8+2*gemmTol))
+		}
 	}
 }
 

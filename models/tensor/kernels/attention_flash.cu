@@ -114,14 +114,14 @@ extern "C" __global__ void flash_attention_forward(void* out, float* lse, const 
 // flash_attention_rowdot: dd[b,h,t] = Σ_d dout·out over the head's columns,
 // one warp per row (lane-strided, then a butterfly).
 extern "C" __global__ void flash_attention_rowdot(float* dd, const void* dout, const void* out, int T, int H, int hd,
-                                                  long long rows, int bf) {
+                                                  long long rows, int dout_bf, int out_bf) {
 	long long row = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
 	int lane = threadIdx.x & 31;
 	if (row >= rows) return;
 	int t = (int)(row % T), bh = (int)(row / T), h = bh % H, D = H * hd;
 	long long base = ((long long)(bh / H) * T + t) * D + h * hd;
 	float s = 0.0f;
-	for (int d = lane; d < hd; d += 32) s += attn_ld(dout, base + d, bf) * attn_ld(out, base + d, bf);
+	for (int d = lane; d < hd; d += 32) s += attn_ld(dout, base + d, dout_bf) * attn_ld(out, base + d, out_bf);
 	for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
 	if (lane == 0) dd[row] = s;
 }
