@@ -21,6 +21,15 @@ const (
 	flashDotWarps = flashThreads / 32
 )
 
+// flashGrid is the grid of a fused-attention kernel: x over blocks of rows
+// of T, y over the B·heads (sequence, head) pairs, which CUDA caps at 65535.
+func flashGrid(op string, T, rows, bh int) [3]uint32 {
+	if bh > 65535 {
+		panic(fmt.Sprintf("%s: %d sequences × heads, above the 65535 one launch takes: give fewer sequences per micro-batch", op, bh))
+	}
+	return [3]uint32{uint32((T + rows - 1) / rows), uint32(bh), 1}
+}
+
 // flashHeadErr says why a head width is outside what the CUDA fused
 // attention takes, or nil.
 func flashHeadErr(hd int) error {
@@ -51,7 +60,7 @@ func (c *CUDA) FlashAttention(out, lse, qkv *Tensor, heads int) {
 		return
 	}
 	scale := float32(1 / math.Sqrt(float64(hd)))
-	grid := [3]uint32{uint32((T + flashFwdRows - 1) / flashFwdRows), uint32(B * heads), 1}
+	grid := flashGrid(op, T, flashFwdRows, B*heads)
 	c.launch("flash_attention_forward", grid, blk(flashThreads), 0, c.ptrAny(op, out), c.ptr(op, lse), c.ptrAny(op, qkv),
 		int32(T), int32(heads), int32(hd), scale, bf16Flag(qkv), bf16Flag(out))
 }
@@ -77,7 +86,7 @@ func (c *CUDA) FlashAttentionBackward(dqkv, dout, qkv, out, lse *Tensor, heads i
 	pd, po, pq, pl, pg := c.ptrAny(op, dout), c.ptrAny(op, out), c.ptrAny(op, qkv), c.ptr(op, lse), c.ptrAny(op, dqkv)
 	c.launch("flash_attention_rowdot", blk((rows+flashDotWarps-1)/flashDotWarps), blk(flashThreads), 0,
 		dd.ptr, pd, po, int32(T), int32(heads), int32(hd), int64(rows), bf16Flag(dout), bf16Flag(out))
-	grid := [3]uint32{uint32((T + flashBwdRows - 1) / flashBwdRows), uint32(B * heads), 1}
+	grid := flashGrid(op, T, flashBwdRows, B*heads)
 	args := []any{pg, pq, pd, pl, dd.ptr, int32(T), int32(heads), int32(hd), scale, bf16Flag(qkv), bf16Flag(dout), bf16Flag(dqkv)}
 	c.launch("flash_attention_backward_dkv", grid, blk(flashThreads), 0, args...)
 	c.launch("flash_attention_backward_dq", grid, blk(flashThreads), 0, args...)

@@ -125,3 +125,22 @@ func TestCUDAFlashAttentionRefusesHeadWidths(t *testing.T) {
 		}
 	}
 }
+
+// TestFlashGrid: blocks of rows cover T, the (sequence, head) pairs go on y,
+// and more pairs than a launch takes is a panic that says what to change.
+func TestFlashGrid(t *testing.T) {
+	for _, c := range []struct {
+		T, rows, bh int
+		want        [3]uint32
+	}{{1, 32, 1, [3]uint32{1, 1, 1}}, {64, 32, 24, [3]uint32{2, 24, 1}}, {65, 16, 65535, [3]uint32{5, 65535, 1}}} {
+		if got := flashGrid("t", c.T, c.rows, c.bh); got != c.want {
+			t.Errorf("flashGrid(%d, %d, %d) = %v, want %v", c.T, c.rows, c.bh, got, c.want)
+		}
+	}
+	defer func() {
+		if r := fmt.Sprint(recover()); !strings.Contains(r, "65536 sequences × heads") || !strings.Contains(r, "fewer sequences") {
+			t.Fatalf("panic %q", r)
+		}
+	}()
+	flashGrid("t", 8, 32, 65536)
+}
