@@ -128,21 +128,25 @@ extern "C" __global__ void flash_attention_rowdot(float* dd, const void* dout, c
 
 // flash_bwd_scores recomputes a 16×16 tile from shared q, k, dout, v, lse and
 // dd: P = exp(q·k·scale - lse) on and below the diagonal (else 0) into sp, and
-// dS = P ⊙ (dout·v - dd)·scale into sds. Two entries per thread.
+// dS = P ⊙ (dout·v - dd)·scale into sds. Each of the 128 threads computes
+// rows r and r+8 of key column j, reading k_j and v_j once for both.
 __device__ __forceinline__ void flash_bwd_scores(float* sp, float* sds, const float* sq, const float* sk,
                                                  const float* sdo, const float* sv, const float* slse,
                                                  const float* sdd, int r0, int c0, int T, int hd, float scale) {
-	int ls = hd + 1;
-	for (int e = threadIdx.x; e < FB_T * FB_T; e += blockDim.x) {
-		int r = e / FB_T, j = e % FB_T, i = r0 + r;
-		float s = 0.0f, dp = 0.0f;
-		for (int d = 0; d < hd; d++) {
-			s += sq[r * ls + d] * sk[j * ls + d];
-			dp += sdo[r * ls + d] * sv[j * ls + d];
+	int ls = hd + 1, r = threadIdx.x / FB_T, j = threadIdx.x % FB_T;
+	float s[2] = {0.0f, 0.0f}, dp[2] = {0.0f, 0.0f};
+	for (int d = 0; d < hd; d++) {
+		float k = sk[j * ls + d], v = sv[j * ls + d];
+		for (int h = 0; h < 2; h++) {
+			s[h] += sq[(r + 8 * h) * ls + d] * k;
+			dp[h] += sdo[(r + 8 * h) * ls + d] * v;
 		}
-		float p = (i < T && c0 + j <= i) ? expf(s * scale - slse[r]) : 0.0f;
-		sp[r * (FB_T + 1) + j] = p;
-		sds[r * (FB_T + 1) + j] = p * (dp - sdd[r]) * scale;
+	}
+	for (int h = 0; h < 2; h++) {
+		int rr = r + 8 * h, i = r0 + rr;
+		float p = (i < T && c0 + j <= i) ? expf(s[h] * scale - slse[rr]) : 0.0f;
+		sp[rr * (FB_T + 1) + j] = p;
+		sds[rr * (FB_T + 1) + j] = p * (dp[h] - sdd[rr]) * scale;
 	}
 }
 
