@@ -44,6 +44,22 @@ type Backend interface {
 	Attention(out, probs, qkv *Tensor, heads int)
 	// AttentionBackward computes dqkv [B,T,3D] from dout [B,T,D].
 	AttentionBackward(dqkv, dout, qkv, probs *Tensor, heads int)
+	// FlashAttention is Attention fused (flash-attention-2): tiles of queries
+	// against tiles of keys and values with an online softmax, no T×T matrix
+	// held anywhere, key tiles above the causal diagonal skipped. It keeps
+	// lse [B,H,T] (float32): each row's log Σ_j exp(q·k_j/√hd), all the
+	// backward needs besides out. qkv and out may be float32 or bfloat16.
+	// Sums run in a fixed order: the same inputs give the same bits. The CPU
+	// takes any head width, the CUDA backend FlashMinHead..FlashMaxHead.
+	FlashAttention(out, lse, qkv *Tensor, heads int)
+	// FlashAttentionBackward computes dqkv [B,T,3D] from dout [B,T,D] and
+	// FlashAttention's out and lse, recomputing the probabilities tile by
+	// tile; dQ, dK and dV are each summed in a fixed order (no atomics).
+	FlashAttentionBackward(dqkv, dout, qkv, out, lse *Tensor, heads int)
+	// FusedAttention says whether a model with this head width and sequence
+	// length should use FlashAttention rather than Attention on this
+	// backend: where the fused kernel exists for the width and pays.
+	FusedAttention(headDim, seq int) bool
 	// Embed computes y[b,t] = wte[tokens[b,t]] + wpe[t]: y [B,T,D]; wpe may be nil.
 	Embed(y, wte, wpe *Tensor, tokens []int32)
 	// EmbedBackward scatter-adds dy into dwte (and sums it per position into dwpe,
