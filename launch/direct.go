@@ -138,7 +138,7 @@ func (p *directPlace) applyFlags(f Flags) {
 		p.node = *f.NodeRank
 	}
 	if f.NNodes != nil {
-		p.nnodes = *f.NNodes
+		p.nnodes = f.NNodes.Max
 	}
 	if f.RdzvID != "" {
 		p.runID = f.RdzvID

@@ -53,6 +53,9 @@ type Job struct {
 	// after, even when the signal reached only some of them; they then write
 	// a checkpoint (with CheckpointDir) and Train returns with Stopped set.
 	Stop func() bool
+	// OnResume, if set, is told on rank 0 the step training starts from
+	// (a checkpoint's, or 0) before the first step.
+	OnResume func(step int)
 }
 
 // Result is what Train returns on rank 0.
@@ -202,6 +205,9 @@ func (t *trainer) loop(ctx context.Context) (*Result, error) {
 	first, err := t.restore(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if t.job.OnResume != nil && t.job.Rank == 0 {
+		t.job.OnResume(first)
 	}
 	res := &Result{FirstStep: first, Steps: c.Steps}
 	for step := first; step < c.Steps; step++ {
