@@ -1,0 +1,258 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pplaunch/pplaunch/launch/netns"
+	"github.com/pplaunch/pplaunch/ranks"
+)
+
+// watchedOutput is an agent's combined output, with a wait for a line
+// holding some text (no sleeps: the writer wakes the waiters).
+type watchedOutput struct {
+	mu    sync.Mutex
+	buf   bytes.Buffer
+	seen  []timedLine
+	wake  chan struct{}
+	carry string
+}
+
+type timedLine struct {
+	at   time.Time
+	text string
+}
+
+func newWatchedOutput() *watchedOutput { return &watchedOutput{wake: make(chan struct{})} }
+
+func (w *watchedOutput) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(p)
+	lines := strings.Split(w.carry+string(p), "\n")
+	w.carry = lines[len(lines)-1]
+	now := time.Now()
+	for _, l := range lines[:len(lines)-1] {
+		w.seen = append(w.seen, timedLine{now, l})
+	}
+	close(w.wake)
+	w.wake = make(chan struct{})
+	return len(p), nil
+}
+
+func (w *watchedOutput) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
+
+// waitFor returns the first line at or after line from holding text, its
+// index and when it was written; it fails the test when ctx ends first.
+func (w *watchedOutput) waitFor(t *testing.T, ctx context.Context, from int, text string) (int, timedLine) {
+	t.Helper()
+	for {
+		w.mu.Lock()
+		for i := from; i < len(w.seen); i++ {
+			if strings.Contains(w.seen[i].text, text) {
+				l := w.seen[i]
+				w.mu.Unlock()
+				return i, l
+			}
+		}
+		wake := w.wake
+		w.mu.Unlock()
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			t.Fatalf("no line with %q: %v; output so far:\n%s", text, ctx.Err(), w.String())
+		}
+	}
+}
+
+// elasticAgent is one agent of an elastic job on a simulated host.
+type elasticAgent struct {
+	cmd  *exec.Cmd
+	out  *watchedOutput
+	done chan error
+}
+
+func startElasticAgent(t *testing.T, ctx context.Context, h *netns.Host, node int, nnodes, endpoint, id string, env []string, args ...string) *elasticAgent {
+	t.Helper()
+	argv := append([]string{"--nnodes", nnodes, "--node-rank", fmt.Sprint(node), "--rdzv-endpoint", endpoint,
+		"--rdzv-id", id, "--rdzv-timeout", "60s", "--nproc", "2", "--max-restarts", "3", "--grace-period", "2s", "train"}, args...)
+	a := &elasticAgent{cmd: h.Command(ctx, binary(t), argv...), out: newWatchedOutput(), done: make(chan error, 1)}
+	a.cmd.Env = append(append(os.Environ(), "PPLAUNCH_TOKEN="+id+"-secret"), env...)
+	a.cmd.Stdout, a.cmd.Stderr = a.out, a.out
+	if err := a.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { a.done <- a.cmd.Wait() }()
+	t.Cleanup(func() {
+		a.cmd.Process.Kill()
+		<-a.done
+	})
+	return a
+}
+
+// mustExitZero waits for the agent and fails the test unless it exited 0.
+func (a *elasticAgent) mustExitZero(t *testing.T, what string) {
+	t.Helper()
+	err := <-a.done
+	a.done <- err // for the cleanup
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", what, err, a.out.String())
+	}
+}
+
+// elasticRecords reads --metrics: the step records and the re-layouts.
+func elasticRecords(t *testing.T, path string) (steps []ranks.StepRecord, relayouts []ranks.RelayoutRecord) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var kind struct{ Record string }
+		if err := json.Unmarshal([]byte(line), &kind); err != nil {
+			t.Fatalf("--metrics line %q: %v", line, err)
+		}
+		switch kind.Record {
+		case ranks.RecordStep:
+			var r ranks.StepRecord
+			json.Unmarshal([]byte(line), &r)
+			steps = append(steps, r)
+		case ranks.RecordRelayout:
+			var r ranks.RelayoutRecord
+			json.Unmarshal([]byte(line), &r)
+			relayouts = append(relayouts, r)
+		}
+	}
+	return steps, relayouts
+}
+
+// elasticArgs is the training job of the elastic tests: dp 2 with 2
+// micro-batches per replica, so every layout's global batch is 4
+// micro-batches and one process with 4 gives the same bits.
+func elasticArgs(steps int) []string {
+	return append(append([]string{}, tinyModel...), "--dp", "2", "--microbatches", "2", "--steps", fmt.Sprint(steps), "--checkpoint-every", "4")
+}
+
+// TestTrainElasticNodeLoss: three simulated hosts with --nnodes 2:3 (pp 3 ×
+// dp 2); rank 0 holds before step 10 until the host of node 2 has had its
+// agent killed. The job goes on with two hosts (pp 2 × dp 2, the global
+// batch kept) from the checkpoint of step 8, ends with exit 0, logs the
+// re-layout and records it in --metrics; its final checkpoint equals, bit
+// for bit, a fixed two-host run of that layout resumed from a copy of that
+// checkpoint.
+func TestTrainElasticNodeLoss(t *testing.T) {
+	n := netns.New(t, "els1", "els2", "els3") // skips without root, saying why
+	dir := t.TempDir()
+	ckpt, metrics := filepath.Join(dir, "ckpt"), filepath.Join(dir, "metrics.jsonl")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	const steps = 16
+	args := append([]string{"--metrics", metrics, "--checkpoint-dir", ckpt}, elasticArgs(steps)...)
+	hold := []string{ranks.HoldEnv + "=0:9"} // before the 10th step, first round only
+	endpoint := n.Hosts[0].Name + ":29410"
+	var agents []*elasticAgent
+	for i, h := range n.Hosts {
+		agents = append(agents, startElasticAgent(t, ctx, h, i, "2:3", endpoint, "elastic-loss", hold, args...))
+	}
+	agents[0].out.waitFor(t, ctx, 0, "waiting for a preemption signal before step 9")
+	agents[2].cmd.Process.Kill()
+	lostAt := time.Now()
+	agents[0].mustExitZero(t, "node 0")
+	agents[1].mustExitZero(t, "node 1")
+	out := agents[0].out
+	i, relayout := out.waitFor(t, ctx, 0, "re-layout: 3 → 2 nodes (node 2 was lost), pp 3 dp 2 → pp 2 dp 2 (global batch 4 micro-batches), from checkpoint step 8")
+	_, first := out.waitFor(t, ctx, i, "step 9/")
+	stepRecs, rels := elasticRecords(t, metrics)
+	if testing.Verbose() {
+		t.Logf("node 0's output:\n%s", out.String())
+	}
+	if len(rels) != 1 || rels[0].Step != 8 || rels[0].From != (ranks.Shape{PP: 3, DP: 2, Micro: 2}) || rels[0].To != (ranks.Shape{PP: 2, DP: 2, Micro: 2}) {
+		t.Fatalf("--metrics re-layout records %+v, want one from pp 3 dp 2 to pp 2 dp 2 at step 8", rels)
+	}
+	done := 0 // steps finished before the loss: the records before the re-layout's
+	for _, r := range stepRecs {
+		if r.Step <= done {
+			break
+		}
+		done = r.Step
+	}
+	if done != 9 || len(stepRecs) != steps+done-8 {
+		t.Errorf("%d step records, the first world's ending at step %d: want steps 1..9, then 9..%d again from the checkpoint", len(stepRecs), done, steps)
+	}
+	t.Logf("node lost to the re-layout line %v, to the first step's line %v; steps lost %d (the loss after step %d, the checkpoint at %d)",
+		relayout.at.Sub(lostAt).Round(time.Millisecond), first.at.Sub(lostAt).Round(time.Millisecond), done-rels[0].Step, done, rels[0].Step)
+
+	// The same layout on two hosts, resumed from a copy of step 8.
+	ref := filepath.Join(dir, "ref")
+	if err := os.MkdirAll(ref, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("cp", "-r", filepath.Join(ckpt, "step-000008"), ref).CombinedOutput(); err != nil {
+		t.Fatalf("copy the checkpoint: %v\n%s", err, out)
+	}
+	refArgs := append([]string{"--checkpoint-dir", ref, "--resume", "--pp", "2"}, elasticArgs(steps)...)
+	var refs []*elasticAgent
+	for i, h := range n.Hosts[:2] {
+		refs = append(refs, startElasticAgent(t, ctx, h, i, "2", n.Hosts[0].Name+":29411", "elastic-loss-ref", nil, refArgs...))
+	}
+	for i, a := range refs {
+		a.mustExitZero(t, fmt.Sprintf("reference node %d", i))
+	}
+	compare(t, ckpt, ref)
+}
+
+// TestTrainElasticJoin: two simulated hosts with --nnodes 2:3 (pp 2 × dp
+// 2); rank 0 holds before step 6 until a third host's agent has asked to
+// join. The ranks stop at that step boundary with a checkpoint, the world
+// re-forms with three hosts (pp 3 × dp 2, the global batch kept) from it
+// (no step lost), every agent ends with exit 0, and the final checkpoint
+// equals one process's with the same global batch, bit for bit.
+func TestTrainElasticJoin(t *testing.T) {
+	n := netns.New(t, "elj1", "elj2", "elj3") // skips without root, saying why
+	dir := t.TempDir()
+	ckpt, metrics := filepath.Join(dir, "ckpt"), filepath.Join(dir, "metrics.jsonl")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	const steps = 12
+	args := append([]string{"--metrics", metrics, "--checkpoint-dir", ckpt}, elasticArgs(steps)...)
+	hold := []string{ranks.HoldEnv + "=0:5"}
+	endpoint := n.Hosts[0].Name + ":29412"
+	var agents []*elasticAgent
+	for i, h := range n.Hosts[:2] {
+		agents = append(agents, startElasticAgent(t, ctx, h, i, "2:3", endpoint, "elastic-join", hold, args...))
+	}
+	agents[0].out.waitFor(t, ctx, 0, "waiting for a preemption signal before step 5")
+	agents = append(agents, startElasticAgent(t, ctx, n.Hosts[2], 2, "2:3", endpoint, "elastic-join", hold, args...))
+	for i, a := range agents {
+		a.mustExitZero(t, fmt.Sprintf("node %d", i))
+	}
+	agents[0].out.waitFor(t, ctx, 0, "re-layout: 2 → 3 nodes (node 2 joined), pp 2 dp 2 → pp 3 dp 2 (global batch 4 micro-batches), from checkpoint step 6")
+	stepRecs, rels := elasticRecords(t, metrics)
+	if len(rels) != 1 || rels[0].Step != 6 || rels[0].ToRanks != 6 {
+		t.Fatalf("--metrics re-layout records %+v, want one to 6 ranks at step 6", rels)
+	}
+	var got []int
+	for _, r := range stepRecs {
+		got = append(got, r.Step)
+	}
+	if fmt.Sprint(got) != fmt.Sprint([]int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}) {
+		t.Errorf("step records %v: want each step once (none lost, none repeated)", got)
+	}
+	refDir := t.TempDir()
+	refArgs := append(append([]string{}, tinyModel...), "--microbatches", "4", "--steps", fmt.Sprint(steps), "--checkpoint-dir", refDir)
+	mustSucceed(t, runJob(t, 1, 0, nil, refArgs...), "one-process reference")
+	compare(t, ckpt, refDir)
+}
