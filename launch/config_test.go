@@ -214,6 +214,8 @@ func TestDirectEnvErrors(t *testing.T) {
 		{"zero rdzv timeout", func(f *Flags) { f.RdzvTimeout = 0 }, srunEnv(1, 0, 4), "--rdzv-timeout 0s"},
 		{"agent-only flags", func(f *Flags) { f.NProc, f.MaxRestarts, f.Tee = "4", 2, true }, srunEnv(1, 0, 4),
 			"so --nproc 4, --max-restarts 2, --tee would be ignored"},
+		{"elastic node count", func(f *Flags) { f.NNodes = &NodeCount{Min: 1, Max: 2} }, srunEnv(1, 0, 4),
+			"so --nnodes 1:2 (elastic: the agents re-form the world) would be ignored"},
 		{"srun on two nodes without a token", nil, srunEnv(1, 0, 4),
 			"--direct: rank 4 of 8 on 2 nodes: a job on several nodes needs a secret token shared by its nodes, and PPLAUNCH_TOKEN is not set"},
 		{"mpirun on two nodes without a token", func(f *Flags) { f.MasterAddr = "n1" }, map[string]string{

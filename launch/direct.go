@@ -230,6 +230,9 @@ func agentOnly(f Flags) error {
 	if f.LocalRanksFilter != "" {
 		set = append(set, "--local-ranks-filter "+f.LocalRanksFilter)
 	}
+	if f.NNodes != nil && f.NNodes.Min < f.NNodes.Max {
+		set = append(set, "--nnodes "+f.NNodes.String()+" (elastic: the agents re-form the world)")
+	}
 	if len(set) > 0 {
 		return fmt.Errorf("--direct makes this process one rank of a job that srun or mpirun runs, so %s would be ignored: drop it (srun --ntasks-per-node sets the ranks per node)", strings.Join(set, ", "))
 	}

@@ -236,10 +236,14 @@ func TestTrainElasticJoin(t *testing.T) {
 	}
 	agents[0].out.waitFor(t, ctx, 0, "waiting for a preemption signal before step 5")
 	agents = append(agents, startElasticAgent(t, ctx, n.Hosts[2], 2, "2:3", endpoint, "elastic-join", hold, args...))
+	joinAt := time.Now()
 	for i, a := range agents {
 		a.mustExitZero(t, fmt.Sprintf("node %d", i))
 	}
-	agents[0].out.waitFor(t, ctx, 0, "re-layout: 2 → 3 nodes (node 2 joined), pp 2 dp 2 → pp 3 dp 2 (global batch 4 micro-batches), from checkpoint step 6")
+	i, relayout := agents[0].out.waitFor(t, ctx, 0, "re-layout: 2 → 3 nodes (node 2 joined), pp 2 dp 2 → pp 3 dp 2 (global batch 4 micro-batches), from checkpoint step 6")
+	_, first := agents[0].out.waitFor(t, ctx, i, "step 7/")
+	t.Logf("third agent started to the re-layout line %v, to the first step's line %v",
+		relayout.at.Sub(joinAt).Round(time.Millisecond), first.at.Sub(joinAt).Round(time.Millisecond))
 	stepRecs, rels := elasticRecords(t, metrics)
 	if len(rels) != 1 || rels[0].Step != 6 || rels[0].ToRanks != 6 {
 		t.Fatalf("--metrics re-layout records %+v, want one to 6 ranks at step 6", rels)
