@@ -299,7 +299,8 @@ func (a *agent) awaitMembers(ctx context.Context, pfx string, members []int) ([]
 		<-done
 		a.gone[lost] = true
 		if members = slices.DeleteFunc(members, func(n int) bool { return n == lost }); len(members) < a.c.MinNodes {
-			return members, fmt.Errorf("node %d was lost while the world re-formed: %d nodes left, fewer than --nnodes %s allows: stopping", lost, len(members), a.c.nodeCount())
+			return members, fmt.Errorf("node %d was lost while the world re-formed: %s left (%s), fewer than --nnodes %s allows: stopping",
+				lost, count(len(members), "node"), nodeList(members), a.c.nodeCount())
 		}
 	}
 }

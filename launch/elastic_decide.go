@@ -71,7 +71,11 @@ func planRound(prev []int, gone map[int]bool, pending []joinRequest, min, max in
 	}
 	slices.Sort(p.Members)
 	if len(p.Members) < min {
-		return p, fmt.Errorf("%d nodes left (%s), fewer than --nnodes %d:%d allows: stopping", len(p.Members), nodeList(p.Members), min, max)
+		why := relayoutReason(prev, p.Members)
+		if why != "" {
+			why = " (" + why + ")"
+		}
+		return p, fmt.Errorf("%s left (%s)%s, fewer than --nnodes %d:%d allows: stopping", count(len(p.Members), "node"), nodeList(p.Members), why, min, max)
 	}
 	return p, nil
 }
@@ -128,6 +132,14 @@ func nodesNoun(nodes []int) string {
 		return fmt.Sprintf("node %d", nodes[0])
 	}
 	return "nodes " + nodeList(nodes)
+}
+
+// count is "1 node" or "2 nodes".
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 func nodeList(nodes []int) string {

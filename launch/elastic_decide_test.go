@@ -75,7 +75,7 @@ func TestPlanRound(t *testing.T) {
 		{name: "a lost node does not come back under its name", prev: []int{0, 1}, gone: map[int]bool{2: true}, pending: []joinRequest{j(2)},
 			min: 2, max: 3, members: "[0 1]", admitted: "[]", pendingLeft: "[]", refused: "2"},
 		{name: "below MIN", prev: []int{0, 1, 2}, gone: map[int]bool{1: true, 2: true}, min: 2, max: 3,
-			err: "1 nodes left (0), fewer than --nnodes 2:3 allows"},
+			err: "1 node left (0) (nodes 1, 2 were lost), fewer than --nnodes 2:3 allows: stopping"},
 	}
 	nodes := func(js []joinRequest) string {
 		var out []int

@@ -214,49 +214,90 @@ func TestTrainElasticNodeLoss(t *testing.T) {
 	compare(t, ckpt, ref)
 }
 
-// TestTrainElasticJoin: two simulated hosts with --nnodes 2:3 (pp 2 × dp
-// 2); rank 0 holds before step 6 until a third host's agent has asked to
-// join. The ranks stop at that step boundary with a checkpoint, the world
-// re-forms with three hosts (pp 3 × dp 2, the global batch kept) from it
-// (no step lost), every agent ends with exit 0, and the final checkpoint
-// equals one process's with the same global batch, bit for bit.
+// TestTrainElasticJoin: three simulated hosts with --nnodes 2:3 (pp 3 × dp
+// 2) lose node 2 while rank 0 holds before step 10, and go on with two (pp 2
+// × dp 2) from the checkpoint of step 8; rank 0 then holds before step 13
+// until a fourth host's agent (node 3) has asked to join. The ranks stop at
+// that step boundary with a checkpoint, the world grows back to three hosts
+// (pp 3 × dp 2) from it, with no step lost, every live agent ends with exit
+// 0, and the final checkpoint equals one process's with the same global
+// batch, bit for bit.
 func TestTrainElasticJoin(t *testing.T) {
-	n := netns.New(t, "elj1", "elj2", "elj3") // skips without root, saying why
+	n := netns.New(t, "elj1", "elj2", "elj3", "elj4") // skips without root, saying why
 	dir := t.TempDir()
 	ckpt, metrics := filepath.Join(dir, "ckpt"), filepath.Join(dir, "metrics.jsonl")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	const steps = 12
+	const steps = 16
 	args := append([]string{"--metrics", metrics, "--checkpoint-dir", ckpt}, elasticArgs(steps)...)
-	hold := []string{ranks.HoldEnv + "=0:5"}
+	hold := []string{ranks.HoldEnv + "=0:9,0:12:1"} // the first world before step 10, the second before 13
 	endpoint := n.Hosts[0].Name + ":29412"
 	var agents []*elasticAgent
-	for i, h := range n.Hosts[:2] {
+	for i, h := range n.Hosts[:3] {
 		agents = append(agents, startElasticAgent(t, ctx, h, i, "2:3", endpoint, "elastic-join", hold, args...))
 	}
-	agents[0].out.waitFor(t, ctx, 0, "waiting for a preemption signal before step 5")
-	agents = append(agents, startElasticAgent(t, ctx, n.Hosts[2], 2, "2:3", endpoint, "elastic-join", hold, args...))
+	out := agents[0].out
+	out.waitFor(t, ctx, 0, "waiting for a preemption signal before step 9")
+	agents[2].cmd.Process.Kill()
+	i, _ := out.waitFor(t, ctx, 0, "re-layout: 3 → 2 nodes (node 2 was lost), pp 3 dp 2 → pp 2 dp 2")
+	out.waitFor(t, ctx, i, "waiting for a preemption signal before step 12")
 	joinAt := time.Now()
+	agents[2] = startElasticAgent(t, ctx, n.Hosts[3], 3, "2:3", endpoint, "elastic-join", hold, args...)
 	for i, a := range agents {
-		a.mustExitZero(t, fmt.Sprintf("node %d", i))
+		a.mustExitZero(t, fmt.Sprintf("agent %d", i))
 	}
-	i, relayout := agents[0].out.waitFor(t, ctx, 0, "re-layout: 2 → 3 nodes (node 2 joined), pp 2 dp 2 → pp 3 dp 2 (global batch 4 micro-batches), from checkpoint step 6")
-	_, first := agents[0].out.waitFor(t, ctx, i, "step 7/")
-	t.Logf("third agent started to the re-layout line %v, to the first step's line %v",
+	i, relayout := out.waitFor(t, ctx, i, "re-layout: 2 → 3 nodes (node 3 joined), pp 2 dp 2 → pp 3 dp 2 (global batch 4 micro-batches), from checkpoint step 13")
+	_, first := out.waitFor(t, ctx, i, "step 14/")
+	t.Logf("fourth agent started to the re-layout line %v, to the first step's line %v",
 		relayout.at.Sub(joinAt).Round(time.Millisecond), first.at.Sub(joinAt).Round(time.Millisecond))
 	stepRecs, rels := elasticRecords(t, metrics)
-	if len(rels) != 1 || rels[0].Step != 6 || rels[0].ToRanks != 6 {
-		t.Fatalf("--metrics re-layout records %+v, want one to 6 ranks at step 6", rels)
+	if len(rels) != 2 || rels[0].Step != 8 || rels[1].Step != 13 || rels[1].ToRanks != 6 || rels[1].Reason != "node 3 joined" {
+		t.Fatalf("--metrics re-layout records %+v, want one to 4 ranks at step 8 and one to 6 ranks at step 13", rels)
 	}
 	var got []int
 	for _, r := range stepRecs {
 		got = append(got, r.Step)
 	}
-	if fmt.Sprint(got) != fmt.Sprint([]int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}) {
-		t.Errorf("step records %v: want each step once (none lost, none repeated)", got)
+	// Steps 9 again after the loss (from the checkpoint of 8), none again after the join.
+	if want := []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 9, 10, 11, 12, 13, 14, 15, 16}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("step records %v, want %v", got, want)
 	}
 	refDir := t.TempDir()
 	refArgs := append(append([]string{}, tinyModel...), "--microbatches", "4", "--steps", fmt.Sprint(steps), "--checkpoint-dir", refDir)
 	mustSucceed(t, runJob(t, 1, 0, nil, refArgs...), "one-process reference")
 	compare(t, ckpt, refDir)
+}
+
+// TestTrainElasticBelowMin: three simulated hosts with --nnodes 2:3 lose
+// two of them mid-training; node 0 alone is fewer than MIN, so the job stops
+// with that reason and a failing exit code instead of re-forming.
+func TestTrainElasticBelowMin(t *testing.T) {
+	n := netns.New(t, "elm1", "elm2", "elm3") // skips without root, saying why
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	args := append([]string{"--checkpoint-dir", filepath.Join(dir, "ckpt")}, elasticArgs(16)...)
+	hold := []string{ranks.HoldEnv + "=0:9"}
+	endpoint := n.Hosts[0].Name + ":29413"
+	var agents []*elasticAgent
+	for i, h := range n.Hosts {
+		agents = append(agents, startElasticAgent(t, ctx, h, i, "2:3", endpoint, "elastic-min", hold, args...))
+	}
+	agents[0].out.waitFor(t, ctx, 0, "waiting for a preemption signal before step 9")
+	agents[1].cmd.Process.Kill()
+	agents[2].cmd.Process.Kill()
+	err := <-agents[0].done
+	agents[0].done <- err
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+		t.Fatalf("node 0 alone: %v, want exit code 1\n%s", err, agents[0].out.String())
+	}
+	// Both in the same beat (planRound's words), or one while the world
+	// re-formed without the other (awaitMembers').
+	_, l := agents[0].out.waitFor(t, ctx, 0, "fewer than --nnodes 2:3 allows: stopping")
+	if !strings.Contains(l.text, "1 node left (0)") {
+		t.Errorf("the reason %q does not say that node 0 alone is left", l.text)
+	}
+	if strings.Contains(agents[0].out.String(), "re-layout:") {
+		t.Errorf("node 0 re-formed a world below MIN:\n%s", agents[0].out.String())
+	}
 }
