@@ -103,6 +103,19 @@ func startElasticAgent(t *testing.T, ctx context.Context, h *netns.Host, node in
 	return a
 }
 
+// startElasticAgents starts an agent of a --nnodes 2:3 job on each of hosts,
+// node i on hosts[i], and waits (on its output) until rank 0 holds before
+// step 9 (hold must hold it there).
+func startElasticAgents(t *testing.T, ctx context.Context, hosts []*netns.Host, endpoint, id string, hold []string, args ...string) []*elasticAgent {
+	t.Helper()
+	var agents []*elasticAgent
+	for i, h := range hosts {
+		agents = append(agents, startElasticAgent(t, ctx, h, i, "2:3", endpoint, id, hold, args...))
+	}
+	agents[0].out.waitFor(t, ctx, 0, "waiting for a preemption signal before step 9")
+	return agents
+}
+
 // mustExitZero waits for the agent and fails the test unless it exited 0.
 func (a *elasticAgent) mustExitZero(t *testing.T, what string) {
 	t.Helper()
@@ -163,11 +176,7 @@ func TestTrainElasticNodeLoss(t *testing.T) {
 	args := append([]string{"--metrics", metrics, "--checkpoint-dir", ckpt}, elasticArgs(steps)...)
 	hold := []string{ranks.HoldEnv + "=0:9"} // before the 10th step, first round only
 	endpoint := n.Hosts[0].Name + ":29410"
-	var agents []*elasticAgent
-	for i, h := range n.Hosts {
-		agents = append(agents, startElasticAgent(t, ctx, h, i, "2:3", endpoint, "elastic-loss", hold, args...))
-	}
-	agents[0].out.waitFor(t, ctx, 0, "waiting for a preemption signal before step 9")
+	agents := startElasticAgents(t, ctx, n.Hosts, endpoint, "elastic-loss", hold, args...)
 	agents[2].cmd.Process.Kill()
 	lostAt := time.Now()
 	agents[0].mustExitZero(t, "node 0")
@@ -232,12 +241,8 @@ func TestTrainElasticJoin(t *testing.T) {
 	args := append([]string{"--metrics", metrics, "--checkpoint-dir", ckpt}, elasticArgs(steps)...)
 	hold := []string{ranks.HoldEnv + "=0:9,0:12:1"} // the first world before step 10, the second before 13
 	endpoint := n.Hosts[0].Name + ":29412"
-	var agents []*elasticAgent
-	for i, h := range n.Hosts[:3] {
-		agents = append(agents, startElasticAgent(t, ctx, h, i, "2:3", endpoint, "elastic-join", hold, args...))
-	}
+	agents := startElasticAgents(t, ctx, n.Hosts[:3], endpoint, "elastic-join", hold, args...)
 	out := agents[0].out
-	out.waitFor(t, ctx, 0, "waiting for a preemption signal before step 9")
 	agents[2].cmd.Process.Kill()
 	i, _ := out.waitFor(t, ctx, 0, "re-layout: 3 → 2 nodes (node 2 was lost), pp 3 dp 2 → pp 2 dp 2")
 	out.waitFor(t, ctx, i, "waiting for a preemption signal before step 12")
@@ -279,11 +284,7 @@ func TestTrainElasticBelowMin(t *testing.T) {
 	args := append([]string{"--checkpoint-dir", filepath.Join(dir, "ckpt")}, elasticArgs(16)...)
 	hold := []string{ranks.HoldEnv + "=0:9"}
 	endpoint := n.Hosts[0].Name + ":29413"
-	var agents []*elasticAgent
-	for i, h := range n.Hosts {
-		agents = append(agents, startElasticAgent(t, ctx, h, i, "2:3", endpoint, "elastic-min", hold, args...))
-	}
-	agents[0].out.waitFor(t, ctx, 0, "waiting for a preemption signal before step 9")
+	agents := startElasticAgents(t, ctx, n.Hosts, endpoint, "elastic-min", hold, args...)
 	agents[1].cmd.Process.Kill()
 	agents[2].cmd.Process.Kill()
 	err := <-agents[0].done
