@@ -65,7 +65,7 @@ func (a *agent) askToJoin(ctx context.Context) (int, error) {
 	}
 	if err := a.waitUnlessRefused(ctx, "elastic/admit/"+strconv.Itoa(a.c.NodeRank)); err != nil {
 		return 0, fmt.Errorf("node %d asked to join at %s, but node 0 gave it no place within --rdzv-timeout %v (the world holds --nnodes %s): %w",
-			a.c.NodeRank, a.client.Addr(), a.c.RdzvTimeout, a.c.nodeCount(), err)
+			a.c.NodeRank, joinHostPort(a.c.StoreHost, a.c.StorePort), a.c.RdzvTimeout, a.c.nodeCount(), err)
 	}
 	v, err := a.client.Get(ctx, "elastic/admit/"+strconv.Itoa(a.c.NodeRank))
 	if err != nil {

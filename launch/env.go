@@ -28,6 +28,10 @@ type World struct {
 	Reason              string
 }
 
+// elasticEnv are the variables of an elastic job's ranks: the agent sets
+// them or, for a fixed job, none (never its own environment's).
+var elasticEnv = map[string]bool{contract.EnvElasticBase: true, contract.EnvElasticPrev: true, contract.EnvElasticReason: true}
+
 // rankEnv is the environment of local rank local in attempt restart: base (the
 // agent's own environment) with the rank contract laid over it.
 func rankEnv(base []string, c Config, w World, local, restart int) []string {
@@ -69,7 +73,7 @@ func rankEnv(base []string, c Config, w World, local, restart int) []string {
 	for _, kv := range base {
 		k, _, _ := strings.Cut(kv, "=")
 		has[k] = true
-		if _, over := set[k]; over || k == contract.EnvHostStore || k == contract.EnvElasticPrev || k == contract.EnvElasticReason {
+		if _, over := set[k]; over || k == contract.EnvHostStore || elasticEnv[k] {
 			continue
 		}
 		env = append(env, kv)
