@@ -214,9 +214,7 @@ func (a *agent) awaitFirstRound(ctx context.Context) error {
 		}
 		var due <-chan time.Time
 		if asked >= a.c.MinNodes {
-			t := time.NewTimer(time.Until(last.Add(lastCall)))
-			defer t.Stop()
-			due = t.C
+			due = time.After(time.Until(last.Add(lastCall)))
 		}
 		select {
 		case j := <-a.joins:

@@ -218,3 +218,42 @@ func TestElasticSupervisor(t *testing.T) {
 		})
 	}
 }
+
+// An elastic job's ranks get their node's place in the world (not its name)
+// and the elastic variables; a fixed job's get none, even when the agent's
+// own environment has them.
+func TestRankEnvElastic(t *testing.T) {
+	get := func(env []string) map[string]string {
+		m := map[string]string{}
+		for _, kv := range env {
+			k, v, _ := strings.Cut(kv, "=")
+			m[k] = v
+		}
+		return m
+	}
+	inherited := []string{"PPLAUNCH_ELASTIC_BASE_WORLD_SIZE=9", "PPLAUNCH_ELASTIC_PREV_WORLD=1:1", "PPLAUNCH_ELASTIC_REASON=old"}
+	el := Config{NProc: 2, NNodes: 3, MinNodes: 2, NodeRank: 7, Cores: 2}
+	w := World{Size: 4, FirstRank: 2, NNodes: 2, GroupRank: 1, Members: []int{0, 7}, Base: 6, PrevNodes: 3, PrevSize: 6, Reason: "node 2 was lost"}
+	env := get(rankEnv(inherited, el, w, 0, 1))
+	for k, want := range map[string]string{"GROUP_RANK": "1", "NODE_RANK": "1", "GROUP_WORLD_SIZE": "2", "RANK": "2",
+		"PPLAUNCH_ELASTIC_BASE_WORLD_SIZE": "6", "PPLAUNCH_ELASTIC_PREV_WORLD": "3:6", "PPLAUNCH_ELASTIC_REASON": "node 2 was lost"} {
+		if env[k] != want {
+			t.Errorf("elastic: %s=%q, want %q", k, env[k], want)
+		}
+	}
+	w.PrevSize = 0 // the same nodes as the last round
+	env = get(rankEnv(inherited, el, w, 0, 2))
+	if _, ok := env["PPLAUNCH_ELASTIC_PREV_WORLD"]; ok || env["PPLAUNCH_ELASTIC_BASE_WORLD_SIZE"] != "6" {
+		t.Errorf("elastic, unchanged world: %v", env)
+	}
+	fixed := Config{NProc: 2, NNodes: 2, NodeRank: 1, Cores: 2}
+	env = get(rankEnv(inherited, fixed, World{Size: 4, FirstRank: 2, NNodes: 2}, 0, 0))
+	for _, k := range []string{"PPLAUNCH_ELASTIC_BASE_WORLD_SIZE", "PPLAUNCH_ELASTIC_PREV_WORLD", "PPLAUNCH_ELASTIC_REASON"} {
+		if _, ok := env[k]; ok {
+			t.Errorf("a fixed job's rank has %s=%s", k, env[k])
+		}
+	}
+	if env["GROUP_RANK"] != "1" {
+		t.Errorf("fixed: GROUP_RANK=%q, want the node rank 1", env["GROUP_RANK"])
+	}
+}

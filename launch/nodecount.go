@@ -21,16 +21,16 @@ func (n *NodeCount) UnmarshalText(b []byte) error {
 	lo, hi, elastic := strings.Cut(s, ":")
 	min, err := strconv.Atoi(lo)
 	if err != nil {
-		return fmt.Errorf("--nnodes %q: want N or MIN:MAX (e.g. 4, or 2:4)", s)
+		return fmt.Errorf("%q: want N or MIN:MAX (e.g. 4, or 2:4)", s)
 	}
 	max := min
 	if elastic {
 		if max, err = strconv.Atoi(hi); err != nil {
-			return fmt.Errorf("--nnodes %q: want N or MIN:MAX (e.g. 4, or 2:4)", s)
+			return fmt.Errorf("%q: want N or MIN:MAX (e.g. 4, or 2:4)", s)
 		}
 	}
 	if elastic && (min < 1 || max < min) {
-		return fmt.Errorf("--nnodes %q: MIN:MAX needs 1 <= MIN <= MAX", s)
+		return fmt.Errorf("%q: MIN:MAX needs 1 <= MIN <= MAX", s)
 	}
 	n.Min, n.Max = min, max
 	return nil
