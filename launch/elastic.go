@@ -105,6 +105,7 @@ func (a *agent) watchJoins(ctx context.Context) {
 // elasticRendezvous forms round restart's world of an elastic job.
 func (a *agent) elasticRendezvous(ctx context.Context, restart int, w World) (World, error) {
 	pfx := fmt.Sprintf("rdzv/%d/", restart)
+	start := time.Now()
 	if a.c.NodeRank == 0 {
 		if restart == 0 {
 			if err := a.agree(ctx); err != nil {
@@ -124,7 +125,6 @@ func (a *agent) elasticRendezvous(ctx context.Context, restart int, w World) (Wo
 	} else if err := a.announce(ctx, pfx); err != nil {
 		return w, err
 	}
-	start := time.Now()
 	var rec struct {
 		worldRecord
 		elasticRecord
@@ -146,8 +146,8 @@ func (a *agent) elasticRendezvous(ctx context.Context, restart int, w World) (Wo
 	a.members = rec.Members
 	a.mu.Unlock()
 	a.last = w
-	a.logf("round %d: a world of %d ranks on %d nodes (%s) in %v; this node's ranks are %d..%d",
-		restart, w.Size, w.NNodes, nodeList(rec.Members), time.Since(start).Round(time.Millisecond), w.FirstRank, w.FirstRank+a.c.NProc-1)
+	a.logf("round %d: a world of %d ranks on %s (%s) in %v; this node's ranks are %d..%d",
+		restart, w.Size, count(w.NNodes, "node"), nodeList(rec.Members), time.Since(start).Round(time.Millisecond), w.FirstRank, w.FirstRank+a.c.NProc-1)
 	return w, nil
 }
 
