@@ -225,6 +225,7 @@ func (c *trainCmd) job(stdout io.Writer, backend string) func(ctx context.Contex
 		defer comm.Close()
 		job := ranks.Job{
 			Rank: r.Rank, Size: r.WorldSize, Node: r.NodeRank, Store: r.Store, Comm: comm, Restart: r.RestartCount, Backend: be, Logf: logf,
+			Salvage: os.Getenv(contract.EnvElasticBase) != "", // an elastic job's
 		}
 		if backend == "nccl" {
 			if job.Device, err = openDeviceComm(ctx, r, be, cfg.Timeout); err != nil {

@@ -88,7 +88,7 @@ type elasticAgent struct {
 func startElasticAgent(t *testing.T, ctx context.Context, h *netns.Host, node int, nnodes, endpoint, id string, env []string, args ...string) *elasticAgent {
 	t.Helper()
 	argv := append([]string{"--nnodes", nnodes, "--node-rank", fmt.Sprint(node), "--rdzv-endpoint", endpoint,
-		"--rdzv-id", id, "--rdzv-timeout", "60s", "--nproc", "2", "--max-restarts", "3", "--grace-period", "2s", "train"}, args...)
+		"--rdzv-id", id, "--rdzv-timeout", "60s", "--nproc", "2", "--max-restarts", "3", "--grace-period", "10s", "train"}, args...)
 	a := &elasticAgent{cmd: h.Command(ctx, binary(t), argv...), out: newWatchedOutput(), done: make(chan error, 1)}
 	a.cmd.Env = append(append(os.Environ(), "PPLAUNCH_TOKEN="+id+"-secret"), env...)
 	a.cmd.Stdout, a.cmd.Stderr = a.out, a.out
@@ -126,8 +126,9 @@ func (a *elasticAgent) mustExitZero(t *testing.T, what string) {
 	}
 }
 
-// elasticRecords reads --metrics: the step records and the re-layouts.
-func elasticRecords(t *testing.T, path string) (steps []ranks.StepRecord, relayouts []ranks.RelayoutRecord) {
+// elasticRecords reads --metrics: the step records and the re-layouts, and
+// for each re-layout the step of the last step record before it.
+func elasticRecords(t *testing.T, path string) (steps []ranks.StepRecord, relayouts []ranks.RelayoutRecord, before []int) {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -147,85 +148,120 @@ func elasticRecords(t *testing.T, path string) (steps []ranks.StepRecord, relayo
 			var r ranks.RelayoutRecord
 			json.Unmarshal([]byte(line), &r)
 			relayouts = append(relayouts, r)
+			last := 0
+			if len(steps) > 0 {
+				last = steps[len(steps)-1].Step
+			}
+			before = append(before, last)
 		}
 	}
-	return steps, relayouts
+	return steps, relayouts, before
 }
 
-// elasticArgs is the training job of the elastic tests: dp 2 with 2
-// micro-batches per replica, so every layout's global batch is 4
-// micro-batches and one process with 4 gives the same bits.
-func elasticArgs(steps int) []string {
-	return append(append([]string{}, tinyModel...), "--dp", "2", "--microbatches", "2", "--steps", fmt.Sprint(steps), "--checkpoint-every", "4")
+// elasticArgs is the training job of the elastic tests, with its layout
+// flags: with dp2 every layout's global batch is 4 micro-batches, and one
+// process with 4 gives the same bits.
+func elasticArgs(steps int, layout ...string) []string {
+	return append(append(append([]string{}, tinyModel...), "--steps", fmt.Sprint(steps), "--checkpoint-every", "4"), layout...)
 }
 
-// TestTrainElasticNodeLoss: three simulated hosts with --nnodes 2:3 (pp 3 ×
-// dp 2); rank 0 holds before step 10 until the host of node 2 has had its
-// agent killed. The job goes on with two hosts (pp 2 × dp 2, the global
-// batch kept) from the checkpoint of step 8, ends with exit 0, logs the
-// re-layout and records it in --metrics; its final checkpoint equals, bit
-// for bit, a fixed two-host run of that layout resumed from a copy of that
-// checkpoint.
+var dp2 = []string{"--dp", "2", "--microbatches", "2"}
+
+// TestTrainElasticNodeLoss: three simulated hosts with --nnodes 2:3; rank 0
+// holds before step 10 until the host of node 2 has had its agent killed.
+// The job goes on with two hosts, the global batch kept, ends with exit 0,
+// logs the re-layout and records it in --metrics; its final checkpoint
+// equals, bit for bit, a fixed two-host run of that layout resumed from a
+// copy of the re-layout's starting point, and one process's. With dp 2 every
+// stage still has a holder after the loss: the ranks left save step 9 from
+// memory and no step is lost. With dp 1 the lost node's stages have none:
+// the world goes on from the checkpoint of step 8.
 func TestTrainElasticNodeLoss(t *testing.T) {
 	n := netns.New(t, "els1", "els2", "els3") // skips without root, saying why
+	for i, tc := range []lossCase{
+		{name: "from memory", layout: dp2, relayout: "pp 3 dp 2 → pp 2 dp 2 (global batch 4 micro-batches), from checkpoint step 9",
+			from: ranks.Shape{PP: 3, DP: 2, Micro: 2}, to: ranks.Shape{PP: 2, DP: 2, Micro: 2}, resume: 9,
+			refLayout: []string{"--pp", "2", "--dp", "2", "--microbatches", "2"}, oneProcess: []string{"--microbatches", "4"}},
+		{name: "from the checkpoint", layout: []string{"--dp", "1", "--microbatches", "2"}, relayout: "pp 6 dp 1 → pp 4 dp 1 (global batch 2 micro-batches), from checkpoint step 8",
+			from: ranks.Shape{PP: 6, DP: 1, Micro: 2}, to: ranks.Shape{PP: 4, DP: 1, Micro: 2}, resume: 8,
+			refLayout: []string{"--pp", "4", "--microbatches", "2"}, oneProcess: []string{"--microbatches", "2"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			elasticLoss(t, n, 29410+10*i, tc)
+		})
+	}
+}
+
+// lossCase is one case of TestTrainElasticNodeLoss.
+type lossCase struct {
+	name       string
+	layout     []string // the first world's flags
+	relayout   string   // the re-layout line, after the nodes
+	from, to   ranks.Shape
+	resume     int      // the re-layout's starting point
+	refLayout  []string // the fixed two-host run's flags
+	oneProcess []string // one process's
+}
+
+// elasticLoss runs c on n's hosts with the rendezvous at port (and port+1
+// for the reference).
+func elasticLoss(t *testing.T, n *netns.Net, port int, c lossCase) {
+	layout, relayout, from, to, resume := c.layout, c.relayout, c.from, c.to, c.resume
 	dir := t.TempDir()
 	ckpt, metrics := filepath.Join(dir, "ckpt"), filepath.Join(dir, "metrics.jsonl")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	const steps = 16
-	args := append([]string{"--metrics", metrics, "--checkpoint-dir", ckpt}, elasticArgs(steps)...)
+	args := append([]string{"--metrics", metrics, "--checkpoint-dir", ckpt}, elasticArgs(steps, layout...)...)
 	hold := []string{ranks.HoldEnv + "=0:9"} // before the 10th step, first round only
-	endpoint := n.Hosts[0].Name + ":29410"
-	agents := startElasticAgents(t, ctx, n.Hosts, endpoint, "elastic-loss", hold, args...)
+	agents := startElasticAgents(t, ctx, n.Hosts, fmt.Sprintf("%s:%d", n.Hosts[0].Name, port), fmt.Sprintf("elastic-loss-%d", port), hold, args...)
 	agents[2].cmd.Process.Kill()
 	lostAt := time.Now()
 	agents[0].mustExitZero(t, "node 0")
 	agents[1].mustExitZero(t, "node 1")
 	out := agents[0].out
-	i, relayout := out.waitFor(t, ctx, 0, "re-layout: 3 → 2 nodes (node 2 was lost), pp 3 dp 2 → pp 2 dp 2 (global batch 4 micro-batches), from checkpoint step 8")
-	_, first := out.waitFor(t, ctx, i, "step 9/")
-	stepRecs, rels := elasticRecords(t, metrics)
+	i, line := out.waitFor(t, ctx, 0, "re-layout: 3 → 2 nodes (node 2 was lost), "+relayout)
+	_, first := out.waitFor(t, ctx, i, fmt.Sprintf("step %d/", resume+1))
+	stepRecs, rels, before := elasticRecords(t, metrics)
 	if testing.Verbose() {
 		t.Logf("node 0's output:\n%s", out.String())
 	}
-	if len(rels) != 1 || rels[0].Step != 8 || rels[0].From != (ranks.Shape{PP: 3, DP: 2, Micro: 2}) || rels[0].To != (ranks.Shape{PP: 2, DP: 2, Micro: 2}) {
-		t.Fatalf("--metrics re-layout records %+v, want one from pp 3 dp 2 to pp 2 dp 2 at step 8", rels)
+	if len(rels) != 1 || rels[0].Step != resume || rels[0].From != from || rels[0].To != to {
+		t.Fatalf("--metrics re-layout records %+v, want one from %v to %v at step %d", rels, from, to, resume)
 	}
-	done := 0 // steps finished before the loss: the records before the re-layout's
-	for _, r := range stepRecs {
-		if r.Step <= done {
-			break
-		}
-		done = r.Step
+	done := before[0] // steps finished before the loss
+	if done != 9 || len(stepRecs) != steps+done-resume {
+		t.Errorf("%d step records, the first world's ending at step %d: want steps 1..9, then %d..%d", len(stepRecs), done, resume+1, steps)
 	}
-	if done != 9 || len(stepRecs) != steps+done-8 {
-		t.Errorf("%d step records, the first world's ending at step %d: want steps 1..9, then 9..%d again from the checkpoint", len(stepRecs), done, steps)
-	}
-	t.Logf("node lost to the re-layout line %v, to the first step's line %v; steps lost %d (the loss after step %d, the checkpoint at %d)",
-		relayout.at.Sub(lostAt).Round(time.Millisecond), first.at.Sub(lostAt).Round(time.Millisecond), done-rels[0].Step, done, rels[0].Step)
+	t.Logf("node lost to the re-layout line %v, to the first step's line %v; steps lost %d (the loss after step %d, going on from step %d)",
+		line.at.Sub(lostAt).Round(time.Millisecond), first.at.Sub(lostAt).Round(time.Millisecond), done-resume, done, resume)
 
-	// The same layout on two hosts, resumed from a copy of step 8.
+	// The same layout on two hosts, resumed from a copy of the starting point.
 	ref := filepath.Join(dir, "ref")
 	if err := os.MkdirAll(ref, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := exec.Command("cp", "-r", filepath.Join(ckpt, "step-000008"), ref).CombinedOutput(); err != nil {
+	if out, err := exec.Command("cp", "-r", filepath.Join(ckpt, fmt.Sprintf("step-%06d", resume)), ref).CombinedOutput(); err != nil {
 		t.Fatalf("copy the checkpoint: %v\n%s", err, out)
 	}
-	refArgs := append([]string{"--checkpoint-dir", ref, "--resume", "--pp", "2"}, elasticArgs(steps)...)
+	refArgs := append([]string{"--checkpoint-dir", ref, "--resume"}, elasticArgs(steps, c.refLayout...)...)
 	var refs []*elasticAgent
 	for i, h := range n.Hosts[:2] {
-		refs = append(refs, startElasticAgent(t, ctx, h, i, "2", n.Hosts[0].Name+":29411", "elastic-loss-ref", nil, refArgs...))
+		refs = append(refs, startElasticAgent(t, ctx, h, i, "2", fmt.Sprintf("%s:%d", n.Hosts[0].Name, port+1), fmt.Sprintf("elastic-ref-%d", port), nil, refArgs...))
 	}
 	for i, a := range refs {
 		a.mustExitZero(t, fmt.Sprintf("reference node %d", i))
 	}
 	compare(t, ckpt, ref)
+	one := t.TempDir()
+	oneArgs := append([]string{"--checkpoint-dir", one}, elasticArgs(steps, c.oneProcess...)...)
+	mustSucceed(t, runJob(t, 1, 0, nil, oneArgs...), "one-process reference")
+	compare(t, ckpt, one)
 }
 
 // TestTrainElasticJoin: three simulated hosts with --nnodes 2:3 (pp 3 × dp
 // 2) lose node 2 while rank 0 holds before step 10, and go on with two (pp 2
-// × dp 2) from the checkpoint of step 8; rank 0 then holds before step 13
+// × dp 2) from step 9, saved from memory; rank 0 then holds before step 13
 // until a fourth host's agent (node 3) has asked to join. The ranks stop at
 // that step boundary with a checkpoint, the world grows back to three hosts
 // (pp 3 × dp 2) from it, with no step lost, every live agent ends with exit
@@ -238,7 +274,7 @@ func TestTrainElasticJoin(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	const steps = 16
-	args := append([]string{"--metrics", metrics, "--checkpoint-dir", ckpt}, elasticArgs(steps)...)
+	args := append([]string{"--metrics", metrics, "--checkpoint-dir", ckpt}, elasticArgs(steps, dp2...)...)
 	hold := []string{ranks.HoldEnv + "=0:9,0:12:1"} // the first world before step 10, the second before 13
 	endpoint := n.Hosts[0].Name + ":29412"
 	agents := startElasticAgents(t, ctx, n.Hosts[:3], endpoint, "elastic-join", hold, args...)
@@ -255,20 +291,20 @@ func TestTrainElasticJoin(t *testing.T) {
 	_, first := out.waitFor(t, ctx, i, "step 14/")
 	t.Logf("fourth agent started to the re-layout line %v, to the first step's line %v",
 		relayout.at.Sub(joinAt).Round(time.Millisecond), first.at.Sub(joinAt).Round(time.Millisecond))
-	stepRecs, rels := elasticRecords(t, metrics)
-	if len(rels) != 2 || rels[0].Step != 8 || rels[1].Step != 13 || rels[1].ToRanks != 6 || rels[1].Reason != "node 3 joined" {
-		t.Fatalf("--metrics re-layout records %+v, want one to 4 ranks at step 8 and one to 6 ranks at step 13", rels)
+	stepRecs, rels, _ := elasticRecords(t, metrics)
+	if len(rels) != 2 || rels[0].Step != 9 || rels[1].Step != 13 || rels[1].ToRanks != 6 || rels[1].Reason != "node 3 joined" {
+		t.Fatalf("--metrics re-layout records %+v, want one to 4 ranks at step 9 and one to 6 ranks at step 13", rels)
 	}
 	var got []int
 	for _, r := range stepRecs {
 		got = append(got, r.Step)
 	}
-	// Steps 9 again after the loss (from the checkpoint of 8), none again after the join.
-	if want := []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 9, 10, 11, 12, 13, 14, 15, 16}; fmt.Sprint(got) != fmt.Sprint(want) {
+	// No step again after the loss (saved from memory) nor after the join.
+	if want := []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}; fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("step records %v, want %v", got, want)
 	}
 	refDir := t.TempDir()
-	refArgs := append(append([]string{}, tinyModel...), "--microbatches", "4", "--steps", fmt.Sprint(steps), "--checkpoint-dir", refDir)
+	refArgs := append([]string{"--checkpoint-dir", refDir}, elasticArgs(steps, "--microbatches", "4")...)
 	mustSucceed(t, runJob(t, 1, 0, nil, refArgs...), "one-process reference")
 	compare(t, ckpt, refDir)
 }
@@ -281,7 +317,7 @@ func TestTrainElasticBelowMin(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	args := append([]string{"--checkpoint-dir", filepath.Join(dir, "ckpt")}, elasticArgs(16)...)
+	args := append([]string{"--checkpoint-dir", filepath.Join(dir, "ckpt")}, elasticArgs(16, dp2...)...)
 	hold := []string{ranks.HoldEnv + "=0:9"}
 	endpoint := n.Hosts[0].Name + ":29413"
 	agents := startElasticAgents(t, ctx, n.Hosts, endpoint, "elastic-min", hold, args...)
