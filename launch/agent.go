@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 
@@ -32,6 +33,7 @@ type failure struct {
 	After  string   `json:"after"`  // time since the attempt started
 	Final  bool     `json:"final"`  // no restart (the job was told to stop)
 	Lost   bool     `json:"lost"`   // node Node was lost (no heartbeat)
+	Join   bool     `json:"join"`   // not a failure: node Node asks to join an elastic job, the world re-forms
 	Stderr []string `json:"stderr"` // its last lines
 }
 
@@ -61,6 +63,16 @@ type agent struct {
 	refused  bool             // the rendezvous was refused (flags differ)
 	ahead    chan aheadKeeper // the first attempt's keeper, started while the world forms
 	etcd     *etcdstore.Store // client, when the agents meet in etcd (rdzv_etcd.go)
+
+	// An elastic job's (elastic.go): the current members (the heartbeat
+	// reads them), node 0's join requests and those still waiting for a
+	// place, the first round's size, and this node's last world.
+	mu      sync.Mutex
+	members []int
+	joins   chan joinRequest
+	pending []joinRequest
+	base    int
+	last    World
 }
 
 // Run is the agent: it forms the world with the other nodes' agents, runs this
@@ -106,7 +118,11 @@ func (a *agent) run(ctx context.Context) (int, error) {
 		return 1, err
 	}
 	defer os.RemoveAll(a.runDir)
-	for restart := 0; ; restart++ {
+	first, err := a.firstRound(ctx)
+	if err != nil {
+		return 1, err
+	}
+	for restart := first; ; restart++ {
 		var w World
 		sig, err := a.untilSignal(ctx, func(ctx context.Context) (err error) {
 			w, err = a.rendezvous(ctx, restart, storeAddr)
@@ -135,8 +151,35 @@ func (a *agent) run(ctx context.Context) (int, error) {
 		if !again {
 			return code, nil
 		}
+		if a.c.Elastic() && (f.Lost || f.Join) {
+			a.logf("re-forming the world (restart %d of %d): %s", restart+1, a.c.MaxRestarts, f.How)
+			continue
+		}
 		a.logf("restarting the group on every node (restart %d of %d)", restart+1, a.c.MaxRestarts)
 	}
+}
+
+// firstRound is the round this agent's first attempt is: 0, except for a
+// node that joins an elastic job (askToJoin). Node 0 of an elastic job
+// starts watching for join requests.
+func (a *agent) firstRound(ctx context.Context) (int, error) {
+	if !a.c.Elastic() {
+		return 0, nil
+	}
+	if a.c.NodeRank == 0 {
+		a.joins = make(chan joinRequest, 1)
+		go a.watchJoins(ctx)
+		return 0, nil
+	}
+	var round int
+	sig, err := a.untilSignal(ctx, func(ctx context.Context) (err error) {
+		round, err = a.askToJoin(ctx)
+		return err
+	})
+	if sig != 0 {
+		return 0, fmt.Errorf("received %s while asking to join", contract.SignalName(sig))
+	}
+	return round, err
 }
 
 // untilSignal runs f, cancelling it when a signal that stops the job arrives
@@ -222,7 +265,7 @@ func (a *agent) leave() {
 		return
 	}
 	var keys []string
-	for i := range a.c.NNodes {
+	for _, i := range a.nodeIDs() {
 		if !a.gone[i] {
 			keys = append(keys, "left/"+strconv.Itoa(i))
 		}

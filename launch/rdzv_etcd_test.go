@@ -119,8 +119,8 @@ func TestEtcdTLSAndUser(t *testing.T) {
 // TestEtcdOneNode: one node needs no rendezvous, so no etcd is contacted
 // (none runs at the endpoint) and its ranks meet on loopback.
 func TestEtcdOneNode(t *testing.T) {
-	zero, one := 0, 1
-	c, err := Resolve(Flags{NProc: "1", NNodes: &one, NodeRank: &zero, RdzvBackend: "etcd", RdzvEndpoint: "127.0.0.1:1", RdzvID: "solo",
+	zero := 0
+	c, err := Resolve(Flags{NProc: "1", NNodes: Nodes(1), NodeRank: &zero, RdzvBackend: "etcd", RdzvEndpoint: "127.0.0.1:1", RdzvID: "solo",
 		RdzvTimeout: Duration(time.Second), GracePeriod: Duration(time.Second)}, func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
@@ -162,10 +162,10 @@ func TestEtcdNodesDecisions(t *testing.T) {
 }
 
 func TestResolveEtcd(t *testing.T) {
-	two, zero, port := 2, 0, 29400
+	zero, port := 0, 29400
 	env := func(vars map[string]string) func(string) string { return func(k string) string { return vars[k] } }
 	base := func() Flags {
-		return Flags{NProc: "1", NNodes: &two, NodeRank: &zero, RdzvBackend: "etcd", RdzvEndpoint: "etcd1:2379,https://etcd2",
+		return Flags{NProc: "1", NNodes: Nodes(2), NodeRank: &zero, RdzvBackend: "etcd", RdzvEndpoint: "etcd1:2379,https://etcd2",
 			RdzvID: "job", MasterAddr: "node0", RdzvTimeout: Duration(1e9), GracePeriod: Duration(1e9)}
 	}
 	f := base()
@@ -179,7 +179,7 @@ func TestResolveEtcd(t *testing.T) {
 	if fmt.Sprint(*c.Etcd) != fmt.Sprint(want) || c.StoreHost != "node0" || c.StorePort != 29400 {
 		t.Errorf("resolved %+v, store %s:%d; want %+v, node0:29400", *c.Etcd, c.StoreHost, c.StorePort, want)
 	}
-	if c, err := Resolve(Flags{NProc: "1", NNodes: &two, NodeRank: &zero, RdzvEndpoint: "n0:1234", RdzvTimeout: Duration(1e9)}, env(map[string]string{"PPLAUNCH_TOKEN": "t"})); err != nil || c.Etcd != nil {
+	if c, err := Resolve(Flags{NProc: "1", NNodes: Nodes(2), NodeRank: &zero, RdzvEndpoint: "n0:1234", RdzvTimeout: Duration(1e9)}, env(map[string]string{"PPLAUNCH_TOKEN": "t"})); err != nil || c.Etcd != nil {
 		t.Errorf("no --rdzv-backend: etcd %+v, %v; want the built-in store", c.Etcd, err)
 	}
 	for _, tc := range []struct {

@@ -23,6 +23,9 @@ func (a *agent) rendezvous(ctx context.Context, restart int, storeAddr string) (
 	}
 	ctx, cancel := context.WithTimeout(ctx, a.c.RdzvTimeout)
 	defer cancel()
+	if a.c.Elastic() {
+		return a.elasticRendezvous(ctx, restart, w)
+	}
 	if restart == 0 {
 		if err := a.agree(ctx); err != nil {
 			return w, err
@@ -176,7 +179,7 @@ func neverJoined(absent []string) string {
 // never come, or give up while the others restart.
 func (a *agent) agreedFlags() [][2]string {
 	return [][2]string{
-		{"--nnodes", strconv.Itoa(a.c.NNodes)},
+		{"--nnodes", a.c.nodeCount().String()},
 		{"--max-restarts", strconv.Itoa(a.c.MaxRestarts)},
 		{"--rdzv-id", a.c.RunID},
 	}

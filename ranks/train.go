@@ -54,6 +54,14 @@ type Job struct {
 	// after, even when the signal reached only some of them; they then write
 	// a checkpoint (with CheckpointDir) and Train returns with Stopped set.
 	Stop func() bool
+	// OnResume, if set, is told on rank 0 the step training starts from
+	// (a checkpoint's, or 0) before the first step.
+	OnResume func(step int)
+	// Salvage, with CheckpointDir, has the ranks left after a failed step
+	// save the last completed one from memory where every stage still has
+	// a holder (salvage.go): an elastic job's world then re-forms without
+	// losing a step.
+	Salvage bool
 }
 
 // Result is what Train returns on rank 0.
@@ -111,6 +119,9 @@ type stepState struct {
 	dp      map[int]*dpExchange // data-parallel reduction in flight, per stage
 	curStep int
 	ctx     context.Context // the running step's (for the transfers it starts)
+	// updating is set while the optimizer takes a step: a failure then
+	// leaves some stages a step ahead, and nothing to salvage.
+	updating bool
 }
 
 // Chunk numbers of the control messages (activations and gradients use the stage).
@@ -228,11 +239,15 @@ func (t *trainer) loop(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if t.job.OnResume != nil && t.job.Rank == 0 {
+		t.job.OnResume(first)
+	}
 	res := &Result{FirstStep: first, Steps: c.Steps}
 	for step := first; step < c.Steps; step++ {
 		start, cpu0 := t.now(), cpuTime()
 		o, err := t.runStep(ctx, step, first)
 		if err != nil {
+			t.salvage(step)
 			return nil, err
 		}
 		// The step's time ends here: the evaluation and the checkpoint
@@ -325,11 +340,13 @@ func (t *trainer) runStep(ctx context.Context, step, first int) (stepOutcome, er
 		o.reduceS = optimStart.Sub(reduceStart).Seconds()
 	}
 	scale := models.ClipScale(o.norm, c.Clip)
+	t.updating = true // until every stage has taken the step: no state to salvage
 	for _, s := range t.order {
 		if err := t.opts[s].Step(t.stages[s].Params(), o.lr, scale); err != nil {
 			return stepOutcome{}, fmt.Errorf("step %d: optimizer of stage %d: %w", step, s, err)
 		}
 	}
+	t.updating = false
 	o.optimS = time.Since(optimStart).Seconds()
 	if t.zeroOn() {
 		gatherStart := time.Now()

@@ -135,8 +135,12 @@ func (c *trainCmd) precheck(f launch.Flags, getenv func(string) string) error {
 	}
 	size := 0
 	// Bad launcher flags are runAgent's to report.
-	if lc, err := launch.Resolve(f, getenv); err == nil && lc.NNodes == 1 {
+	lc, err := launch.Resolve(f, getenv)
+	if err == nil && lc.NNodes == 1 {
 		size = lc.NProc
+	}
+	if err == nil && lc.Elastic() && c.CheckpointDir == "" {
+		return fmt.Errorf("--nnodes %d:%d needs --checkpoint-dir: a world that re-forms goes on from the newest checkpoint", lc.MinNodes, lc.NNodes)
 	}
 	return c.checkWorld(size)
 }
@@ -200,6 +204,10 @@ func (c *trainCmd) job(stdout io.Writer, backend string) func(ctx context.Contex
 		if err != nil {
 			return fmt.Errorf("train: %w", err)
 		}
+		relayout, err := c.relayout(r)
+		if err != nil {
+			return fmt.Errorf("train: %w", err)
+		}
 		be, what, closeBackend, err := c.openBackend(r.LocalRank, r.LocalWorldSize)
 		if err != nil {
 			return fmt.Errorf("train: %w", err)
@@ -218,6 +226,7 @@ func (c *trainCmd) job(stdout io.Writer, backend string) func(ctx context.Contex
 		defer comm.Close()
 		job := ranks.Job{
 			Rank: r.Rank, Size: r.WorldSize, Node: r.NodeRank, Store: r.Store, Comm: comm, Restart: r.RestartCount, Backend: be, Logf: logf,
+			Salvage: os.Getenv(contract.EnvElasticBase) != "", // an elastic job's
 		}
 		if backend == "nccl" {
 			if job.Device, err = openDeviceComm(ctx, r, be, cfg.Timeout); err != nil {
@@ -236,6 +245,9 @@ func (c *trainCmd) job(stdout io.Writer, backend string) func(ctx context.Contex
 			}
 			defer out.close()
 			job.Report, job.Event, job.OnSample = out.step, out.event, out.sample
+			if relayout != nil {
+				job.OnResume = func(step int) { out.relayout(relayout, step) }
+			}
 		}
 		if c.MetricsAddr != "" {
 			lctx, stopLive := context.WithCancel(ctx)
@@ -267,11 +279,22 @@ func (c *trainCmd) job(stdout io.Writer, backend string) func(ctx context.Contex
 // rankConfig is the run's configuration on a rank of a world of size ranks:
 // the flags (and --config) resolved for that world and checked.
 func (c *trainCmd) rankConfig(size int) (ranks.TrainConfig, error) {
-	if err := c.resolveWorld(size); err != nil {
+	e, err := readElastic(os.Getenv)
+	if err != nil {
+		return ranks.TrainConfig{}, err
+	}
+	world := size
+	if e.base > 0 {
+		world = e.base // an elastic job's batch is its first world's
+	}
+	if err := c.resolveWorld(world); err != nil {
 		return ranks.TrainConfig{}, err
 	}
 	cfg, err := c.config()
 	if err != nil {
+		return ranks.TrainConfig{}, err
+	}
+	if cfg, err = elasticConfig(cfg, e, size); err != nil {
 		return ranks.TrainConfig{}, err
 	}
 	l, err := cfg.Plan(size)
@@ -280,7 +303,7 @@ func (c *trainCmd) rankConfig(size int) (ranks.TrainConfig, error) {
 	}
 	cfg.PP, cfg.DP = l.PP, l.DP
 	resolved := *c
-	resolved.PP, resolved.DP = l.PP, l.DP
+	resolved.PP, resolved.DP, resolved.Microbatches = l.PP, l.DP, cfg.Micro
 	m := cfg.Model // the preset's sizes, as the run has them
 	resolved.Layers, resolved.Width, resolved.Heads, resolved.Seq, resolved.Vocab, resolved.Tied = m.Layers, m.Width, m.Heads, m.Seq, m.Vocab, m.Tied
 	cfg.Effective = runconfig.Effective(trainOptions(&resolved))
