@@ -50,7 +50,7 @@ func BenchmarkComm(b *testing.B) {
 		for b.Loop() {
 			var res Result
 			eachRank(b, cs, func(c collective.Comm) error {
-				r, err := MeasureAllReduce(ctx, c, raws[c.Rank()], 16<<20, 16, 3)
+				r, err := MeasureAllReduce(ctx, c, Host, raws[c.Rank()], 16<<20, 16, 3)
 				if c.Rank() == 0 {
 					res = r
 				}

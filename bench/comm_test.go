@@ -96,7 +96,7 @@ func TestRunP2PTable(t *testing.T) {
 	cs := tcpWorld(t, 3)
 	ctx := context.Background()
 	out := runAll(t, cs, func(c collective.Comm, w *bytes.Buffer) error {
-		return RunP2P(ctx, c, P2POptions{Min: 8, Max: 64, Iters: 3, Reps: 1}, w)
+		return RunP2P(ctx, c, Host, P2POptions{Min: 8, Max: 64, Iters: 3, Reps: 1}, w)
 	})
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if len(lines) != 3+4 || !strings.Contains(lines[0], "p2p") || !strings.Contains(lines[2], "algbw(GB/s)") {
@@ -117,9 +117,9 @@ func TestRunJSON(t *testing.T) {
 			ctx := context.Background()
 			out := runAll(t, cs, func(c collective.Comm, w *bytes.Buffer) error {
 				if name == "p2p" {
-					return RunP2P(ctx, c, P2POptions{Min: 1 << 10, Max: 4 << 10, Iters: 2, Reps: 1, JSON: true}, w)
+					return RunP2P(ctx, c, Host, P2POptions{Min: 1 << 10, Max: 4 << 10, Iters: 2, Reps: 1, JSON: true}, w)
 				}
-				return RunAllReduce(ctx, c, AllReduceOptions{Min: 8, Max: 256 << 10, Iters: 2, Reps: 1, JSON: true}, w)
+				return RunAllReduce(ctx, c, Host, AllReduceOptions{Min: 8, Max: 256 << 10, Iters: 2, Reps: 1, JSON: true}, w)
 			})
 			sc := bufio.NewScanner(strings.NewReader(out))
 			var rows []Result
@@ -176,7 +176,7 @@ func TestRunAllReduceCountsWrongResults(t *testing.T) {
 	var wg sync.WaitGroup
 	for r, c := range []collective.Comm{cs[0], corrupting{cs[1]}} {
 		wg.Go(func() {
-			errs[r] = RunAllReduce(ctx, c, AllReduceOptions{Min: 8, Max: 16, Iters: 1, Reps: 1, NoPlain: true, JSON: true}, &outs[r])
+			errs[r] = RunAllReduce(ctx, c, Host, AllReduceOptions{Min: 8, Max: 16, Iters: 1, Reps: 1, NoPlain: true, JSON: true}, &outs[r])
 		})
 	}
 	wg.Wait()
@@ -205,7 +205,7 @@ func TestRunAllReduceMemoryBackendNoCeiling(t *testing.T) {
 	}
 	ctx := context.Background()
 	out := runAll(t, cs, func(c collective.Comm, w *bytes.Buffer) error {
-		return RunAllReduce(ctx, c, AllReduceOptions{Min: 1 << 10, Max: 1 << 20, Iters: 2, Reps: 1, NoPlain: true}, w)
+		return RunAllReduce(ctx, c, Host, AllReduceOptions{Min: 1 << 10, Max: 1 << 20, Iters: 2, Reps: 1, NoPlain: true}, w)
 	})
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if len(lines) != 3+11 {
@@ -231,13 +231,13 @@ func TestCommBenchBadOptions(t *testing.T) {
 		run  func() error
 		want string
 	}{
-		{"one rank", func() error { return RunP2P(ctx, one[0], P2POptions{}, io.Discard) }, "at least 2 ranks"},
-		{"min > max", func() error { return RunP2P(ctx, two[0], P2POptions{Min: 64, Max: 8}, io.Discard) }, "--min 64B is larger than --max 8B"},
-		{"negative min", func() error { return RunP2P(ctx, two[0], P2POptions{Min: -8}, io.Discard) }, "--min -8: a size must not be negative"},
-		{"negative lat-max", func() error { return RunP2P(ctx, two[0], P2POptions{LatMax: -1}, io.Discard) }, "--lat-max -1"},
-		{"negative iters", func() error { return RunP2P(ctx, two[0], P2POptions{Iters: -1}, io.Discard) }, "--iters -1"},
-		{"negative reps", func() error { return RunAllReduce(ctx, two[0], AllReduceOptions{Reps: -2}, io.Discard) }, "bench allreduce: --reps -2"},
-		{"negative max", func() error { return RunAllReduce(ctx, two[0], AllReduceOptions{Max: -1}, io.Discard) }, "--max -1"},
+		{"one rank", func() error { return RunP2P(ctx, one[0], Host, P2POptions{}, io.Discard) }, "at least 2 ranks"},
+		{"min > max", func() error { return RunP2P(ctx, two[0], Host, P2POptions{Min: 64, Max: 8}, io.Discard) }, "--min 64B is larger than --max 8B"},
+		{"negative min", func() error { return RunP2P(ctx, two[0], Host, P2POptions{Min: -8}, io.Discard) }, "--min -8: a size must not be negative"},
+		{"negative lat-max", func() error { return RunP2P(ctx, two[0], Host, P2POptions{LatMax: -1}, io.Discard) }, "--lat-max -1"},
+		{"negative iters", func() error { return RunP2P(ctx, two[0], Host, P2POptions{Iters: -1}, io.Discard) }, "--iters -1"},
+		{"negative reps", func() error { return RunAllReduce(ctx, two[0], Host, AllReduceOptions{Reps: -2}, io.Discard) }, "bench allreduce: --reps -2"},
+		{"negative max", func() error { return RunAllReduce(ctx, two[0], Host, AllReduceOptions{Max: -1}, io.Discard) }, "--max -1"},
 	} {
 		if err := tc.run(); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want an error containing %q", tc.name, err, tc.want)

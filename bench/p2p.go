@@ -14,10 +14,13 @@ import (
 )
 
 // RunP2P is `pplaunch bench p2p`, called by every rank: rank 0 streams
-// messages to rank 1 (one-way bandwidth, then a ping-pong for latency), and
-// over a plain TCP socket between the same two processes for the ceiling,
-// alternating the two. Rank 0 writes the report to w; other ranks wait.
-func RunP2P(ctx context.Context, c collective.Comm, opts P2POptions, w io.Writer) error {
+// messages in mem to rank 1. In host memory it measures the one-way
+// bandwidth, then a ping-pong for latency, and the same over a plain TCP
+// socket between the same two processes for the ceiling, alternating the
+// two (ranks past 1 wait); in GPU memory, nccl-tests' columns (size, count,
+// time, algbw, busbw, #wrong; busbw = algbw for one link), every rank
+// adding to the count of wrong bytes. Rank 0 writes the report to w.
+func RunP2P(ctx context.Context, c collective.Comm, mem Memory, opts P2POptions, w io.Writer) error {
 	if c.Size() < 2 {
 		return errors.New("bench p2p: needs at least 2 ranks")
 	}
@@ -27,6 +30,9 @@ func RunP2P(ctx context.Context, c collective.Comm, opts P2POptions, w io.Writer
 	szs, err := sizes(opts.Min, opts.Max, opts.Iters, opts.Reps)
 	if err != nil {
 		return fmt.Errorf("bench p2p: %w", err)
+	}
+	if mem.gpu() {
+		return runP2PBatched(ctx, c, mem, szs, opts, w)
 	}
 	if c.Rank() > 1 {
 		return c.Barrier(ctx)

@@ -100,6 +100,7 @@ func formOnce(ctx context.Context, o RendezvousOptions, n int) (time.Duration, i
 	defer cancel()
 	addr := srv.Addr().String()
 	firsts, sizes, leaves, errs := make([]int, n), make([]int, n), make([]func(), n), make([]error, n)
+	ended := make([]time.Time, n)
 	var wg sync.WaitGroup
 	start := time.Now()
 	for i := range n {
@@ -107,6 +108,7 @@ func formOnce(ctx context.Context, o RendezvousOptions, n int) (time.Duration, i
 		go func() {
 			defer wg.Done()
 			firsts[i], sizes[i], leaves[i], errs[i] = o.Join(ctx, i, n, o.RanksPerAgent, addr, token)
+			ended[i] = time.Now()
 		}()
 	}
 	wg.Wait()
@@ -122,10 +124,16 @@ func formOnce(ctx context.Context, o RendezvousOptions, n int) (time.Duration, i
 		}
 		lw.Wait()
 	}()
+	// The agent that failed first is the cause; the others may only have
+	// waited for it.
+	failed := -1
 	for i, err := range errs {
-		if err != nil {
-			return 0, 0, 0, fmt.Errorf("agent %d: %w", i, err)
+		if err != nil && (failed < 0 || ended[i].Before(ended[failed])) {
+			failed = i
 		}
+	}
+	if failed >= 0 {
+		return 0, 0, 0, fmt.Errorf("agent %d (the first of the agents that failed): %w", failed, errs[failed])
 	}
 	if err := CheckNumbering(firsts, sizes, o.RanksPerAgent); err != nil {
 		return 0, 0, 0, err

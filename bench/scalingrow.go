@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/pplaunch/pplaunch/plan"
 	"github.com/pplaunch/pplaunch/ranks"
 )
 
@@ -16,7 +17,7 @@ type ScalingRun struct {
 	Virtual   int
 	Recompute bool
 	Records   []ranks.StepRecord
-	Profile   *ranks.Profile
+	Profile   *plan.Profile
 	// Warmup is the records left out first; Measured the records used
 	// after them (the run's last step comes after those and is left out
 	// too: the end of a run, its final evaluation and checkpoint, is not
@@ -122,7 +123,7 @@ func (r ScalingRun) predictPipeline(latency float64) (float64, bool) {
 			}
 		}
 	}
-	pr, err := ranks.Predict(&p, ranks.Candidate{PP: r.Size.PP, DP: r.Size.DP, Schedule: r.Schedule, Virtual: r.Virtual,
+	pr, err := plan.Predict(&p, plan.Candidate{PP: r.Size.PP, DP: r.Size.DP, Schedule: r.Schedule, Virtual: r.Virtual,
 		Micro: r.Size.Micro, MicroSize: r.Size.MicroSize, Recompute: r.Recompute, Cut: p.Layout.Cut})
 	if err != nil || math.IsNaN(pr.PipelineS) {
 		return 0, false

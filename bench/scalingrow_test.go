@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pplaunch/pplaunch/plan"
 	"github.com/pplaunch/pplaunch/ranks"
 )
 
@@ -31,14 +32,14 @@ func readRecords(t *testing.T, path string) []ranks.StepRecord {
 	return out
 }
 
-func readTestProfile(t *testing.T, path string) *ranks.Profile {
+func readTestProfile(t *testing.T, path string) *plan.Profile {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	p, err := ranks.ReadProfile(f)
+	p, err := plan.ReadProfile(f)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,6 +41,15 @@ const (
 	// account of its failure.
 	EnvProgress = "PPLAUNCH_PROGRESS_FILE"
 
+	// An elastic job's (--nnodes MIN:MAX) facts for its ranks: the world
+	// size of its first round, which the run's batch flags were given for
+	// (a rank keeps that global batch in a world of another size); and,
+	// in a world that re-formed with other nodes, the last world as
+	// "NODES:SIZE" and why it changed ("node 2 was lost").
+	EnvElasticBase   = "PPLAUNCH_ELASTIC_BASE_WORLD_SIZE"
+	EnvElasticPrev   = "PPLAUNCH_ELASTIC_PREV_WORLD"
+	EnvElasticReason = "PPLAUNCH_ELASTIC_REASON"
+
 	// torchelastic's names for the same facts.
 	EnvTERestartCount = "TORCHELASTIC_RESTART_COUNT"
 	EnvTEMaxRestarts  = "TORCHELASTIC_MAX_RESTARTS"

@@ -7,11 +7,13 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 
 	"github.com/pplaunch/pplaunch/contract"
 	"github.com/pplaunch/pplaunch/store"
+	"github.com/pplaunch/pplaunch/store/etcdstore"
 )
 
 // sampleEvery is how often the agent reads its ranks' memory and CPU from
@@ -31,6 +33,7 @@ type failure struct {
 	After  string   `json:"after"`  // time since the attempt started
 	Final  bool     `json:"final"`  // no restart (the job was told to stop)
 	Lost   bool     `json:"lost"`   // node Node was lost (no heartbeat)
+	Join   bool     `json:"join"`   // not a failure: node Node asks to join an elastic job, the world re-forms
 	Stderr []string `json:"stderr"` // its last lines
 }
 
@@ -50,7 +53,7 @@ type agent struct {
 	out, err *console
 	host     string
 	server   *store.Server // node 0 only
-	client   *store.Client // multi-node: the agents' namespace
+	client   store.Store   // multi-node: the agents' namespace (the store on node 0, or etcd)
 	sigs     <-chan os.Signal
 	formed   bool             // a world formed: the other nodes use the store until they leave
 	runDir   string           // the ranks' progress files
@@ -59,6 +62,17 @@ type agent struct {
 	gone     map[int]bool     // nodes known lost: they will not leave
 	refused  bool             // the rendezvous was refused (flags differ)
 	ahead    chan aheadKeeper // the first attempt's keeper, started while the world forms
+	etcd     *etcdstore.Store // client, when the agents meet in etcd (rdzv_etcd.go)
+
+	// An elastic job's (elastic.go): the current members (the heartbeat
+	// reads them), node 0's join requests and those still waiting for a
+	// place, the first round's size, and this node's last world.
+	mu      sync.Mutex
+	members []int
+	joins   chan joinRequest
+	pending []joinRequest
+	base    int
+	last    World
 }
 
 // Run is the agent: it forms the world with the other nodes' agents, runs this
@@ -104,7 +118,11 @@ func (a *agent) run(ctx context.Context) (int, error) {
 		return 1, err
 	}
 	defer os.RemoveAll(a.runDir)
-	for restart := 0; ; restart++ {
+	first, err := a.firstRound(ctx)
+	if err != nil {
+		return 1, err
+	}
+	for restart := first; ; restart++ {
 		var w World
 		sig, err := a.untilSignal(ctx, func(ctx context.Context) (err error) {
 			w, err = a.rendezvous(ctx, restart, storeAddr)
@@ -119,7 +137,7 @@ func (a *agent) run(ctx context.Context) (int, error) {
 		if !a.formed && a.client != nil {
 			hctx, stop := context.WithCancel(ctx)
 			defer stop()
-			go a.heartbeat(hctx, a.lost, a.susp)
+			go a.watchNodes(hctx)
 		}
 		a.formed = true
 		f, err := a.attempt(ctx, w, restart)
@@ -133,8 +151,35 @@ func (a *agent) run(ctx context.Context) (int, error) {
 		if !again {
 			return code, nil
 		}
+		if a.c.Elastic() && (f.Lost || f.Join) {
+			a.logf("re-forming the world (restart %d of %d): %s", restart+1, a.c.MaxRestarts, f.How)
+			continue
+		}
 		a.logf("restarting the group on every node (restart %d of %d)", restart+1, a.c.MaxRestarts)
 	}
+}
+
+// firstRound is the round this agent's first attempt is: 0, except for a
+// node that joins an elastic job (askToJoin). Node 0 of an elastic job
+// starts watching for join requests.
+func (a *agent) firstRound(ctx context.Context) (int, error) {
+	if !a.c.Elastic() {
+		return 0, nil
+	}
+	if a.c.NodeRank == 0 {
+		a.joins = make(chan joinRequest, 1)
+		go a.watchJoins(ctx)
+		return 0, nil
+	}
+	var round int
+	sig, err := a.untilSignal(ctx, func(ctx context.Context) (err error) {
+		round, err = a.askToJoin(ctx)
+		return err
+	})
+	if sig != 0 {
+		return 0, fmt.Errorf("received %s while asking to join", contract.SignalName(sig))
+	}
+	return round, err
 }
 
 // untilSignal runs f, cancelling it when a signal that stops the job arrives
@@ -186,11 +231,17 @@ func (a *agent) openStore(ctx context.Context) (string, error) {
 			return "", err
 		}
 	}
+	if a.c.Etcd != nil && a.c.NNodes > 1 {
+		return a.shareStoreAddr(ctx, addr)
+	}
 	return addr, nil
 }
 
 // dialStore connects the agent to the store at addr, in the agents' namespace.
 func (a *agent) dialStore(ctx context.Context, addr string) error {
+	if a.c.Etcd != nil {
+		return a.dialEtcd(ctx)
+	}
 	dctx, cancel := context.WithTimeout(ctx, a.c.RdzvTimeout)
 	defer cancel()
 	cl, err := store.Dial(dctx, addr, a.c.Token, "agent/")
@@ -214,7 +265,7 @@ func (a *agent) leave() {
 		return
 	}
 	var keys []string
-	for i := range a.c.NNodes {
+	for _, i := range a.nodeIDs() {
 		if !a.gone[i] {
 			keys = append(keys, "left/"+strconv.Itoa(i))
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"syscall"
 	"time"
@@ -33,6 +34,7 @@ func (a *agent) attempt(ctx context.Context, w World, restart int) (*failure, er
 	}
 	sv := newSupervisor(a.c, a.host, w, start)
 	sv.pid = os.Getpid()
+	sv.growable = a.c.NodeRank == 0 && growNow(len(w.Members), a.c.NNodes, restart, a.c.MaxRestarts)
 	events := make(chan event, 16) // from the goroutines below
 	wctx, cancelWatch := context.WithCancel(ctx)
 	defer cancelWatch()
@@ -59,6 +61,9 @@ func (a *agent) attempt(ctx context.Context, w World, restart int) (*failure, er
 			evs = []event{{kind: evCancel, at: time.Now()}}
 		case n := <-a.lost:
 			evs = []event{{kind: evNodeLost, at: time.Now(), node: n}}
+		case j := <-a.joins: // node 0 of an elastic job
+			a.pending = append(a.pending, j)
+			evs = []event{{kind: evJoin, at: time.Now(), node: j.Node}}
 		case <-a.susp.changed:
 			evs = []event{{kind: evSuspensions, at: time.Now(), susp: a.susp.now()}}
 		case e := <-events:
@@ -106,6 +111,9 @@ func (a *agent) attempt(ctx context.Context, w World, restart int) (*failure, er
 	}
 	if first != nil && first.Lost {
 		a.gone[first.Node] = true
+	}
+	for n := range sv.lostNodes {
+		a.gone[n] = true
 	}
 	a.summary(first, g, start, restart)
 	return first, nil
@@ -237,14 +245,14 @@ func (a *agent) watchFailure(ctx context.Context, failKey string, events chan<- 
 func (a *agent) awaitNodes(ctx context.Context, restart int) *failure {
 	pfx := fmt.Sprintf("attempt/%d/done/", restart)
 	failKey := fmt.Sprintf("attempt/%d/failed", restart)
-	keys := make([]string, a.c.NNodes)
-	for i := range keys {
-		keys[i] = pfx + strconv.Itoa(i)
+	var keys []string
+	for _, n := range a.nodeIDs() {
+		keys = append(keys, pfx+strconv.Itoa(n))
 	}
 	dctx, cancel := context.WithTimeout(ctx, a.c.RdzvTimeout)
 	defer cancel()
 	start := time.Now()
-	if err := a.client.Set(dctx, keys[a.c.NodeRank], nil); err != nil {
+	if err := a.client.Set(dctx, pfx+strconv.Itoa(a.c.NodeRank), nil); err != nil {
 		return &failure{Node: a.c.NodeRank, Rank: -1, Code: 1, How: err.Error(), Final: true}
 	}
 	events := make(chan event, 1)
@@ -279,7 +287,10 @@ func (a *agent) awaitNodes(ctx context.Context, restart int) *failure {
 		case e := <-events:
 			return e.f
 		case n := <-a.lost:
-			return publish(&failure{Node: n, Rank: -1, Code: 1, Final: true, Lost: true,
+			if a.c.Elastic() && !slices.Contains(a.nodeIDs(), n) {
+				break // not of this world
+			}
+			return publish(&failure{Node: n, Rank: -1, Code: 1, Final: !a.c.Elastic(), Lost: true,
 				How: fmt.Sprintf("node %d was lost: its agent sent no heartbeat for %v", n, heartbeatDeadline)})
 		case s := <-a.sigs:
 			sig := s.(syscall.Signal)

@@ -22,23 +22,25 @@ const DefaultPort = 29500
 // environment variable named in its tag, and Slurm's variables fill what is still
 // unset (flags win over the environment).
 type Flags struct {
-	NProc            string   `arg:"--nproc,env:PPLAUNCH_NPROC" default:"1" placeholder:"N|auto" help:"ranks on this node (alias --nproc-per-node); auto: one per GPU, else one per CPU"`
-	NNodes           *int     `arg:"--nnodes,env:PPLAUNCH_NNODES" placeholder:"N" help:"nodes in the job; more than 1 needs PPLAUNCH_TOKEN, a secret exported alike on every node [default: Slurm's SLURM_STEP_NUM_NODES, else 1]"`
-	NodeRank         *int     `arg:"--node-rank,env:PPLAUNCH_NODE_RANK" placeholder:"R" help:"this node's rank, 0..nnodes-1; node 0 hosts the store [default: SLURM_NODEID, else 0]"`
-	RdzvEndpoint     string   `arg:"--rdzv-endpoint,env:PPLAUNCH_RDZV_ENDPOINT" placeholder:"HOST[:PORT]" help:"rendezvous store on node 0 [default: first host of SLURM_STEP_NODELIST]"`
-	MasterAddr       string   `arg:"--master-addr,env:MASTER_ADDR" placeholder:"HOST" help:"node 0's host, when --rdzv-endpoint is not given"`
-	MasterPort       *int     `arg:"--master-port,env:MASTER_PORT" placeholder:"PORT" help:"rendezvous port [default: a free port on one node, else 29500; under Slurm 20000 + job id mod 10000]"`
-	RdzvID           string   `arg:"--rdzv-id,env:PPLAUNCH_RDZV_ID" placeholder:"ID" help:"run id, the same on every node (it names the log folder; it is not a secret) [default: slurm-JOB.STEP]"`
-	Standalone       bool     `arg:"--standalone,env:PPLAUNCH_STANDALONE" help:"one node, store on a free loopback port"`
-	MaxRestarts      int      `arg:"--max-restarts,env:PPLAUNCH_MAX_RESTARTS" placeholder:"N" help:"restart the whole group up to N times after a failure"`
-	RdzvTimeout      Duration `arg:"--rdzv-timeout,env:PPLAUNCH_RDZV_TIMEOUT" default:"15m" placeholder:"DUR" help:"how long agents wait for each other (at the rendezvous, and for the other nodes to finish) and ranks for the store; seconds, or 30s, 5m"`
-	GracePeriod      Duration `arg:"--grace-period,env:PPLAUNCH_GRACE_PERIOD" default:"10s" placeholder:"DUR" help:"SIGTERM to SIGKILL when the group stops; seconds, or 500ms, 1m"`
-	LogDir           string   `arg:"--log-dir,env:PPLAUNCH_LOG_DIR" placeholder:"DIR" help:"write each rank's output to DIR/RUN-ID/rank.N/{stdout,stderr} instead of the console"`
-	Tee              bool     `arg:"--tee,env:PPLAUNCH_TEE" help:"with --log-dir, also print to the console"`
-	LocalRanksFilter string   `arg:"--local-ranks-filter,env:PPLAUNCH_LOCAL_RANKS_FILTER" placeholder:"0,1,..." help:"print only these local ranks' output on the console"`
-	Tag              bool     `arg:"--tag,env:PPLAUNCH_TAG" help:"prefix each output line with [rank N] (the default)"`
-	NoTag            bool     `arg:"--no-tag,env:PPLAUNCH_NO_TAG" help:"print ranks' output lines as they are"`
-	Direct           bool     `arg:"--direct,env:PPLAUNCH_DIRECT" help:"no agent: this process is one rank of an srun or mpirun job (RANK from SLURM_PROCID, OMPI_COMM_WORLD_RANK, PMI_RANK)"`
+	NProc            string     `arg:"--nproc,env:PPLAUNCH_NPROC" default:"1" placeholder:"N|auto" help:"ranks on this node (alias --nproc-per-node); auto: one per GPU, else one per CPU"`
+	NNodes           *NodeCount `arg:"--nnodes,env:PPLAUNCH_NNODES" placeholder:"N|MIN:MAX" help:"nodes in the job; MIN:MAX is elastic: the world re-forms, from the newest checkpoint, when a node is lost or a new one joins; more than 1 needs PPLAUNCH_TOKEN, a secret exported alike on every node [default: Slurm's SLURM_STEP_NUM_NODES, else 1]"`
+	NodeRank         *int       `arg:"--node-rank,env:PPLAUNCH_NODE_RANK" placeholder:"R" help:"this node's rank, 0..nnodes-1 (elastic: any distinct number, the node's name in the job); node 0 hosts the store [default: SLURM_NODEID, else 0]"`
+	RdzvEndpoint     string     `arg:"--rdzv-endpoint,env:PPLAUNCH_RDZV_ENDPOINT" placeholder:"HOST[:PORT]" help:"rendezvous store on node 0 [default: first host of SLURM_STEP_NODELIST]"`
+	MasterAddr       string     `arg:"--master-addr,env:MASTER_ADDR" placeholder:"HOST" help:"node 0's host, when --rdzv-endpoint is not given"`
+	MasterPort       *int       `arg:"--master-port,env:MASTER_PORT" placeholder:"PORT" help:"rendezvous port [default: a free port on one node, else 29500; under Slurm 20000 + job id mod 10000]"`
+	RdzvBackend      string     `arg:"--rdzv-backend,env:PPLAUNCH_RDZV_BACKEND" default:"static" placeholder:"NAME" help:"where the agents meet: static (or c10d): the built-in store on node 0; etcd (or etcd-v2): an etcd cluster at --rdzv-endpoint HOST:2379 (the ranks' store stays on node 0, at --master-addr, else its host name)"`
+	RdzvConf         string     `arg:"--rdzv-conf,env:PPLAUNCH_RDZV_CONF" placeholder:"K=V,..." help:"etcd options: cacert=FILE, cert=FILE, key=FILE (TLS, PEM), user=NAME, password=PW (or PPLAUNCH_RDZV_PASSWORD)"`
+	RdzvID           string     `arg:"--rdzv-id,env:PPLAUNCH_RDZV_ID" placeholder:"ID" help:"run id, the same on every node (it names the log folder; it is not a secret) [default: slurm-JOB.STEP]"`
+	Standalone       bool       `arg:"--standalone,env:PPLAUNCH_STANDALONE" help:"one node, store on a free loopback port"`
+	MaxRestarts      int        `arg:"--max-restarts,env:PPLAUNCH_MAX_RESTARTS" placeholder:"N" help:"restart the whole group up to N times after a failure"`
+	RdzvTimeout      Duration   `arg:"--rdzv-timeout,env:PPLAUNCH_RDZV_TIMEOUT" default:"15m" placeholder:"DUR" help:"how long agents wait for each other (at the rendezvous, and for the other nodes to finish) and ranks for the store; seconds, or 30s, 5m"`
+	GracePeriod      Duration   `arg:"--grace-period,env:PPLAUNCH_GRACE_PERIOD" default:"10s" placeholder:"DUR" help:"SIGTERM to SIGKILL when the group stops; seconds, or 500ms, 1m"`
+	LogDir           string     `arg:"--log-dir,env:PPLAUNCH_LOG_DIR" placeholder:"DIR" help:"write each rank's output to DIR/RUN-ID/rank.N/{stdout,stderr} instead of the console"`
+	Tee              bool       `arg:"--tee,env:PPLAUNCH_TEE" help:"with --log-dir, also print to the console"`
+	LocalRanksFilter string     `arg:"--local-ranks-filter,env:PPLAUNCH_LOCAL_RANKS_FILTER" placeholder:"0,1,..." help:"print only these local ranks' output on the console"`
+	Tag              bool       `arg:"--tag,env:PPLAUNCH_TAG" help:"prefix each output line with [rank N] (the default)"`
+	NoTag            bool       `arg:"--no-tag,env:PPLAUNCH_NO_TAG" help:"print ranks' output lines as they are"`
+	Direct           bool       `arg:"--direct,env:PPLAUNCH_DIRECT" help:"no agent: this process is one rank of an srun or mpirun job (RANK from SLURM_PROCID, OMPI_COMM_WORLD_RANK, PMI_RANK)"`
 	// Rank0Raw is set by a built-in job whose rank 0 prints machine-readable
 	// lines (--json) on stdout: see outputPrefixes. Not a flag.
 	Rank0Raw bool `arg:"-"`
@@ -46,9 +48,12 @@ type Flags struct {
 
 // Config is the agent's resolved configuration.
 type Config struct {
-	NProc       int
-	NNodes      int
-	NodeRank    int
+	NProc  int
+	NNodes int // the most nodes (an elastic job's MAX)
+	// MinNodes is an elastic job's MIN (--nnodes MIN:MAX with MIN < MAX),
+	// else 0: the job then has exactly NNodes.
+	MinNodes    int
+	NodeRank    int    // elastic: the node's name in the job, not its place
 	StoreHost   string // host of the rendezvous store (node 0)
 	StorePort   int    // 0: any free port (single node)
 	RunID       string
@@ -66,6 +71,21 @@ type Config struct {
 	Cores int
 	// From says where nnodes/node rank/endpoint came from, for the log.
 	From string
+
+	// Etcd is where the agents meet when it is an etcd cluster (nil: at the
+	// store on node 0, StoreHost:StorePort).
+	Etcd *EtcdRendezvous
+}
+
+// Elastic reports whether the job's world may change size (--nnodes MIN:MAX).
+func (c Config) Elastic() bool { return c.MinNodes > 0 && c.MinNodes < c.NNodes }
+
+// nodeCount is --nnodes as given.
+func (c Config) nodeCount() NodeCount {
+	if c.Elastic() {
+		return NodeCount{Min: c.MinNodes, Max: c.NNodes}
+	}
+	return NodeCount{Min: c.NNodes, Max: c.NNodes}
 }
 
 // Resolve turns flags and the environment (getenv) into the agent's Config.
@@ -102,7 +122,7 @@ func Resolve(f Flags, getenv func(string) string) (Config, error) {
 	if err := c.placeNode(f, slurm); err != nil {
 		return c, err
 	}
-	if err := c.placeStore(f, slurm); err != nil {
+	if err := c.placeRendezvous(f, slurm, getenv); err != nil {
 		return c, err
 	}
 	if err := c.nameRun(f, slurm, getenv); err != nil {
@@ -154,7 +174,10 @@ func (c *Config) placeNode(f Flags, slurm *slurmInfo) error {
 	c.NNodes = 1
 	switch {
 	case f.NNodes != nil:
-		c.NNodes = *f.NNodes
+		c.NNodes = f.NNodes.Max
+		if f.NNodes.Min < f.NNodes.Max {
+			c.MinNodes = f.NNodes.Min
+		}
 	case slurm != nil && !f.Standalone:
 		c.NNodes = slurm.nnodes
 	}
@@ -166,6 +189,12 @@ func (c *Config) placeNode(f Flags, slurm *slurmInfo) error {
 		c.NodeRank = *f.NodeRank
 	case slurm != nil && !f.Standalone:
 		c.NodeRank = slurm.nodeID
+	}
+	if c.Elastic() {
+		if c.NodeRank < 0 {
+			return fmt.Errorf("--node-rank %d: an elastic job's nodes are named 0 (the store's host) and up", c.NodeRank)
+		}
+		return nil
 	}
 	if c.NodeRank < 0 || c.NodeRank >= c.NNodes {
 		return fmt.Errorf("--node-rank %d: must be in 0..%d for --nnodes %d", c.NodeRank, c.NNodes-1, c.NNodes)

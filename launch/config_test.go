@@ -59,10 +59,10 @@ func TestResolve(t *testing.T) {
 		{name: "single node with a port", flags: func(f *Flags) { f.MasterPort = intp(7000) }, nnodes: 1, host: "127.0.0.1", port: 7000},
 		{name: "standalone", flags: func(f *Flags) { f.Standalone = true }, nnodes: 1, host: "127.0.0.1", port: 0},
 		{name: "torchrun flags", flags: func(f *Flags) {
-			f.NNodes, f.NodeRank, f.RdzvEndpoint, f.RdzvID = intp(2), intp(1), "head:1234", "job7"
+			f.NNodes, f.NodeRank, f.RdzvEndpoint, f.RdzvID = Nodes(2), intp(1), "head:1234", "job7"
 		}, env: withToken(nil), nnodes: 2, nodeRank: 1, host: "head", port: 1234, runID: "job7", tokenExact: testSecret},
 		{name: "master addr and port", flags: func(f *Flags) {
-			f.NNodes, f.MasterAddr, f.MasterPort = intp(3), "10.0.0.1", intp(3000)
+			f.NNodes, f.MasterAddr, f.MasterPort = Nodes(3), "10.0.0.1", intp(3000)
 		}, env: withToken(nil), nnodes: 3, host: "10.0.0.1", port: 3000, runID: "rdzv-10.0.0.1:3000", tokenExact: testSecret},
 		{name: "endpoint without port", flags: func(f *Flags) { f.RdzvEndpoint = "head" }, nnodes: 1, host: "head", port: DefaultPort},
 		{name: "slurm", flags: func(f *Flags) {}, env: withToken(srunEnv(1, 0, 1)),
@@ -110,9 +110,9 @@ func TestResolveErrors(t *testing.T) {
 	}{
 		{"bad nproc", func(f *Flags) { f.NProc = "four" }, nil, `--nproc "four"`},
 		{"zero nproc", func(f *Flags) { f.NProc = "0" }, nil, `--nproc "0"`},
-		{"node rank out of range", func(f *Flags) { f.NNodes, f.NodeRank = intp(2), intp(2) }, nil, "--node-rank 2"},
-		{"multi-node without endpoint", func(f *Flags) { f.NNodes = intp(2) }, nil, "needs --rdzv-endpoint"},
-		{"standalone multi-node", func(f *Flags) { f.NNodes, f.Standalone = intp(2), true }, nil, "--standalone"},
+		{"node rank out of range", func(f *Flags) { f.NNodes, f.NodeRank = Nodes(2), intp(2) }, nil, "--node-rank 2"},
+		{"multi-node without endpoint", func(f *Flags) { f.NNodes = Nodes(2) }, nil, "needs --rdzv-endpoint"},
+		{"standalone multi-node", func(f *Flags) { f.NNodes, f.Standalone = Nodes(2), true }, nil, "--standalone"},
 		{"bad port", func(f *Flags) { f.RdzvEndpoint = "h:x" }, nil, `port "x"`},
 		{"empty port", func(f *Flags) { f.RdzvEndpoint = "h:" }, nil, `--rdzv-endpoint "h:": empty port`},
 		{"no host", func(f *Flags) { f.RdzvEndpoint = ":29500" }, nil, `--rdzv-endpoint ":29500": no host`},
@@ -124,7 +124,7 @@ func TestResolveErrors(t *testing.T) {
 		{"filter out of range", func(f *Flags) { f.NProc, f.LocalRanksFilter = "2", "0,2" }, nil, "--local-ranks-filter"},
 		{"slash in run id", func(f *Flags) { f.RdzvID = "a/b" }, nil, "--rdzv-id"},
 		{"several tasks per node in agent mode", func(f *Flags) {}, srunEnv(0, 0, 4), "srun --ntasks-per-node=1"},
-		{"several nodes without a token", func(f *Flags) { f.NNodes, f.RdzvEndpoint = intp(2), "head:1" }, nil,
+		{"several nodes without a token", func(f *Flags) { f.NNodes, f.RdzvEndpoint = Nodes(2), "head:1" }, nil,
 			"--nnodes 2: a job on several nodes needs a secret token shared by its nodes, and PPLAUNCH_TOKEN is not set; generate one and export the same value on every node before pplaunch starts: export PPLAUNCH_TOKEN=$(openssl rand -hex 16)"},
 		{"a slurm step on two nodes without a token", func(f *Flags) {}, srunEnv(1, 0, 1), "--nnodes 2: a job on several nodes needs a secret token"},
 		{"bad slurm node list", func(f *Flags) {}, func() map[string]string {
@@ -209,11 +209,13 @@ func TestDirectEnvErrors(t *testing.T) {
 		{"garbage rank", nil, map[string]string{"OMPI_COMM_WORLD_RANK": "x"}, "OMPI_COMM_WORLD_RANK"},
 		// Flags given with --direct are checked as in agent mode.
 		{"uneven nodes", func(f *Flags) { f.MasterAddr = "n1" }, uneven, "not spread evenly over nodes"},
-		{"node rank out of range", func(f *Flags) { f.MasterAddr, f.NNodes, f.NodeRank = "n1", intp(3), intp(3) }, uneven, "node rank 3 is not in 0..2"},
-		{"zero nodes", func(f *Flags) { f.NNodes = intp(0) }, srunEnv(1, 0, 4), "--nnodes 0: must be 1 or more"},
+		{"node rank out of range", func(f *Flags) { f.MasterAddr, f.NNodes, f.NodeRank = "n1", Nodes(3), intp(3) }, uneven, "node rank 3 is not in 0..2"},
+		{"zero nodes", func(f *Flags) { f.NNodes = Nodes(0) }, srunEnv(1, 0, 4), "--nnodes 0: must be 1 or more"},
 		{"zero rdzv timeout", func(f *Flags) { f.RdzvTimeout = 0 }, srunEnv(1, 0, 4), "--rdzv-timeout 0s"},
 		{"agent-only flags", func(f *Flags) { f.NProc, f.MaxRestarts, f.Tee = "4", 2, true }, srunEnv(1, 0, 4),
 			"so --nproc 4, --max-restarts 2, --tee would be ignored"},
+		{"elastic node count", func(f *Flags) { f.NNodes = &NodeCount{Min: 1, Max: 2} }, srunEnv(1, 0, 4),
+			"so --nnodes 1:2 (elastic: the agents re-form the world) would be ignored"},
 		{"srun on two nodes without a token", nil, srunEnv(1, 0, 4),
 			"--direct: rank 4 of 8 on 2 nodes: a job on several nodes needs a secret token shared by its nodes, and PPLAUNCH_TOKEN is not set"},
 		{"mpirun on two nodes without a token", func(f *Flags) { f.MasterAddr = "n1" }, map[string]string{
@@ -234,7 +236,7 @@ func TestDirectEnvErrors(t *testing.T) {
 	}
 	// Uneven nodes are fine when the flags say where this rank is.
 	f := baseFlags()
-	f.MasterAddr, f.NNodes, f.NodeRank = "n1", intp(3), intp(1)
+	f.MasterAddr, f.NNodes, f.NodeRank = "n1", Nodes(3), intp(1)
 	env, err := DirectEnv(f, envFunc(withToken(uneven)))
 	if err != nil || env["NODE_RANK"] != "1" || env["GROUP_WORLD_SIZE"] != "3" {
 		t.Fatalf("uneven nodes with flags: %v, %v", env, err)

@@ -48,6 +48,7 @@ const (
 	evCancel                    // the agent's context ended
 	evTick                      // a wake-up asked for by actWake
 	evSuspensions               // the other nodes suspended by job control changed (susp)
+	evJoin                      // node asks to join an elastic job (node 0 only)
 )
 
 // event is one input of the supervisor.
@@ -141,6 +142,13 @@ type supervisor struct {
 	acked      map[int]int64 // other nodes' suspensions acknowledged
 	lostNodes  map[int]bool
 	publishDue time.Time
+
+	// An elastic job's world re-forms after a lost node (not final) and
+	// grows for a node that asks to join while growable.
+	elastic  bool
+	members  map[int]bool // the nodes of this world; nil: 0..nnodes-1
+	growable bool         // room under MAX and a restart left (growNow)
+	draining bool         // the ranks were asked to stop at a step boundary (SIGUSR1)
 }
 
 func newSupervisor(c Config, host string, w World, start time.Time) *supervisor {
@@ -150,6 +158,12 @@ func newSupervisor(c Config, host string, w World, start time.Time) *supervisor 
 		lostNodes: map[int]bool{}, acked: map[int]int64{}}
 	for i := range c.NProc {
 		s.live[w.FirstRank+i] = true
+	}
+	if s.elastic = c.Elastic(); s.elastic && w.Members != nil {
+		s.members = map[int]bool{}
+		for _, n := range w.Members {
+			s.members[n] = true
+		}
 	}
 	return s
 }
@@ -187,15 +201,23 @@ func (s *supervisor) on(e event) []action {
 		s.cands[e.rank] = &candidate{f: s.rankFailure(e, exitHow(e.code, e.sig, false)), class: firstHand, at: e.at, peer: -1}
 		return s.failed(e.at)
 	case evNodeLost:
-		if s.lostNodes[e.node] || s.winner != nil {
+		if s.lostNodes[e.node] || (s.members != nil && !s.members[e.node]) {
 			break
 		}
-		s.lostNodes[e.node] = true
+		s.lostNodes[e.node] = true // the next round leaves it out, whatever the record says
+		if s.winner != nil {
+			if s.draining {
+				return s.stop(e.at, syscall.SIGTERM) // no step boundary will come now
+			}
+			break
+		}
 		how := fmt.Sprintf("node %d was lost: its agent sent no heartbeat for %v", e.node, heartbeatDeadline)
-		c := &candidate{f: failure{Node: e.node, Rank: -1, Code: 1, How: how, After: s.after(e.at), Final: true, Lost: true}, at: e.at, peer: -1}
+		c := &candidate{f: failure{Node: e.node, Rank: -1, Code: 1, How: how, After: s.after(e.at), Final: !s.elastic, Lost: true}, at: e.at, peer: -1}
 		s.agentFail = c
 		acts := s.stop(e.at, syscall.SIGTERM)
 		return append(acts, s.publish(&c.f)...)
+	case evJoin:
+		return s.join(e)
 	case evRemote, evAgreed:
 		if s.winner != nil {
 			break
@@ -208,6 +230,9 @@ func (s *supervisor) on(e event) []action {
 		switch {
 		case e.kind == evRemote && e.f.Node < 0:
 			acts = append(acts, action{kind: actLog, text: e.f.How + ": stopping this node's ranks"})
+		case e.f.Join:
+			acts = append(acts, action{kind: actLog, text: e.f.How + ": stopping this node's ranks at a step boundary to re-form the world"})
+			return append(acts, s.drain()...)
 		case e.kind == evRemote && e.f.Node != s.node:
 			acts = append(acts, action{kind: actLog, text: fmt.Sprintf("node %d failed (%s): stopping this node's ranks", e.f.Node, e.f.How)})
 		}
@@ -268,13 +293,43 @@ func (s *supervisor) failed(t time.Time) []action {
 	return acts
 }
 
-// stop begins stopping the group with sig, once.
+// stop begins stopping the group with sig, once (a drain in progress
+// becomes a stop: the step boundary it waits for may never come).
 func (s *supervisor) stop(t time.Time, sig syscall.Signal) []action {
+	if s.stopping && !s.draining {
+		return nil
+	}
+	s.stopping, s.draining, s.stopAt = true, false, t
+	return []action{{kind: actStop, sig: sig}, {kind: actWake, at: t.Add(s.grace)}}
+}
+
+// drain asks the ranks to stop at the next step boundary with a checkpoint
+// (the preemption signal), once. No kill follows: the step in flight and the
+// checkpoint take what they take, and a failure meanwhile stops the group.
+func (s *supervisor) drain() []action {
 	if s.stopping {
 		return nil
 	}
-	s.stopping, s.stopAt = true, t
-	return []action{{kind: actStop, sig: sig}, {kind: actWake, at: t.Add(s.grace)}}
+	s.stopping, s.draining = true, true
+	return []action{{kind: actStop, sig: syscall.SIGUSR1}}
+}
+
+// join is a node asking to join an elastic job (seen by node 0, which
+// hosts the store): with room and a restart left, every node drains its
+// ranks at a step boundary and the world re-forms with it; else it waits
+// for the next re-layout.
+func (s *supervisor) join(e event) []action {
+	if s.stopping || s.published || s.winner != nil {
+		return nil // a re-layout is coming: the next round admits it
+	}
+	if !s.growable {
+		return []action{{kind: actLog, text: fmt.Sprintf("node %d asks to join: no room or no restart left; it waits for the next re-layout", e.node)}}
+	}
+	f := &failure{Node: e.node, Host: s.host, Rank: -1, How: fmt.Sprintf("node %d asks to join", e.node), After: s.after(e.at), Join: true}
+	if s.failedAt.IsZero() {
+		s.failedAt = e.at
+	}
+	return s.publish(f)
 }
 
 func (s *supervisor) publish(f *failure) []action {

@@ -2,6 +2,7 @@ package launch
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -138,7 +139,7 @@ func (p *directPlace) applyFlags(f Flags) {
 		p.node = *f.NodeRank
 	}
 	if f.NNodes != nil {
-		p.nnodes = *f.NNodes
+		p.nnodes = f.NNodes.Max
 	}
 	if f.RdzvID != "" {
 		p.runID = f.RdzvID
@@ -229,6 +230,12 @@ func agentOnly(f Flags) error {
 	}
 	if f.LocalRanksFilter != "" {
 		set = append(set, "--local-ranks-filter "+f.LocalRanksFilter)
+	}
+	if f.RdzvBackend != "" && !slices.Contains(builtinBackends, f.RdzvBackend) {
+		set = append(set, "--rdzv-backend "+f.RdzvBackend) // agents meet there; ranks only at the store
+	}
+	if f.NNodes != nil && f.NNodes.Min < f.NNodes.Max {
+		set = append(set, "--nnodes "+f.NNodes.String()+" (elastic: the agents re-form the world)")
 	}
 	if len(set) > 0 {
 		return fmt.Errorf("--direct makes this process one rank of a job that srun or mpirun runs, so %s would be ignored: drop it (srun --ntasks-per-node sets the ranks per node)", strings.Join(set, ", "))

@@ -1,6 +1,7 @@
 package launch
 
 import (
+	"fmt"
 	"net"
 	"strconv"
 	"strings"
@@ -16,19 +17,36 @@ type World struct {
 	MasterAddr string // node 0's host
 	MasterPort int    // a port left free on node 0 for the ranks (torch binds it)
 	StoreAddr  string // host:port of the pplaunch store
+
+	// An elastic job's world (--nnodes MIN:MAX): this node's place among the
+	// members (node names, in rank order), the first round's size, and what
+	// changed since the last round (PrevSize 0: nothing).
+	GroupRank           int
+	Members             []int
+	Base                int
+	PrevNodes, PrevSize int
+	Reason              string
 }
+
+// elasticEnv are the variables of an elastic job's ranks: the agent sets
+// them or, for a fixed job, none (never its own environment's).
+var elasticEnv = map[string]bool{contract.EnvElasticBase: true, contract.EnvElasticPrev: true, contract.EnvElasticReason: true}
 
 // rankEnv is the environment of local rank local in attempt restart: base (the
 // agent's own environment) with the rank contract laid over it.
 func rankEnv(base []string, c Config, w World, local, restart int) []string {
+	group := c.NodeRank
+	if c.Elastic() {
+		group = w.GroupRank
+	}
 	set := map[string]string{
 		contract.EnvRole:           contract.RoleRank,
 		contract.EnvRank:           strconv.Itoa(w.FirstRank + local),
 		contract.EnvLocalRank:      strconv.Itoa(local),
 		contract.EnvWorldSize:      strconv.Itoa(w.Size),
 		contract.EnvLocalWorldSize: strconv.Itoa(c.NProc),
-		contract.EnvGroupRank:      strconv.Itoa(c.NodeRank),
-		contract.EnvNodeRank:       strconv.Itoa(c.NodeRank),
+		contract.EnvGroupRank:      strconv.Itoa(group),
+		contract.EnvNodeRank:       strconv.Itoa(group),
 		contract.EnvNumNodes:       strconv.Itoa(w.NNodes),
 		contract.EnvMasterAddr:     w.MasterAddr,
 		contract.EnvMasterPort:     strconv.Itoa(w.MasterPort),
@@ -43,12 +61,19 @@ func rankEnv(base []string, c Config, w World, local, restart int) []string {
 		// The store at MASTER_PORT is the ranks' own (torch's rank 0 makes it).
 		contract.EnvTEUseAgent: "False",
 	}
+	if c.Elastic() {
+		set[contract.EnvElasticBase] = strconv.Itoa(w.Base)
+		if w.PrevSize > 0 {
+			set[contract.EnvElasticPrev] = fmt.Sprintf("%d:%d", w.PrevNodes, w.PrevSize)
+			set[contract.EnvElasticReason] = w.Reason
+		}
+	}
 	env := make([]string, 0, len(base)+len(set)+2)
 	has := map[string]bool{}
 	for _, kv := range base {
 		k, _, _ := strings.Cut(kv, "=")
 		has[k] = true
-		if _, over := set[k]; over || k == contract.EnvHostStore {
+		if _, over := set[k]; over || k == contract.EnvHostStore || elasticEnv[k] {
 			continue
 		}
 		env = append(env, kv)

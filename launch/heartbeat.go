@@ -120,13 +120,19 @@ func (s *suspensions) now() map[int]int64 {
 func (a *agent) heartbeat(ctx context.Context, lost chan<- int, susp *suspensions) {
 	t := time.NewTicker(heartbeatInterval)
 	defer t.Stop()
-	nodes := make([]nodeWatch, a.c.NNodes)
+	nodes := map[int]*nodeWatch{} // by node name (an elastic job's members change)
 	for {
 		rctx, cancel := context.WithTimeout(ctx, heartbeatInterval)
 		_, err := a.client.Add(rctx, "hb/"+strconv.Itoa(a.c.NodeRank), 1)
 		// Without our own beat through, the store is what is slow (or its
 		// host is suspended): judge no one.
-		for n := 0; err == nil && n < a.c.NNodes; n++ {
+		for _, n := range a.nodeIDs() {
+			if err != nil {
+				break
+			}
+			if nodes[n] == nil {
+				nodes[n] = &nodeWatch{last: -1}
+			}
 			if n == a.c.NodeRank || nodes[n].lost {
 				continue
 			}
@@ -166,7 +172,7 @@ func (a *agent) announceSuspension(ctx context.Context) {
 		return
 	}
 	episode := (v + 1) / 2
-	for n := 0; n < a.c.NNodes; n++ {
+	for _, n := range a.nodeIDs() {
 		if n == a.c.NodeRank || a.gone[n] {
 			continue
 		}

@@ -23,6 +23,9 @@ func (a *agent) rendezvous(ctx context.Context, restart int, storeAddr string) (
 	}
 	ctx, cancel := context.WithTimeout(ctx, a.c.RdzvTimeout)
 	defer cancel()
+	if a.c.Elastic() {
+		return a.elasticRendezvous(ctx, restart, w)
+	}
 	if restart == 0 {
 		if err := a.agree(ctx); err != nil {
 			return w, err
@@ -43,7 +46,7 @@ func (a *agent) rendezvous(ctx context.Context, restart int, storeAddr string) (
 	rec, err := a.worldRecord(ctx, pfx, keys)
 	if err != nil {
 		return w, fmt.Errorf("rendezvous of %d nodes at %s (restart %d): %w; %s",
-			a.c.NNodes, storeAddr, restart, err, neverJoined(a.absent(keys)))
+			a.c.NNodes, a.meetingPlace(storeAddr), restart, err, neverJoined(a.absent(keys)))
 	}
 	if w, err = rec.world(w, a.c.NodeRank); err != nil {
 		return w, fmt.Errorf("rendezvous: %w", err)
@@ -135,6 +138,12 @@ func (a *agent) missing(keys []string) string { return fmt.Sprint(a.absent(keys)
 func (a *agent) absent(keys []string) []string {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
+	if a.etcd != nil {
+		// One read, where each blocking Get would wait out its timeout.
+		if out, err := a.etcd.Missing(ctx, keys...); err == nil {
+			return out
+		}
+	}
 	var out []string
 	for _, k := range keys {
 		qctx, qcancel := context.WithTimeout(ctx, 10*time.Millisecond)
@@ -170,7 +179,7 @@ func neverJoined(absent []string) string {
 // never come, or give up while the others restart.
 func (a *agent) agreedFlags() [][2]string {
 	return [][2]string{
-		{"--nnodes", strconv.Itoa(a.c.NNodes)},
+		{"--nnodes", a.c.nodeCount().String()},
 		{"--max-restarts", strconv.Itoa(a.c.MaxRestarts)},
 		{"--rdzv-id", a.c.RunID},
 	}

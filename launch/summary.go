@@ -12,7 +12,9 @@ import (
 // CPU time.
 func (a *agent) summary(first *failure, g *group, start time.Time, restart int) {
 	var b strings.Builder
-	if first != nil {
+	if first != nil && first.Join {
+		fmt.Fprintf(&b, "run %s stopped at a step boundary (restart %d of %d): %s: the world re-forms\n", a.c.RunID, restart, a.c.MaxRestarts, first.How)
+	} else if first != nil {
 		fmt.Fprintf(&b, "run %s failed (restart %d of %d): %s\n", a.c.RunID, restart, a.c.MaxRestarts, first.headline())
 		fmt.Fprintf(&b, "root cause: %s\n", first.detail())
 		if len(first.Stderr) > 0 {

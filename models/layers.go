@@ -105,8 +105,9 @@ type residual struct {
 type midOp interface {
 	// forward computes y from h and returns it with the state backward needs.
 	forward(be tensor.Backend, al *alloc, h *tensor.Tensor) (y, saved *tensor.Tensor)
-	// backward computes dh from dy (which it may overwrite), h and saved.
-	backward(be tensor.Backend, al *alloc, h, saved, dy *tensor.Tensor) *tensor.Tensor
+	// backward computes dh from dy (which it may overwrite), h, its output
+	// y and saved.
+	backward(be tensor.Backend, al *alloc, h, y, saved, dy *tensor.Tensor) *tensor.Tensor
 }
 
 // gelu is GELU with the tanh approximation, saving the tanh, or the exact
@@ -123,7 +124,7 @@ func (g gelu) forward(be tensor.Backend, al *alloc, f *tensor.Tensor) (y, saved 
 	return out, s
 }
 
-func (g gelu) backward(be tensor.Backend, _ *alloc, f, s, dg *tensor.Tensor) *tensor.Tensor {
+func (g gelu) backward(be tensor.Backend, _ *alloc, f, _, s, dg *tensor.Tensor) *tensor.Tensor {
 	// In place: dg is not needed after.
 	if g.exact {
 		be.GeluExactBackward(dg, dg, f, s)
@@ -133,20 +134,32 @@ func (g gelu) backward(be tensor.Backend, _ *alloc, f, s, dg *tensor.Tensor) *te
 	return dg
 }
 
-// attention is causal multi-head self-attention over h = q|k|v [B,T,3D]; it
-// saves the softmax probabilities.
+// attention is causal multi-head self-attention over h = q|k|v [B,T,3D]:
+// fused where the backend says so for the head width and length, saving each
+// row's logsumexp [B,H,T] (the output, kept anyway, is the rest of what its
+// backward needs); else unfused, saving the probabilities [B,H,T,T].
 type attention struct{ heads int }
 
 func (a attention) forward(be tensor.Backend, al *alloc, qkv *tensor.Tensor) (y, saved *tensor.Tensor) {
 	B, T, D := qkv.Shape[0], qkv.Shape[1], qkv.Shape[2]/3
-	att, probs := al.new(B, T, D), al.new(B, a.heads, T, T)
+	att := al.new(B, T, D)
+	if be.FusedAttention(D/a.heads, T) {
+		lse := al.new(B, a.heads, T)
+		be.FlashAttention(att, lse, qkv, a.heads)
+		return att, lse
+	}
+	probs := al.new(B, a.heads, T, T)
 	be.Attention(att, probs, qkv, a.heads)
 	return att, probs
 }
 
-func (a attention) backward(be tensor.Backend, al *alloc, qkv, probs, datt *tensor.Tensor) *tensor.Tensor {
+func (a attention) backward(be tensor.Backend, al *alloc, qkv, att, saved, datt *tensor.Tensor) *tensor.Tensor {
 	dqkv := al.like(qkv)
-	be.AttentionBackward(dqkv, datt, qkv, probs, a.heads)
+	if len(saved.Shape) == 3 { // the fused forward's lse
+		be.FlashAttentionBackward(dqkv, datt, qkv, att, saved, a.heads)
+	} else {
+		be.AttentionBackward(dqkv, datt, qkv, saved, a.heads)
+	}
 	return dqkv
 }
 
@@ -178,7 +191,7 @@ func (t *residualTape) backwardInput(be tensor.Backend, al *alloc, dy *tensor.Te
 	r := t.r
 	dmid := al.like(t.y)
 	be.LinearBackwardInput(dmid, dy, r.out.w.Value)
-	dh := r.mid.backward(be, al, t.h, t.saved, dmid)
+	dh := r.mid.backward(be, al, t.h, t.y, t.saved, dmid)
 	da := al.like(t.a)
 	be.LinearBackwardInput(da, dh, r.in.w.Value)
 	dx := r.ln.backwardInput(be, al, t.ln, da)

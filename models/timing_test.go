@@ -59,7 +59,10 @@ func TestStageTiming(t *testing.T) {
 		if _, err := s.BackwardInput(0, nil); err != nil {
 			t.Fatal(err)
 		}
-		if timed && (savedI != s.ActivationBytes() || savedI >= saved) {
+		// (The input pass frees h and the attention's saved state but keeps
+		// dh and dy for the weight pass: with the fused attention's small
+		// lse that is more than it frees, so savedI may exceed saved.)
+		if timed && (savedI != s.ActivationBytes() || savedI <= 0) {
 			t.Errorf("after the input pass the sublayers report %d bytes, the stage holds %d (of %d)", savedI, s.ActivationBytes(), saved)
 		}
 		if err := s.BackwardWeight(0); err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/pplaunch/pplaunch/models"
 	"github.com/pplaunch/pplaunch/models/data"
+	"github.com/pplaunch/pplaunch/plan"
 	"github.com/pplaunch/pplaunch/schedules"
 )
 
@@ -71,6 +72,10 @@ type TrainConfig struct {
 	// Effective is the whole run's configuration as a JSON object (what
 	// --config reads), saved in every checkpoint's manifest beside the model.
 	Effective []byte
+	// Agreed are the flags every rank must be given alike, with this run's
+	// values, as the option table marks them (same:"true"): Flags compares
+	// them between the ranks.
+	Agreed []FlagValue
 }
 
 // Layout is what a configuration gives a world: the pipeline and
@@ -81,11 +86,6 @@ type Layout struct {
 	Sched  *schedules.Schedule // nil when the world size is not known and --pp not given
 	Cut    []int
 }
-
-// MicroFitsDP says whether m micro-batches per replica give the bits of one
-// process over dp replicas: the accumulator's tree matches one process only
-// for power-of-two blocks.
-func MicroFitsDP(dp, m int) bool { return dp <= 1 || m&(m-1) == 0 }
 
 // Plan checks the whole configuration for a world of size ranks and returns
 // its layout: pure, so the agent runs it before it spawns any rank (a bad flag
@@ -124,7 +124,7 @@ func (c *TrainConfig) Plan(size int) (Layout, error) {
 	if err := c.checkRebalance(l.DP); err != nil {
 		return l, err
 	}
-	if !MicroFitsDP(l.DP, c.Micro) {
+	if !plan.MicroFitsDP(l.DP, c.Micro) {
 		return l, fmt.Errorf("--dp %d needs --microbatches a power of two (got %d) so that results do not depend on the layout", l.DP, c.Micro)
 	}
 	sched, err := c.schedule(l.PP)

@@ -1,7 +1,6 @@
 package ranks
 
 import (
-	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -26,39 +25,24 @@ type FlagDiff struct {
 }
 
 // Flags lists every setting of c that must be the same on every rank, by the
-// flag that sets it, with cut the blocks of each stage the layout gives. The
-// model appears as the resolved values (--layers, --width, ...; --model for
-// what only the preset sets), so two presets that resolve to the same model
-// agree. Paths are compared as given: every node must name the same files.
+// flag that sets it: the model's kind (its sizes are among the agreed
+// flags, resolved, so two presets that resolve to the same model agree),
+// cut the blocks of each stage the layout gives, the schedule (a file with
+// a digest of what this rank read), then the flags the option table marks
+// (c.Agreed). Paths are compared as given: every node must name the same
+// files.
 func (c *TrainConfig) Flags(cut []int) []FlagValue {
-	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
-	i := strconv.Itoa
-	b := strconv.FormatBool
 	parts := make([]string, len(cut))
 	for k, n := range cut {
-		parts[k] = i(n)
+		parts[k] = strconv.Itoa(n)
 	}
-	m := c.Model
-	return []FlagValue{
-		{"--model", fmt.Sprintf("%s (vocab %d)", m.Kind, m.Vocab)},
-		{"--layers", i(m.Layers)}, {"--width", i(m.Width)}, {"--heads", i(m.Heads)}, {"--seq", i(m.Seq)}, {"--tied", b(m.Tied)},
-		{"--gelu", cmp.Or(m.Gelu, "tanh")},
-		{"--layers-per-stage", strings.Join(parts, ",")},
-		{"--schedule", c.scheduleFlag()}, {"--virtual", i(c.Virtual)},
-		{"--microbatches", i(c.Micro)}, {"--microbatch-size", i(c.MicroSize)},
-		{"--pp", i(c.PP)}, {"--dp", i(c.DP)}, {"--recompute", b(c.Recompute)}, {"--profile", b(c.Profile)},
-		{"--optimizer", c.Optimizer}, {"--lr", f(c.LR)}, {"--min-lr", f(c.MinLR)}, {"--warmup", i(c.Warmup)},
-		{"--weight-decay", f(c.WeightDecay)}, {"--clip", f(c.Clip)}, {"--zero", i(c.Zero)},
-		{"--lr-schedule", c.LRSchedule}, {"--warmup-start-lr", f(c.WarmupStart)}, {"--lr-decay-steps", i(c.LRDecaySteps)},
-		{"--adam-beta1", f(c.Beta1)}, {"--adam-beta2", f(c.Beta2)}, {"--adam-eps", f(c.Eps)}, {"--momentum", f(c.Momentum)},
-		{"--steps", i(c.Steps)}, {"--eval-every", i(c.EvalEvery)}, {"--eval-batches", i(c.EvalBatches)},
-		{"--seed", strconv.FormatUint(c.Seed, 10)}, {"--data", c.Data}, {"--init-from", c.InitFrom},
-		{"--check-transfers", b(c.CheckTransfers)},
-		{"--rebalance", cmp.Or(c.Rebalance, RebalanceOff)}, {"--rebalance-threshold", f(c.RebalanceThreshold)},
-		{"--timeout", c.Timeout.String()},
-		{"--checkpoint-dir", c.CheckpointDir}, {"--checkpoint-every", i(c.CheckpointEvery)},
-		{"--resume", b(c.Resume)}, {"--overwrite", b(c.Overwrite)},
+	out := []FlagValue{{"--model", c.Model.Kind}, {"--layers-per-stage", strings.Join(parts, ",")}, {"--schedule", c.scheduleFlag()}}
+	for _, f := range c.Agreed {
+		if f.Flag != "--schedule" && f.Flag != "--model" && f.Flag != "--layers-per-stage" {
+			out = append(out, f)
+		}
 	}
+	return out
 }
 
 // scheduleFlag is --schedule as compared between ranks: a file's name with

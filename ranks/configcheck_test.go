@@ -7,11 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/pplaunch/pplaunch/models"
 	"github.com/pplaunch/pplaunch/models/checkpoint"
 	"github.com/pplaunch/pplaunch/schedules"
 	"github.com/pplaunch/pplaunch/store"
@@ -45,57 +45,31 @@ func TestDiffFlags(t *testing.T) {
 	}
 }
 
-// TestFlagsCoverConfig: changing any field of the configuration (but the
-// cut function, whose result is compared) changes the flags compared between
-// ranks, under the field's own flag name.
+// TestFlagsCoverConfig: the flags compared between ranks are the model's
+// kind, the cut, the schedule (a file's with a digest of its text) and the
+// agreed flags the option table gives, as given; each of the first three
+// changes one flag.
 func TestFlagsCoverConfig(t *testing.T) {
 	base := tiny(t)
-	want := map[string]string{
-		"Model": "--layers", "Schedule": "--schedule", "ScheduleText": "--schedule", "Virtual": "--virtual", "Micro": "--microbatches", "MicroSize": "--microbatch-size",
-		"PP": "--pp", "DP": "--dp", "Recompute": "--recompute", "Profile": "--profile", "Optimizer": "--optimizer", "LR": "--lr", "MinLR": "--min-lr",
-		"Warmup": "--warmup", "WeightDecay": "--weight-decay", "Clip": "--clip", "Steps": "--steps", "EvalEvery": "--eval-every",
-		"EvalBatches": "--eval-batches", "Seed": "--seed", "Data": "--data", "InitFrom": "--init-from", "Timeout": "--timeout",
-		"CheckpointDir": "--checkpoint-dir", "CheckpointEvery": "--checkpoint-every", "Resume": "--resume", "Overwrite": "--overwrite",
-		"LRSchedule": "--lr-schedule", "WarmupStart": "--warmup-start-lr", "LRDecaySteps": "--lr-decay-steps",
-		"Beta1": "--adam-beta1", "Beta2": "--adam-beta2", "Eps": "--adam-eps", "Momentum": "--momentum",
-		"CheckTransfers": "--check-transfers", "Zero": "--zero", "Rebalance": "--rebalance", "RebalanceThreshold": "--rebalance-threshold",
+	base.Agreed = []FlagValue{{"--lr", "0.003"}, {"--schedule", "ignored: the schedule is compared with its digest"}, {"--seed", "1"}}
+	got := base.Flags([]int{4})
+	want := []FlagValue{{"--model", "gpt"}, {"--layers-per-stage", "4"}, {"--schedule", base.Schedule}, {"--lr", "0.003"}, {"--seed", "1"}}
+	if !slices.Equal(got, want) {
+		t.Errorf("flags %v, want %v", got, want)
 	}
-	ty := reflect.TypeOf(base)
-	for i := range ty.NumField() {
-		f := ty.Field(i)
-		if f.Name == "Cut" || f.Name == "Effective" { // Effective is the other fields, printed
-			continue
-		}
-		c := base
-		v := reflect.ValueOf(&c).Elem().Field(i)
-		switch v.Kind() {
-		case reflect.Int, reflect.Int64:
-			v.SetInt(v.Int() + 3)
-		case reflect.Uint64:
-			v.SetUint(v.Uint() + 3)
-		case reflect.Float64:
-			v.SetFloat(v.Float() + 0.5)
-		case reflect.Bool:
-			v.SetBool(!v.Bool())
-		case reflect.String:
-			v.SetString(v.String() + "x")
-		case reflect.Struct: // the model
-			c.Model.Layers++
-		default:
-			t.Fatalf("field %s of kind %s: teach this test to change it", f.Name, v.Kind())
-		}
-		d := DiffFlags(c.Flags([]int{4}), base.Flags([]int{4}))
-		if len(d) != 1 || d[0].Flag != want[f.Name] {
-			t.Errorf("changing %s: differences %v, want one on %s", f.Name, d, want[f.Name])
+	for name, c := range map[string]func(*TrainConfig){
+		"--model":    func(c *TrainConfig) { c.Model.Kind = "mlp" },
+		"--schedule": func(c *TrainConfig) { c.ScheduleText = "0: F0 B0\n" },
+		"--lr":       func(c *TrainConfig) { c.Agreed = []FlagValue{{"--lr", "0.01"}, {"--seed", "1"}} },
+	} {
+		other := base
+		c(&other)
+		if d := DiffFlags(other.Flags([]int{4}), got); len(d) != 1 || d[0].Flag != name {
+			t.Errorf("changing %s: differences %v", name, d)
 		}
 	}
 	if d := DiffFlags(base.Flags([]int{2, 2}), base.Flags([]int{3, 1})); len(d) != 1 || d[0].Flag != "--layers-per-stage" {
 		t.Errorf("another cut: %v, want --layers-per-stage", d)
-	}
-	m := base
-	m.Model = models.Config{Kind: "mlp", Vocab: 256, Layers: 4, Width: 16, Seq: 8, Tied: true}
-	if d := DiffFlags(m.Flags(nil), base.Flags(nil)); len(d) != 2 || d[0].Flag != "--model" {
-		t.Errorf("another model kind: %v, want --model and --heads", d)
 	}
 }
 
@@ -105,10 +79,11 @@ func TestCheckConfigExchange(t *testing.T) {
 	st := store.NewMemory()
 	defer st.Close()
 	base := tiny(t)
+	base.Agreed = []FlagValue{{"--lr", "0.003"}}
 	other := base
-	other.LR = 0.01
+	other.Agreed = []FlagValue{{"--lr", "0.01"}}
 	mk := func(rank, node int, cfg TrainConfig) *trainer {
-		return &trainer{cfg: cfg, cut: []int{4}, job: Job{Rank: rank, Node: node, Size: 3, Store: st}}
+		return &trainer{cfg: cfg, rankPlace: rankPlace{cut: []int{4}}, job: Job{Rank: rank, Node: node, Size: 3, Store: st}}
 	}
 	ctx := context.Background()
 	if err := mk(0, 0, base).checkConfig(ctx); err != nil {

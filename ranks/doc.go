@@ -24,15 +24,15 @@
 // checkpoint and stop early, on the signals Preemption watches (preempt.go).
 // faulthooks.go holds the test-only hooks that stall, kill or hold a rank.
 // With TrainConfig.Profile every rank times its blocks' passes and rank 0
-// gathers a Profile (profile.go, profilecollect.go); Predict (predict.go)
-// simulates any layout with a profile's costs, the step time and each
-// rank's memory, without effects. With TrainConfig.Rebalance the ranks time
+// gathers a plan.Profile (profilecollect.go); the planner (package plan)
+// predicts layouts from it, and TrainConfig.Plan checks a layout with the
+// planner's rules (plan.MicroFitsDP, plan.CheckZero). With TrainConfig.Rebalance the ranks time
 // their blocks while they train (rebalance_meter.go), agree on the costs,
 // decide a new cut with a pure function (DecideRecut, rebalance.go) and move
 // the blocks between ranks at a step boundary (rebalance_move.go);
 // slowhook.go holds the test-only hook that slows a rank's blocks.
 //
-// ranks imports schedules, collective, models, store and contract; it must never
+// ranks imports schedules, plan, collective, models, store and contract; it must never
 // import launch, bench or cmd (nothing upward), and the decisions it can make
 // without effects (Plan, the schedule, the summary) stay pure.
 package ranks

@@ -20,7 +20,10 @@ import (
 //	PPLAUNCH_TEST_KILL=RANK:STEP makes that rank SIGKILL itself before that
 //	step, on the first attempt only (restarts run normally).
 //	PPLAUNCH_TEST_HOLD=RANK:STEP makes that rank wait before that step until
-//	it receives a preemption signal, so that a test's signal lands mid-run.
+//	it receives a preemption signal, so that a test's signal lands mid-run;
+//	on the first attempt, or on attempt RESTART with RANK:STEP:RESTART, and
+//	several holds separated by commas (an elastic job's tests hold its
+//	first world, then a re-formed one).
 //	PPLAUNCH_TEST_STOP=RANK makes that rank stop itself (SIGSTOP) once it has
 //	joined the store, before it connects to its peers, on the first attempt
 //	only: a test then acts while that rank is known not to have connected,
@@ -123,17 +126,31 @@ func holdHook(spec string, rank, restart int, signalled <-chan struct{}) (func(i
 	if spec == "" {
 		return nil, nil
 	}
-	f, err := parseFault(spec, 2)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", HoldEnv, err)
+	holds := map[int]bool{} // the steps this rank holds before on this attempt
+	for _, one := range strings.Split(spec, ",") {
+		at := 0
+		if strings.Count(one, ":") == 2 {
+			i := strings.LastIndex(one, ":")
+			n, err := strconv.Atoi(one[i+1:])
+			if err != nil {
+				return nil, fmt.Errorf("%s=%q: restart %q is not a number", HoldEnv, spec, one[i+1:])
+			}
+			one, at = one[:i], n
+		}
+		f, err := parseFault(one, 2)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", HoldEnv, err)
+		}
+		if f.rank == rank && at == restart {
+			holds[f.step] = true
+		}
 	}
-	if f.rank != rank || restart != 0 {
+	if len(holds) == 0 {
 		return nil, nil
 	}
-	held := false
 	return func(s int, _ schedules.Action) {
-		if s == f.step && !held {
-			held = true
+		if holds[s] {
+			delete(holds, s)
 			fmt.Fprintf(os.Stderr, "rank %d: %s: waiting for a preemption signal before step %d\n", rank, HoldEnv, s)
 			<-signalled
 		}

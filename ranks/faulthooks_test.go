@@ -26,6 +26,9 @@ func TestFaultHooks(t *testing.T) {
 		{"1:2:bogus", "", "", 1, false, "not one action"},
 		{"", "2", "", 2, false, "want RANK:STEP"},
 		{"", "", "x:1", 0, false, HoldEnv},
+		{"", "", "0:3:1", 0, false, ""},        // another attempt's hold
+		{"", "", "1:2,0:3:0", 0, true, ""},     // one of several
+		{"", "", "0:3:x", 0, false, "restart"}, // a restart that is no number
 	} {
 		h, err := FaultHooks(tc.stall, tc.kill, tc.hold, tc.rank, 0, nil)
 		switch {

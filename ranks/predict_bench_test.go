@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/pplaunch/pplaunch/models"
+	"github.com/pplaunch/pplaunch/plan"
 	"github.com/pplaunch/pplaunch/schedules"
 )
 
@@ -66,7 +67,7 @@ func BenchmarkPredictedStep(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			pr, err := Predict(res.Profile, Candidate{PP: l.pp, DP: l.dp, Schedule: l.sched, Micro: cfg.Micro, MicroSize: cfg.MicroSize, Cut: lay.Cut})
+			pr, err := plan.Predict(res.Profile, plan.Candidate{PP: l.pp, DP: l.dp, Schedule: l.sched, Micro: cfg.Micro, MicroSize: cfg.MicroSize, Cut: lay.Cut})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/pplaunch/pplaunch/collective"
 	"github.com/pplaunch/pplaunch/models"
+	"github.com/pplaunch/pplaunch/plan"
 	"github.com/pplaunch/pplaunch/schedules"
 )
 
@@ -170,7 +171,7 @@ func (t *trainer) profileVector() []float64 {
 
 // gatherProfile sends every pipeline rank's measurements of replica 0 to
 // rank 0, which returns the profile; other ranks return nil.
-func (t *trainer) gatherProfile(ctx context.Context) (*Profile, error) {
+func (t *trainer) gatherProfile(ctx context.Context) (*plan.Profile, error) {
 	if t.prof == nil || t.dRank != 0 {
 		return nil, nil
 	}
@@ -200,28 +201,28 @@ func (t *trainer) gatherProfile(ctx context.Context) (*Profile, error) {
 
 // buildProfile puts rank 0's profile together from every pipeline rank's
 // vector (see profileVector).
-func (t *trainer) buildProfile(all [][]float64) *Profile {
+func (t *trainer) buildProfile(all [][]float64) *plan.Profile {
 	c, p := t.cfg, t.prof
 	m := c.Model
 	slots := map[string]int{"adamw": 2, "sgd": 1}[c.Optimizer]
-	pr := &Profile{
-		Version: ProfileVersion, Backend: t.job.Backend.Name(), MicroBatchSize: c.MicroSize, Recompute: c.Recompute,
-		Model:  ProfileModel{Kind: m.Kind, Vocab: m.Vocab, Layers: m.Layers, Width: m.Width, Heads: m.Heads, Seq: m.Seq, Tied: m.Tied, Params: m.NumParams()},
-		Layout: ProfileLayout{PP: c.PP, DP: c.DP, Schedule: c.Schedule, Virtual: t.sched.V, Microbatches: c.Micro, Cut: t.cut},
+	pr := &plan.Profile{
+		Version: plan.ProfileVersion, Backend: t.job.Backend.Name(), MicroBatchSize: c.MicroSize, Recompute: c.Recompute,
+		Model:  plan.ProfileModel{Kind: m.Kind, Vocab: m.Vocab, Layers: m.Layers, Width: m.Width, Heads: m.Heads, Seq: m.Seq, Tied: m.Tied, Params: m.NumParams()},
+		Layout: plan.ProfileLayout{PP: c.PP, DP: c.DP, Schedule: c.Schedule, Virtual: t.sched.V, Microbatches: c.Micro, Cut: t.cut},
 		Steps:  len(p.stepS), WarmupSteps: p.warmup, StepS: median(p.stepS),
 		Optimizer: c.Optimizer, OptimizerState: slots,
-		Units: make([]UnitProfile, m.Layers+2),
+		Units: make([]plan.UnitProfile, m.Layers+2),
 	}
 	for r, v := range all {
 		for i, u := range t.unitsOf(r) {
 			row := v[unitFields*i:]
-			pr.Units[u+1] = UnitProfile{Unit: u, F: row[0], I: row[1], W: row[2], ActivationBytes: int64(row[3]), AfterInputBytes: int64(row[4])}
+			pr.Units[u+1] = plan.UnitProfile{Unit: u, F: row[0], I: row[1], W: row[2], ActivationBytes: int64(row[3]), AfterInputBytes: int64(row[4])}
 		}
 		k := unitFields * len(t.unitsOf(r))
 		for j, s := range t.sched.StagesOf(r) {
-			pr.Stages = append(pr.Stages, StageProfile{Stage: s, Rank: r, Blocks: t.cut[s], ActivationBytes: int64(v[k+j])})
+			pr.Stages = append(pr.Stages, plan.StageProfile{Stage: s, Rank: r, Blocks: t.cut[s], ActivationBytes: int64(v[k+j])})
 		}
-		pr.Ranks = append(pr.Ranks, RankProfile{Rank: r, PeakActivationBytes: int64(v[len(v)-1])})
+		pr.Ranks = append(pr.Ranks, plan.RankProfile{Rank: r, PeakActivationBytes: int64(v[len(v)-1])})
 	}
 	for i := range pr.Units {
 		u := &pr.Units[i]
@@ -235,10 +236,10 @@ func (t *trainer) buildProfile(all [][]float64) *Profile {
 			u.Name = fmt.Sprintf("block %d", i-1)
 		}
 	}
-	slices.SortFunc(pr.Stages, func(a, b StageProfile) int { return a.Stage - b.Stage })
+	slices.SortFunc(pr.Stages, func(a, b plan.StageProfile) int { return a.Stage - b.Stage })
 	bytes := int64(4 * c.MicroSize * m.Seq * m.Width)
 	for b := range t.sched.Stages() - 1 {
-		pr.Boundaries = append(pr.Boundaries, BoundaryCost{After: b, Bytes: bytes, Local: t.sched.Placement[b] == t.sched.Placement[b+1],
+		pr.Boundaries = append(pr.Boundaries, plan.BoundaryCost{After: b, Bytes: bytes, Local: t.sched.Placement[b] == t.sched.Placement[b+1],
 			Forward: median(p.xfer[[2]int{b, 0}]), Backward: median(p.xfer[[2]int{b, 1}])})
 	}
 	return pr

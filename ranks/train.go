@@ -10,6 +10,7 @@ import (
 	"github.com/pplaunch/pplaunch/models"
 	"github.com/pplaunch/pplaunch/models/data"
 	"github.com/pplaunch/pplaunch/models/tensor"
+	"github.com/pplaunch/pplaunch/plan"
 	"github.com/pplaunch/pplaunch/schedules"
 	"github.com/pplaunch/pplaunch/store"
 )
@@ -57,36 +58,69 @@ type Job struct {
 	// after, even when the signal reached only some of them; they then write
 	// a checkpoint (with CheckpointDir) and Train returns with Stopped set.
 	Stop func() bool
+	// OnResume, if set, is told on rank 0 the step training starts from
+	// (a checkpoint's, or 0) before the first step.
+	OnResume func(step int)
+	// Salvage, with CheckpointDir, has the ranks left after a failed step
+	// save the last completed one from memory where every stage still has
+	// a holder (salvage.go): an elastic job's world then re-forms without
+	// losing a step.
+	Salvage bool
 }
 
 // Result is what Train returns on rank 0.
 type Result struct {
-	FirstStep, Steps int      // ran steps FirstStep..Steps-1
-	Summary          Summary  // running totals of rank 0's step records
-	Checkpoint       string   // directory of the final checkpoint, if any
-	Stopped          bool     // Job.Stop asked to stop before the last step
-	Profile          *Profile // with TrainConfig.Profile: the measured costs
+	FirstStep, Steps int           // ran steps FirstStep..Steps-1
+	Summary          Summary       // running totals of rank 0's step records
+	Checkpoint       string        // directory of the final checkpoint, if any
+	Stopped          bool          // Job.Stop asked to stop before the last step
+	Profile          *plan.Profile // with TrainConfig.Profile: the measured costs
 }
 
-// trainer is one rank's state.
+// trainer is one rank's state, in named parts: the job as given, where the
+// rank sits in the layout, the stages it owns, its clock against rank 0's,
+// and the step in flight. The parts are embedded, so each file reaches the
+// fields it needs by name.
 type trainer struct {
-	cfg    TrainConfig
-	job    Job
-	sched  *schedules.Schedule
-	cut    []int
-	pRank  int
-	dRank  int
-	stages map[int]*models.Stage
-	order  []int // this rank's stages, increasing
-	opts   map[int]models.Optimizer
+	cfg TrainConfig
+	job Job
+	rankPlace
+	rankStages
+	rankClock
+	stepState
 	corpus *data.Corpus
+	prof   *profiler // nil unless TrainConfig.Profile
+}
+
+// rankPlace is where the rank sits in the layout, as Train planned it.
+type rankPlace struct {
+	sched *schedules.Schedule // what every pipeline rank runs
+	cut   []int               // blocks per stage
+	pRank int                 // pipeline rank
+	dRank int                 // data-parallel replica
+	order []int               // this rank's stages, increasing
+}
+
+// rankStages are the stages the rank owns and what updates and runs them
+// (setup builds them; checkpoints and the ZeRO shard read and load them).
+type rankStages struct {
+	stages map[int]*models.Stage
+	opts   map[int]models.Optimizer
+	names  []string // every non-tied parameter of the model, in model order
 	exec   *Executor
 	execSt map[int]Stage
-	names  []string // every non-tied parameter of the model, in model order
+}
+
+// rankClock is the rank's clock against rank 0's (clock.go), for the
+// merged timeline.
+type rankClock struct {
 	origin time.Time
 	offset time.Duration // add to this rank's clock to get rank 0's
-	// data-parallel reduction in flight, per stage
-	dp      map[int]*dpExchange
+}
+
+// stepState is the step in flight (train.go's loop, dpreduce.go).
+type stepState struct {
+	dp      map[int]*dpExchange // data-parallel reduction in flight, per stage
 	curStep int
 	ctx     context.Context // the running step's (for the transfers it starts)
 	prof    *profiler       // nil unless TrainConfig.Profile
@@ -97,6 +131,9 @@ type trainer struct {
 	meter   *recutMeter
 	checked bool
 	history RecutHistory
+	// updating is set while the optimizer takes a step: a failure then
+	// leaves some stages a step ahead, and nothing to salvage.
+	updating bool
 }
 
 // Chunk numbers of the control messages (activations and gradients use the stage).
@@ -116,7 +153,7 @@ func Train(ctx context.Context, cfg TrainConfig, job Job) (*Result, error) {
 		return nil, err
 	}
 	cfg.PP, cfg.DP = l.PP, l.DP
-	t := &trainer{cfg: cfg, job: job, sched: l.Sched, cut: l.Cut, pRank: job.Rank % cfg.PP, dRank: job.Rank / cfg.PP}
+	t := &trainer{cfg: cfg, job: job, rankPlace: rankPlace{sched: l.Sched, cut: l.Cut, pRank: job.Rank % cfg.PP, dRank: job.Rank / cfg.PP}}
 	if err := t.setup(ctx); err != nil {
 		return nil, err
 	}
@@ -228,12 +265,16 @@ func (t *trainer) loop(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if t.job.OnResume != nil && t.job.Rank == 0 {
+		t.job.OnResume(first)
+	}
 	res := &Result{FirstStep: first, Steps: c.Steps}
 	for step := first; step < c.Steps; step++ {
 		start, cpu0 := t.now(), cpuTime()
 		t.meter.begin()
 		o, err := t.runStep(ctx, step, first)
 		if err != nil {
+			t.salvage(step)
 			return nil, err
 		}
 		// The step's time ends here: the evaluation and the checkpoint
@@ -332,11 +373,13 @@ func (t *trainer) runStep(ctx context.Context, step, first int) (stepOutcome, er
 		o.reduceS = optimStart.Sub(reduceStart).Seconds()
 	}
 	scale := models.ClipScale(o.norm, c.Clip)
+	t.updating = true // until every stage has taken the step: no state to salvage
 	for _, s := range t.order {
 		if err := t.opts[s].Step(t.stages[s].Params(), o.lr, scale); err != nil {
 			return stepOutcome{}, fmt.Errorf("step %d: optimizer of stage %d: %w", step, s, err)
 		}
 	}
+	t.updating = false
 	o.optimS = time.Since(optimStart).Seconds()
 	if t.zeroOn() {
 		gatherStart := time.Now()

@@ -9,6 +9,7 @@ import (
 	"github.com/pplaunch/pplaunch/collective"
 	"github.com/pplaunch/pplaunch/models"
 	"github.com/pplaunch/pplaunch/models/tensor"
+	"github.com/pplaunch/pplaunch/plan"
 )
 
 // ZeRO stage 1 (TrainConfig.Zero): replica d of a stage keeps the optimizer
@@ -23,21 +24,8 @@ import (
 // embedding and head, whose gradients the first and last stages add, are
 // gathered whole on every replica.
 
-// checkZero checks TrainConfig.Zero.
-func (c *TrainConfig) checkZero() error { return CheckZero(c.Zero) }
-
-// CheckZero checks a ZeRO stage given as --zero (train's and plan's).
-// DeepSpeed refuses stages 2 and 3 with pipeline parallelism too: they
-// shard the gradients a pipeline accumulates over its micro-batches.
-func CheckZero(stage int) error {
-	switch stage {
-	case 0, 1:
-		return nil
-	case 2, 3:
-		return fmt.Errorf("--zero %d: ZeRO stage %d shards the gradients, which a pipeline accumulates over its micro-batches; pipelines allow only stage 0 (off) or 1 (optimizer state sharded over the data-parallel replicas), as DeepSpeed's do: use --zero 1", stage, stage)
-	}
-	return fmt.Errorf("--zero %d: want 0 (off) or 1 (optimizer state sharded over the data-parallel replicas)", stage)
-}
+// checkZero checks TrainConfig.Zero with the planner's rule.
+func (c *TrainConfig) checkZero() error { return plan.CheckZero(c.Zero) }
 
 // zeroParam is one parameter of a stage's flat layout, as zeroMoves sees it.
 type zeroParam struct {

@@ -2,7 +2,7 @@
 // form and PyTorch's pipeline-order CSV (csv.go), generators (GPipe, 1F1B,
 // interleaved, zero-bubble ZB-H1 and ZB-V, the controllable-memory V-Half
 // and V-Min in vshape.go, DualPipeV in dualpipev.go), the validator and the
-// simulator. It is pure: standard library only, no effects.
+// simulator. It is pure: the standard library and svgdraw only, no effects.
 //
 // A Schedule gives every rank an ordered list of Actions (kind, virtual stage,
 // micro-batch). Generate builds a named schedule with its transfers; Lower adds
@@ -21,6 +21,8 @@
 // expected timeline and the actions Late marks) and WriteTrace (with flow
 // arrows from each send to its receive) draw any Timeline. Load reads a schedule file and Fit checks it against a run.
 //
-// It must never import another package of pplaunch, nor anything with
-// effects: plan, the simulator and the executor all rely on it being pure.
+// It must never import another package of pplaunch but svgdraw (the
+// drawing primitives its pictures share with bench's charts), nor anything
+// with effects: plan, the simulator and the executor all rely on it being
+// pure.
 package schedules

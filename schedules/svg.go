@@ -3,11 +3,12 @@ package schedules
 import (
 	"bufio"
 	"fmt"
-	"html"
 	"io"
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/pplaunch/pplaunch/svgdraw"
 )
 
 // SVGOptions say what a Gantt picture shows beside the timeline.
@@ -175,7 +176,7 @@ func WriteSVGWith(w io.Writer, tl *Timeline, o SVGOptions) error {
 	bw.WriteString(`<defs><pattern id="hatch" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><line x1="0" y1="0" x2="0" y2="6" stroke="white" stroke-width="2" stroke-opacity="0.45"/></pattern></defs>` + "\n")
 	fmt.Fprintf(bw, `<rect width="%.0f" height="%.0f" fill="white"/>`+"\n", l.width, l.height)
 	for i, line := range l.title {
-		fmt.Fprintf(bw, `<text x="%.0f" y="%.0f" font-size="14">%s</text>`+"\n", svgLeft, 20+18*float64(i), html.EscapeString(line))
+		fmt.Fprintf(bw, `<text x="%.0f" y="%.0f" font-size="14">%s</text>`+"\n", svgLeft, 20+18*float64(i), svgdraw.Escape(line))
 	}
 	writeLegend(bw, legend, 14+18*float64(len(l.title))+8)
 	writeGrid(bw, l, len(tl.Ranks), o.AxisFrom)
@@ -200,7 +201,7 @@ func WriteSVGWith(w io.Writer, tl *Timeline, o SVGOptions) error {
 func writeSpan(bw *bufio.Writer, l svgLayout, r int, sp Span, v int, y float64, lt Lateness, late bool) {
 	a := sp.Action
 	x0, wd := l.x(sp.Start), (sp.End-sp.Start)*l.scale
-	tip := fmt.Sprintf("rank %d %v: %s, at %s", r, a, formatDuration(sp.End-sp.Start), formatDuration(sp.Start-l.t0))
+	tip := fmt.Sprintf("rank %d %v: %s, at %s", r, a, svgdraw.Duration(sp.End-sp.Start), svgdraw.Duration(sp.Start-l.t0))
 	if !a.Kind.IsCompute() {
 		fmt.Fprintf(bw, `<rect x="%.2f" y="%.1f" width="%.2f" height="3" fill="#555"><title>%s</title></rect>`+"\n", x0, y+svgLane+2, max(wd, 1), tip)
 		return
@@ -208,7 +209,7 @@ func writeSpan(bw *bufio.Writer, l svgLayout, r int, sp Span, v int, y float64, 
 	stroke := `stroke="white" stroke-width="0.5"`
 	if late {
 		stroke = `stroke="red" stroke-width="2" class="late"`
-		tip += fmt.Sprintf("; ran %s longer than expected (%s), ended %s after its expected end", formatDuration(lt.Over), formatDuration(lt.Expected), formatDuration(lt.By))
+		tip += fmt.Sprintf("; ran %s longer than expected (%s), ended %s after its expected end", svgdraw.Duration(lt.Over), svgdraw.Duration(lt.Expected), svgdraw.Duration(lt.By))
 	}
 	fmt.Fprintf(bw, `<rect x="%.2f" y="%.1f" width="%.2f" height="%.1f" fill="%s" %s><title>%s</title></rect>`+"\n", x0, y, wd, svgLane, microColor(a), stroke, tip)
 	if a.Kind == W {
@@ -229,17 +230,17 @@ func writeSpan(bw *bufio.Writer, l svgLayout, r int, sp Span, v int, y float64, 
 // unit and a faint line across the lanes at each.
 func writeGrid(bw *bufio.Writer, l svgLayout, ranks int, from string) {
 	span := l.t1 - l.t0
-	tk := niceTicks(span, max(2, int(l.plotW/svgTickRoom)))
+	tk := svgdraw.NewTimeTicks(span, max(2, int(l.plotW/svgTickRoom)))
 	bottom := l.top + float64(ranks)*(svgLane+l.laneGap)
-	for _, v := range tk.at(span) {
+	for _, v := range tk.At(span) {
 		x := svgLeft + v*l.scale
 		fmt.Fprintf(bw, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#bbb" stroke-width="0.5"/>`+"\n", x, l.top-4, x, bottom)
-		fmt.Fprintf(bw, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`+"\n", x, bottom+12, tk.label(v))
+		fmt.Fprintf(bw, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`+"\n", x, bottom+12, tk.Label(v))
 	}
 	if from == "" {
 		from = "the first compute"
 	}
-	fmt.Fprintf(bw, `<text x="%.0f" y="%.1f" fill="#555">time since %s</text>`+"\n", svgLeft, bottom+28, html.EscapeString(from))
+	fmt.Fprintf(bw, `<text x="%.0f" y="%.1f" fill="#555">time since %s</text>`+"\n", svgLeft, bottom+28, svgdraw.Escape(from))
 }
 
 // writeSteps draws a dashed line and the step's name where each step begins.
@@ -248,7 +249,7 @@ func writeSteps(bw *bufio.Writer, l svgLayout, steps []StepMark, ranks int) {
 	for _, s := range steps {
 		x := l.x(s.At)
 		fmt.Fprintf(bw, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#333" stroke-width="1" stroke-dasharray="4,3" class="step"/>`+"\n", x, l.top-16, x, bottom)
-		fmt.Fprintf(bw, `<text x="%.1f" y="%.1f" fill="#333">%s</text>`+"\n", x+3, l.top-8, html.EscapeString(s.Label))
+		fmt.Fprintf(bw, `<text x="%.1f" y="%.1f" fill="#333">%s</text>`+"\n", x+3, l.top-8, svgdraw.Escape(s.Label))
 	}
 }
 
@@ -260,6 +261,6 @@ func writeExpected(bw *bufio.Writer, spans []Span, l svgLayout, y float64) {
 			continue
 		}
 		fmt.Fprintf(bw, `<rect x="%.2f" y="%.1f" width="%.2f" height="5" fill="%s" fill-opacity="0.7" class="expected"><title>expected %v: %s, at %s</title></rect>`+"\n",
-			l.x(sp.Start), y, (sp.End-sp.Start)*l.scale, microColor(sp.Action), sp.Action, formatDuration(sp.End-sp.Start), formatDuration(sp.Start-l.t0))
+			l.x(sp.Start), y, (sp.End-sp.Start)*l.scale, microColor(sp.Action), sp.Action, svgdraw.Duration(sp.End-sp.Start), svgdraw.Duration(sp.Start-l.t0))
 	}
 }

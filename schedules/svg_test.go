@@ -3,55 +3,13 @@ package schedules
 import (
 	"bytes"
 	"encoding/xml"
-	"image/png"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
-)
 
-// renderPNG renders an SVG with rsvg-convert (Debian's librsvg2-bin) and
-// checks that the PNG decodes at the SVG's size: the picture is one a
-// common renderer draws, not only well-formed XML. It writes the PNG to
-// $PPLAUNCH_PNG_DIR when set, for a person to look at.
-func renderPNG(t *testing.T, name string, svg []byte) {
-	t.Helper()
-	bin, err := exec.LookPath("rsvg-convert")
-	if err != nil {
-		t.Skip("rsvg-convert is not installed (Debian: apt-get install librsvg2-bin): the SVG is not rendered")
-	}
-	dir := os.Getenv("PPLAUNCH_PNG_DIR")
-	if dir == "" {
-		dir = t.TempDir()
-	}
-	out := filepath.Join(dir, strings.TrimSuffix(name, ".svg")+".png")
-	cmd := exec.Command(bin, "-o", out)
-	cmd.Stdin = bytes.NewReader(svg)
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("rsvg-convert %s: %v\n%s", name, err, b)
-	}
-	f, err := os.Open(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	cfg, err := png.DecodeConfig(f)
-	if err != nil {
-		t.Fatalf("%s: the PNG does not decode: %v", out, err)
-	}
-	m := regexp.MustCompile(`<svg [^>]*width="(\d+)" height="(\d+)"`).FindSubmatch(svg)
-	if m == nil {
-		t.Fatalf("%s: no width and height on <svg>", name)
-	}
-	w, _ := strconv.Atoi(string(m[1]))
-	h, _ := strconv.Atoi(string(m[2]))
-	if cfg.Width != w || cfg.Height != h {
-		t.Errorf("%s: PNG %dx%d, the SVG says %dx%d", name, cfg.Width, cfg.Height, w, h)
-	}
-}
+	"github.com/pplaunch/pplaunch/internal/svgtest"
+)
 
 // simulated is a schedule simulated at plan's default costs, in seconds.
 func simulated(t *testing.T, name string, p, m int) (*Schedule, *Timeline) {
@@ -114,7 +72,7 @@ func TestSVGPictures(t *testing.T) {
 				t.Errorf("%s does not hold %q", p.name, w)
 			}
 		}
-		renderPNG(t, p.name, p.svg)
+		svgtest.Render(t, p.name, p.svg)
 	}
 	// Width: the 8-rank, 32-micro-batch schedule grows past the least
 	// width so that every label fits; the small one keeps it.

@@ -3,7 +3,8 @@ package schedules
 import (
 	"bufio"
 	"fmt"
-	"html"
+
+	"github.com/pplaunch/pplaunch/svgdraw"
 )
 
 // legendItem is a swatch and what it means. The swatches: a compute kind
@@ -53,7 +54,7 @@ func writeLegend(bw *bufio.Writer, lines [][]legendItem, y float64) {
 		x, ly := svgLeft, y+16*float64(i)
 		for _, it := range items {
 			x += legendSwatch(bw, it.swatch, x, ly)
-			fmt.Fprintf(bw, `<text x="%.1f" y="%.1f">%s</text>`+"\n", x, ly, html.EscapeString(it.text))
+			fmt.Fprintf(bw, `<text x="%.1f" y="%.1f">%s</text>`+"\n", x, ly, svgdraw.Escape(it.text))
 			x += float64(len([]rune(it.text)))*svgCharW + 18
 		}
 	}

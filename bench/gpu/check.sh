@@ -281,10 +281,10 @@ fi
 
 # ---------------------------------------------------------------- compute-sanitizer
 say "compute-sanitizer over the CUDA op tests"
-SANTESTS='^TestCUDA(MatMulAndLinear|LayerNorm|GeluAddScaleCopy|Attention|EmbedAndCrossEntropy|MemoryAndOptimizers|GeluExact|CrossEntropyMasksPadding)$'
+SANTESTS='^TestCUDA(MatMulAndLinear|LayerNorm|GeluAddScaleCopy|Attention|FlashAttention|EmbedAndCrossEntropy|MemoryAndOptimizers|GeluExact|CrossEntropyMasksPadding)$'
 SANLIM=75
 if [ "$QUICK" = 1 ]; then
-	SANTESTS='^TestCUDA(LayerNorm|Attention|EmbedAndCrossEntropy|MemoryAndOptimizers)$'
+	SANTESTS='^TestCUDA(LayerNorm|Attention|FlashAttention|EmbedAndCrossEntropy|MemoryAndOptimizers)$'
 	SANLIM=45
 fi
 for tool in memcheck racecheck synccheck initcheck; do
@@ -319,6 +319,14 @@ else
 				grep -E '^\{' "$WORK/logs/speed-eager-$prec-$r.log" | tail -n 1 >>"$RUN/speed-eager-50304-$prec.jsonl"
 		done
 	done
+	# The roofline per kernel family beside the measured step (bench step --explain).
+	if step speed-explain-tf32 90 "$B" bench step --device cuda --model gpt2 "${shape[@]}" --tf32 --explain; then
+		{
+			echo "roofline of the tf32 step against the measured one (bench step --explain)"
+			cat "$WORK/logs/speed-explain-tf32.log"
+			echo
+		} >>"$WORK/tables"
+	fi
 	if [ "${COMPILE:-0}" = 1 ]; then # one graph: compiling takes about a minute
 		step speed-compile-tf32 180 python3 bench/gpu/step_torch_gpu.py "${shape[@]}" --tf32 --compile --json &&
 			grep -E '^\{' "$WORK/logs/speed-compile-tf32.log" | tail -n 1 >>"$RUN/speed-compile-50304-tf32.jsonl"

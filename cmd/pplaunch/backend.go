@@ -6,7 +6,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/pplaunch/pplaunch/cbits"
+	"github.com/pplaunch/pplaunch/collective"
 	"github.com/pplaunch/pplaunch/contract"
 	"github.com/pplaunch/pplaunch/launch"
 )
@@ -85,16 +85,8 @@ func probeBackend(flag, device string, stage bool, ranks int, getenv func(string
 	if flag == "tcp" || device != "cuda" {
 		return f
 	}
-	if c, err := cbits.LoadCUDA(); err != nil {
-		f.GPUErr = err
-	} else {
-		f.GPUs, f.GPUErr = c.DeviceCount()
-	}
-	if n, err := cbits.LoadNCCL(); err != nil {
-		f.NCCLErr = err
-	} else {
-		f.NCCL = n.Version()
-	}
+	f.GPUs, f.GPUErr = collective.ProbeGPUs()
+	f.NCCL, _, f.NCCLErr = collective.ProbeNCCL()
 	return f
 }
 

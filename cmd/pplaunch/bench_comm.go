@@ -54,21 +54,21 @@ func (l linkFlags) options(timeout time.Duration) (collective.TCPOptions, error)
 }
 
 func (c *benchP2PCmd) run(f launch.Flags, argv []string, stdout, stderr io.Writer) int {
-	return runBench(c.Backend, f, argv, stdout, stderr, c.job(stdout), ncclJob(c.Timeout.D(), func(ctx context.Context, comm collective.Comm, mem bench.DeviceMemory) error {
-		return bench.RunP2PDevice(ctx, comm, mem, c.P2POptions, stdout)
+	return runBench(c.Backend, f, argv, stdout, stderr, c.job(stdout), bench.NCCLJob(c.Timeout.D(), func(ctx context.Context, comm collective.Comm, mem bench.DeviceMemory) error {
+		return bench.RunP2P(ctx, comm, bench.OnGPU(mem), c.P2POptions, stdout)
 	}))
 }
 
 func (c *benchP2PCmd) job(stdout io.Writer) func(ctx context.Context, r *ranks.Rank) error {
 	opts, err := c.options(c.Timeout.D())
 	return commJob(opts, err, func(ctx context.Context, comm collective.Comm) error {
-		return bench.RunP2P(ctx, comm, c.P2POptions, stdout)
+		return bench.RunP2P(ctx, comm, bench.Host, c.P2POptions, stdout)
 	})
 }
 
 func (c *benchAllReduceCmd) run(f launch.Flags, argv []string, stdout, stderr io.Writer) int {
-	return runBench(c.Backend, f, argv, stdout, stderr, c.job(stdout), ncclJob(c.Timeout.D(), func(ctx context.Context, comm collective.Comm, mem bench.DeviceMemory) error {
-		return bench.RunAllReduceDevice(ctx, comm, mem, c.AllReduceOptions, stdout)
+	return runBench(c.Backend, f, argv, stdout, stderr, c.job(stdout), bench.NCCLJob(c.Timeout.D(), func(ctx context.Context, comm collective.Comm, mem bench.DeviceMemory) error {
+		return bench.RunAllReduce(ctx, comm, bench.OnGPU(mem), c.AllReduceOptions, stdout)
 	}))
 }
 
@@ -76,7 +76,7 @@ func (c *benchAllReduceCmd) job(stdout io.Writer) func(ctx context.Context, r *r
 	opts, err := c.options(c.Timeout.D())
 	opts.SegmentBytes = int(c.Segment)
 	return commJob(opts, err, func(ctx context.Context, comm collective.Comm) error {
-		return bench.RunAllReduce(ctx, comm, c.AllReduceOptions, stdout)
+		return bench.RunAllReduce(ctx, comm, bench.Host, c.AllReduceOptions, stdout)
 	})
 }
 
@@ -111,4 +111,11 @@ func commJob(opts collective.TCPOptions, flagErr error, f func(ctx context.Conte
 		defer comm.Close()
 		return f(ctx, comm)
 	}
+}
+
+// benchStoreCmd is `pplaunch [launcher flags] bench store`: every rank
+// connects to the job's store, meets the others at a barrier and times round
+// trips of each operation; rank 0 prints one row per rank (bench.StoreJob).
+type benchStoreCmd struct {
+	Iters int `arg:"--iters" default:"500" help:"round trips per operation and rank"`
 }

@@ -21,6 +21,7 @@ type benchRendezvousCmd struct {
 	Rounds        int           `arg:"--rounds" default:"3" help:"worlds formed per size; the median is reported"`
 	Timeout       time.Duration `arg:"--timeout" default:"60s" help:"give up on a world after this long"`
 	JSON          bool          `arg:"--json" help:"print one JSON object per size"`
+	Etcd          string        `arg:"--etcd" placeholder:"HOST:PORT" help:"the agents meet in the etcd at HOST:PORT (as --rdzv-backend etcd) instead of at the built-in store"`
 }
 
 func (c *benchRendezvousCmd) run(ctx context.Context, stdout io.Writer) error {
@@ -29,28 +30,35 @@ func (c *benchRendezvousCmd) run(ctx context.Context, stdout io.Writer) error {
 		return exitError{code: 2, err: err} // a usage error
 	}
 	rows, err := bench.Rendezvous(ctx, bench.RendezvousOptions{Agents: agents, RanksPerAgent: c.RanksPerAgent,
-		Rounds: c.Rounds, Timeout: c.Timeout, Join: joinWithin(c.Timeout)})
+		Rounds: c.Rounds, Timeout: c.Timeout, Join: joinWithin(c.Timeout, c.Etcd)})
 	// The sizes that formed are printed even when a larger one did not.
 	var werr error
 	if c.JSON {
 		werr = bench.WriteRendezvousJSON(stdout, rows)
 	} else if len(rows) > 0 {
+		if c.Etcd != "" {
+			fmt.Fprintf(stdout, "the agents meet in etcd at %s, each with its own client (the TCP store below is the ranks', which they do not use here)\n", c.Etcd)
+		}
 		werr = bench.WriteRendezvousText(stdout, rows, c.RanksPerAgent, c.Rounds)
 	}
 	return errors.Join(err, werr)
 }
 
 // joinWithin is bench.Joiner over the agents' own rendezvous, with timeout
-// as the agents' --rdzv-timeout.
-func joinWithin(timeout time.Duration) bench.Joiner {
+// as the agents' --rdzv-timeout, meeting in the etcd at etcd when it is not "".
+func joinWithin(timeout time.Duration, etcd string) bench.Joiner {
 	return func(ctx context.Context, node, nnodes, nproc int, storeAddr, token string) (int, int, func(), error) {
-		return launchJoin(ctx, node, nnodes, nproc, storeAddr, token, timeout)
+		return launchJoin(ctx, node, nnodes, nproc, storeAddr, token, timeout, etcd)
 	}
 }
 
-func launchJoin(ctx context.Context, node, nnodes, nproc int, storeAddr, token string, timeout time.Duration) (int, int, func(), error) {
+func launchJoin(ctx context.Context, node, nnodes, nproc int, storeAddr, token string, timeout time.Duration, etcd string) (int, int, func(), error) {
+	// Each round hosts a store of its own: its address names the round's run.
 	c := launch.Config{NProc: nproc, NNodes: nnodes, NodeRank: node, StoreHost: "127.0.0.1",
-		RunID: "bench-rendezvous", Token: token, RdzvTimeout: timeout, GracePeriod: time.Second}
+		RunID: "bench-rendezvous-" + strings.ReplaceAll(storeAddr, ":", "-"), Token: token, RdzvTimeout: timeout, GracePeriod: time.Second}
+	if etcd != "" {
+		c.Etcd = &launch.EtcdRendezvous{Endpoints: []string{etcd}}
+	}
 	j, err := launch.Join(ctx, c, storeAddr, io.Discard)
 	if err != nil {
 		return 0, 0, nil, err

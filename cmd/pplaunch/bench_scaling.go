@@ -12,7 +12,7 @@ import (
 
 	"github.com/pplaunch/pplaunch/bench"
 	"github.com/pplaunch/pplaunch/launch/netns"
-	"github.com/pplaunch/pplaunch/ranks"
+	"github.com/pplaunch/pplaunch/runconfig"
 )
 
 // benchScalingCmd is `pplaunch bench scaling [FLAGS] -- TRAIN FLAGS`: the
@@ -64,7 +64,10 @@ func (c *benchScalingCmd) run(ctx context.Context, stdout, stderr io.Writer) err
 	} else if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
-	rep, err := c.runSizes(ctx, s, dir, stderr)
+	drv := bench.ScalingDriver{Target: s.target, Sizes: s.sizes, Mode: bench.ScalingMode(c.Mode), Grow: c.Grow, Train: c.train, Args: c.trainArgs,
+		Schedule: s.base.Schedule, Virtual: s.base.Virtual, Recompute: s.base.Recompute, Warmup: c.WarmupSteps, Measured: c.Steps,
+		Timeout: c.Timeout.D(), LinkRate: c.LinkRate, Rate: s.rate, LinkDelay: c.LinkDelay.D()}
+	rep, err := drv.Run(ctx, dir, stderr)
 	if err != nil {
 		keep = true
 	}
@@ -82,7 +85,7 @@ func (c *benchScalingCmd) run(ctx context.Context, stdout, stderr io.Writer) err
 // scalingSetup is a checked scaling run: where, the sizes, the base train
 // configuration.
 type scalingSetup struct {
-	target scalingTarget
+	target bench.ScalingTarget
 	sizes  []bench.ScalingSize
 	base   *trainCmd
 	rate   uint64 // bits per second of each simulated link; 0: as fast as it goes
@@ -94,7 +97,7 @@ func (c *benchScalingCmd) prepare(getenv func(string) string) (*scalingSetup, er
 	if c.Steps < 1 || c.WarmupSteps < 0 {
 		return nil, fmt.Errorf("--steps %d --warmup-steps %d: want at least one measured step and no negative warm-up", c.Steps, c.WarmupSteps)
 	}
-	t, err := chooseTarget(c.NetNS, c.LinkRate != "" || c.LinkDelay.D() != 0, getenv)
+	t, err := bench.ChooseTarget(c.NetNS, c.LinkRate != "" || c.LinkDelay.D() != 0, getenv)
 	if err != nil {
 		return nil, err
 	}
@@ -109,7 +112,7 @@ func (c *benchScalingCmd) prepare(getenv func(string) string) (*scalingSetup, er
 			return nil, err
 		}
 	}
-	if nodes, nproc, err = defaultSizes(t, nodes, nproc); err != nil {
+	if nodes, nproc, err = bench.DefaultSizes(t, nodes, nproc); err != nil {
 		return nil, err
 	}
 	base, err := parseTrainArgs(c.train)
@@ -140,27 +143,7 @@ func (c *benchScalingCmd) prepare(getenv func(string) string) (*scalingSetup, er
 			return nil, fmt.Errorf("at world %d (%s, pp %d × dp %d, %d micro-batches): %w", z.World, z.Where(), z.PP, z.DP, z.Micro, err)
 		}
 	}
-	return s, c.canRun(t)
-}
-
-// canRun checks that the target can run the sizes: simulated hosts need
-// root and, for a delay, the netem qdisc.
-func (c *benchScalingCmd) canRun(t scalingTarget) error {
-	if t.kind != targetNetns {
-		return nil
-	}
-	if os.Geteuid() != 0 {
-		return fmt.Errorf("--netns: simulated hosts are network namespaces, which need root: run pplaunch as root (sudo), or leave out --netns")
-	}
-	if err := netns.Available(); err != nil {
-		return fmt.Errorf("--netns: %w", err)
-	}
-	if c.LinkDelay.D() > 0 {
-		if err := netns.DelayAvailable(); err != nil {
-			return fmt.Errorf("--link-delay: %w", err)
-		}
-	}
-	return nil
+	return s, t.CanRun(c.LinkDelay.D() > 0)
 }
 
 // scalingSizes lays out the sizes of plan with the batch of base's train
@@ -176,7 +159,7 @@ func scalingSizes(base *trainCmd, plan bench.ScalingPlan) ([]bench.ScalingSize, 
 	if err != nil || base.batch.Total == 0 {
 		return sizes, err
 	}
-	b, err := resolveBatch(base.batch, batchSizes{Micro: base.MicrobatchSize, Accum: base.Microbatches, DP: sizes[0].DP})
+	b, err := runconfig.ResolveBatch(base.batch, runconfig.BatchSizes{Micro: base.MicrobatchSize, Accum: base.Microbatches, DP: sizes[0].DP})
 	if err != nil {
 		return nil, fmt.Errorf("%s at the smallest world %d (dp %d): %w", base.Config, sizes[0].World, sizes[0].DP, err)
 	}
@@ -237,17 +220,14 @@ func (c *benchScalingCmd) write(rep bench.ScalingReport, stdout io.Writer) error
 	return err
 }
 
-// readRun reads what one size's run left.
-func readRun(metrics, profile string) ([]ranks.StepRecord, *ranks.Profile, error) {
-	recs, err := readMetrics(metrics)
-	if err != nil {
-		return nil, nil, err
+// linkRate parses --link-rate (0: not limited).
+func (c *benchScalingCmd) linkRate() (uint64, error) {
+	if c.LinkRate == "" {
+		return 0, nil
 	}
-	f, err := os.Open(profile)
+	r, err := netns.ParseRate(c.LinkRate)
 	if err != nil {
-		return recs, nil, err
+		return 0, fmt.Errorf("--link-rate: %w", err)
 	}
-	defer f.Close()
-	p, err := ranks.ReadProfile(f)
-	return recs, p, err
+	return r, nil
 }

@@ -21,12 +21,16 @@ type benchStepCmd struct {
 	Device  string `arg:"--device" default:"cpu" help:"where the model computes: cpu or cuda"`
 	TF32    bool   `arg:"--tf32" help:"on cuda, let matrix products use TF32 tensor cores"`
 	JSON    bool   `arg:"--json" help:"print the report as JSON"`
+	Explain bool   `arg:"--explain" help:"with --device cuda: the step's roofline at the H200's peaks per kernel family beside the measured step and its MFU (where no GPU is present, the prediction alone)"`
 }
 
 func (c *benchStepCmd) run(ctx context.Context, stdout, stderr io.Writer) error {
 	cfg, err := c.config()
 	if err != nil {
 		return exitError{code: 2, err: err} // a usage error
+	}
+	if c.Explain {
+		return c.explain(cfg, stdout)
 	}
 	if cpu, err := tensor.NewCPU(c.BLAS); err == nil && cpu.OpenBLASHint() != "" && c.Device == "cpu" {
 		fmt.Fprintln(stderr, "pplaunch: bench step:", cpu.OpenBLASHint())

@@ -10,6 +10,7 @@ import (
 	"github.com/alexflint/go-arg"
 
 	"github.com/pplaunch/pplaunch/ranks"
+	"github.com/pplaunch/pplaunch/runconfig"
 )
 
 // parseTrain parses `pplaunch train ARGS` as run does, with --config FILE
@@ -254,38 +255,11 @@ func TestConfigFileErrors(t *testing.T) {
 	}
 }
 
-func TestResolveBatch(t *testing.T) {
-	for _, tc := range []struct {
-		spec batchSpec
-		cur  batchSizes
-		want batchSizes
-		err  bool
-	}{
-		{batchSpec{}, batchSizes{4, 8, 1}, batchSizes{4, 8, 1}, false},
-		{batchSpec{Total: 32, Micro: true}, batchSizes{4, 8, 2}, batchSizes{4, 4, 2}, false},
-		{batchSpec{Total: 32, Accum: true}, batchSizes{4, 2, 2}, batchSizes{8, 2, 2}, false},
-		{batchSpec{Total: 64}, batchSizes{4, 8, 1}, batchSizes{8, 8, 1}, false},
-		{batchSpec{Total: 32, Micro: true, Accum: true}, batchSizes{4, 4, 2}, batchSizes{4, 4, 2}, false},
-		{batchSpec{Total: 33, Micro: true, Accum: true}, batchSizes{4, 4, 2}, batchSizes{}, true},
-		{batchSpec{Total: 33, Micro: true, Accum: true, MicroFlag: true}, batchSizes{4, 4, 2}, batchSizes{}, true},
-		{batchSpec{Total: 33, Micro: true, Accum: true, MicroFlag: true, AccumF: true}, batchSizes{4, 4, 2}, batchSizes{4, 4, 2}, false}, // the flags win
-		{batchSpec{Total: 6, Micro: true}, batchSizes{4, 8, 1}, batchSizes{}, true},
-	} {
-		got, err := resolveBatch(tc.spec, tc.cur)
-		if (err != nil) != tc.err || (!tc.err && got != tc.want) {
-			t.Errorf("resolveBatch(%+v, %+v) = %+v, %v; want %+v (error %v)", tc.spec, tc.cur, got, err, tc.want, tc.err)
-		}
-	}
-}
-
-func TestEditDistance(t *testing.T) {
-	for _, tc := range []struct {
-		a, b string
-		want int
-	}{{"", "", 0}, {"abc", "", 3}, {"kitten", "sitting", 3}, {"steps", "step", 1}, {"num_stage", "num_stages", 1}} {
-		if got := editDistance(tc.a, tc.b); got != tc.want {
-			t.Errorf("editDistance(%q, %q) = %d, want %d", tc.a, tc.b, got, tc.want)
-		}
+// TestOptionTable: the train option table's ds: tags are DeepSpeed keys
+// the file reads, and every option the translation sets is in it.
+func TestOptionTable(t *testing.T) {
+	if err := runconfig.CheckTable(trainOptions(&trainCmd{})); err != nil {
+		t.Error(err)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/pplaunch/pplaunch/ranks"
+	"github.com/pplaunch/pplaunch/runconfig"
 )
 
 // roundTrip gives every option of the table a value other than its default,
@@ -148,7 +149,7 @@ func TestOptionsRoundTrip(t *testing.T) {
 		}
 	}
 	for flag := range roundTrip {
-		if !slices.ContainsFunc(trainOptions(&defaults), func(o option) bool { return o.Flag == flag }) {
+		if !slices.ContainsFunc(trainOptions(&defaults), func(o runconfig.Option) bool { return o.Flag == flag }) {
 			t.Errorf("roundTrip has a row for %s, which is not an option", flag)
 		}
 	}

@@ -8,7 +8,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/pplaunch/pplaunch/cbits"
+	"github.com/pplaunch/pplaunch/collective"
 	"github.com/pplaunch/pplaunch/models/tensor"
 )
 
@@ -38,11 +38,7 @@ func (c *devicesCmd) run(_ context.Context, stdout, _ io.Writer) error {
 	f := backendFacts{Device: "cuda", Stage: true, GPUs: len(info.Devices), GPUErr: info.DeviceErr,
 		MultiRank: os.Getenv("NCCL_MULTI_RANK_GPU_ENABLE") == "1"}
 	var dir string
-	if n, err := cbits.LoadNCCL(); err != nil {
-		f.NCCLErr = err
-	} else {
-		f.NCCL, dir = n.Version(), n.Dir()
-	}
+	f.NCCL, dir, f.NCCLErr = collective.ProbeNCCL()
 	nc := describeNCCL(f, dir)
 	if c.JSON {
 		b, _ := json.MarshalIndent(devicesJSON(info, nc), "", "  ") // strings, ints and maps always marshal

@@ -58,15 +58,15 @@ func TestHelp(t *testing.T) {
 	}
 	for _, want := range []string{"--nproc", "PPLAUNCH_NPROC", "--nnodes", "--node-rank", "--rdzv-endpoint", "--master-addr",
 		"MASTER_PORT", "--rdzv-id", "--standalone", "--max-restarts", "--rdzv-timeout", "--log-dir", "--tee",
-		"--local-ranks-filter", "--grace-period", "--tag", "--no-tag", "--direct", "Examples:", "-- PROGRAM", "bench",
+		"--local-ranks-filter", "--grace-period", "--tag", "--no-tag", "--direct", "--rdzv-backend", "--rdzv-conf", "Examples:", "-- PROGRAM", "bench",
 		"export\nPPLAUNCH_TOKEN=$(openssl rand -hex 16)"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("--help lacks %q:\n%s", want, out.String())
 		}
 	}
 	// Every launcher flag names its environment fallback.
-	if n := strings.Count(out.String(), "env: "); n != 17 {
-		t.Errorf("--help names %d environment fallbacks, want 17:\n%s", n, out.String())
+	if n := strings.Count(out.String(), "env: "); n != 19 {
+		t.Errorf("--help names %d environment fallbacks, want 19:\n%s", n, out.String())
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/alexflint/go-arg"
 
+	"github.com/pplaunch/pplaunch/bench"
 	"github.com/pplaunch/pplaunch/launch"
 )
 
@@ -127,7 +128,7 @@ func run(argv []string, stdout, stderr io.Writer) int {
 	}
 	switch {
 	case c.Bench != nil && c.Bench.Store != nil:
-		return runAsRanks(c.Flags, argv, stdout, stderr, c.Bench.Store.job(stdout))
+		return runAsRanks(c.Flags, argv, stdout, stderr, bench.StoreJob(c.Bench.Store.Iters, stdout))
 	case c.Bench != nil && c.Bench.P2P != nil:
 		c.Flags.Rank0Raw = c.Bench.P2P.JSON // its JSON lines parse as printed
 		return c.Bench.P2P.run(c.Flags, argv, stdout, stderr)

@@ -5,20 +5,20 @@ import (
 	"strings"
 
 	"github.com/pplaunch/pplaunch/models"
-	"github.com/pplaunch/pplaunch/ranks"
+	"github.com/pplaunch/pplaunch/plan"
 )
 
 // modelFlags choose the model; `bench step` and `train` embed them. A preset
 // gives every field; the other flags override it where set.
 type modelFlags struct {
 	Model  string `arg:"--model" default:"gpt-tiny" help:"preset: gpt-tiny, gpt-small, gpt-medium, gpt2, mlp-tiny"`
-	Layers int    `arg:"--layers" help:"number of blocks (overrides the preset)" alias:"num_layers,n_layer,n_layers"`
-	Width  int    `arg:"--width" help:"model width d (overrides the preset)" alias:"hidden_size,n_embd,d_model,dim"`
-	Heads  int    `arg:"--heads" help:"attention heads (overrides the preset)" alias:"num_attention_heads,n_head,n_heads"`
-	Seq    int    `arg:"--seq" help:"sequence length in tokens (overrides the preset)" alias:"seq_length,seq_len,block_size,max_seq_len"`
-	Tied   bool   `arg:"--tied" help:"tie the LM head to the token embedding (the gpt2 preset is always tied)" alias:"tie_word_embeddings,weight_tying"`
-	Vocab  int    `arg:"--vocab" placeholder:"N" help:"tokens in the vocabulary, e.g. 50257 for GPT-2's tokenizer; the embedding is padded to a multiple of 64 rows, never sampled nor counted in the loss [default: 256, a token per byte]" alias:"vocab_size"`
-	Gelu   string `arg:"--gelu" default:"tanh" help:"MLP activation: tanh (GPT-2's approximation) or exact (erf, nanoGPT's nn.GELU())"`
+	Layers int    `arg:"--layers" help:"number of blocks (overrides the preset)" alias:"num_layers,n_layer,n_layers" same:"true"`
+	Width  int    `arg:"--width" help:"model width d (overrides the preset)" alias:"hidden_size,n_embd,d_model,dim" same:"true"`
+	Heads  int    `arg:"--heads" help:"attention heads (overrides the preset)" alias:"num_attention_heads,n_head,n_heads" same:"true"`
+	Seq    int    `arg:"--seq" help:"sequence length in tokens (overrides the preset)" alias:"seq_length,seq_len,block_size,max_seq_len" same:"true"`
+	Tied   bool   `arg:"--tied" help:"tie the LM head to the token embedding (the gpt2 preset is always tied)" alias:"tie_word_embeddings,weight_tying" same:"true"`
+	Vocab  int    `arg:"--vocab" placeholder:"N" help:"tokens in the vocabulary, e.g. 50257 for GPT-2's tokenizer; the embedding is padded to a multiple of 64 rows, never sampled nor counted in the loss [default: 256, a token per byte]" alias:"vocab_size" same:"true"`
+	Gelu   string `arg:"--gelu" default:"tanh" help:"MLP activation: tanh (GPT-2's approximation) or exact (erf, nanoGPT's nn.GELU())" same:"true"`
 }
 
 // config resolves the preset and overrides into a checked model config.
@@ -91,7 +91,7 @@ func profileCut(path string, cfg models.Config, stages int) ([]int, error) {
 		return nil, fmt.Errorf("--balance profile:%s: the profile measured a %s of %d layers, width %d, %d heads, seq %d, vocab %d; this run's model is a %s of %d layers, width %d, %d heads, seq %d, vocab %d: profile this model first (train --profile)",
 			path, m.Kind, m.Layers, m.Width, m.Heads, m.Seq, m.Vocab, cfg.Kind, cfg.Layers, cfg.Width, cfg.Heads, cfg.Seq, cfg.Vocab)
 	}
-	cut, err := ranks.ProfileCut(p, stages)
+	cut, err := plan.ProfileCut(p, stages)
 	if err != nil {
 		return nil, fmt.Errorf("--balance profile:%s: %w", path, err)
 	}

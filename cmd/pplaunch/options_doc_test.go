@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/pplaunch/pplaunch/runconfig"
 )
 
 // optionsTable is docs/training.md's table of train's options, made from the
@@ -22,7 +24,7 @@ func optionsTable() string {
 		return "`" + s + "`"
 	}
 	var defaults trainCmd
-	for _, o := range append([]option{{Flag: "--config", Help: configHelp()}}, trainOptions(&defaults)...) {
+	for _, o := range append([]runconfig.Option{{Flag: "--config", Help: configHelp()}}, trainOptions(&defaults)...) {
 		help := o.Help
 		if o.Env != "" {
 			help += " [env: " + o.Env + "]"

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/pplaunch/pplaunch/plan"
 	"github.com/pplaunch/pplaunch/schedules"
 )
 
@@ -42,33 +43,6 @@ type planCmd struct {
 	Top          int     `arg:"--top" default:"5" placeholder:"N" help:"with a search: how many kept and how many rejected layouts to print"`
 }
 
-// planResult is one simulated schedule; its exported fields are the --json
-// output. Times are in ms.
-type planResult struct {
-	Schedule        string    `json:"schedule"`
-	P               int       `json:"p"`
-	V               int       `json:"v"`
-	M               int       `json:"m"`
-	Makespan        float64   `json:"makespan"`
-	Ideal           float64   `json:"ideal"`
-	Bubble          float64   `json:"bubble"`
-	BubbleFormula   *float64  `json:"bubble_formula,omitempty"`
-	Formula         string    `json:"formula,omitempty"`
-	PeakActivations []float64 `json:"peak_activations"`
-	PeakFormulaVal  *float64  `json:"peak_formula,omitempty"`
-	PeakFormula     string    `json:"peak_formula_text,omitempty"`
-	PeakBytes       []int64   `json:"peak_activation_bytes,omitempty"`
-	Busy            []float64 `json:"busy"`
-	Idle            []float64 `json:"idle"`
-	TimeUnit        string    `json:"time_unit"`
-	// Notes say which of torch's actions a CSV file held that pplaunch
-	// drops, and what stands for each (schedules.CSVNotes).
-	Notes []string `json:"notes,omitempty"`
-
-	sched *schedules.Schedule
-	tl    *schedules.Timeline
-}
-
 // run exits 2 when the flags (or the schedule they name) are wrong, as
 // every command does for a usage error, and 1 when a file cannot be written.
 func (c *planCmd) run(ctx context.Context, stdout, stderr io.Writer) error {
@@ -87,21 +61,21 @@ func (c *planCmd) run(ctx context.Context, stdout, stderr io.Writer) error {
 	if c.Compare {
 		return usage(c.compare(stdout))
 	}
-	var res *planResult
+	var res *plan.Result
 	var err error
 	if c.From != "" {
 		res, err = c.fromFile()
 	} else {
-		res, err = c.simulate(c.Schedule, c.virtualFor(c.Schedule))
+		res, err = plan.SimulateBuiltin(c.Schedule, c.Stages, c.Microbatches, c.Virtual, c.costs(), c.ActBytes)
 	}
 	if err != nil {
-		return usage(err)
+		return usage(fmt.Errorf("plan: %w", err))
 	}
 	if err := c.writeFiles(res); err != nil {
 		return err
 	}
 	if c.Text {
-		_, err := io.WriteString(stdout, schedules.Format(res.sched))
+		_, err := io.WriteString(stdout, schedules.Format(res.Sched))
 		return err
 	}
 	if c.JSON {
@@ -149,119 +123,30 @@ func (c *planCmd) check() error {
 	return nil
 }
 
-// virtualFor is the v asked of a built-in schedule: --virtual, which
-// schedules.Resolve checks and defaults. In --compare only interleaved takes
-// --virtual; the others run with their own.
-func (c *planCmd) virtualFor(name string) int {
-	if c.Compare && name != "interleaved" {
-		return 0
-	}
-	return c.Virtual
+// costs are the per-rank times the flags give.
+func (c *planCmd) costs() plan.RankCosts {
+	return plan.RankCosts{F: c.TF, B: c.TB, W: c.TW, Comm: c.TComm}
 }
 
-// costs spreads the per-rank times over the rank's v virtual stages.
-func (c *planCmd) costs(v int) schedules.Costs {
-	d := float64(v)
-	return schedules.Costs{
-		Default: schedules.StageCost{F: c.TF / d, B: c.TB / d, I: (c.TB - c.TW) / d, W: c.TW / d},
-		Comm:    c.TComm,
-	}
-}
-
-func (c *planCmd) simulate(name string, v int) (*planResult, error) {
-	s, err := schedules.Generate(name, c.Stages, c.Microbatches, v)
-	if err != nil {
-		return nil, fmt.Errorf("plan: %w", err)
-	}
-	return c.analyze(name, s)
-}
-
-func (c *planCmd) fromFile() (*planResult, error) {
+func (c *planCmd) fromFile() (*plan.Result, error) {
 	text, err := os.ReadFile(c.From)
 	if err != nil {
-		return nil, fmt.Errorf("plan: %w", err)
+		return nil, err
 	}
 	s, err := schedules.Load(c.From, string(text))
 	if err != nil {
-		return nil, fmt.Errorf("plan: %w", err)
+		return nil, err
 	}
-	res, err := c.analyze(c.From, s)
+	res, err := plan.Simulate(c.From, s, c.costs(), c.ActBytes)
 	if err == nil {
 		res.Notes = schedules.LoadNotes(c.From, string(text))
 	}
 	return res, err
 }
 
-func (c *planCmd) analyze(name string, s *schedules.Schedule) (*planResult, error) {
-	tl, err := schedules.Simulate(s, c.costs(s.V))
-	if err != nil {
-		return nil, fmt.Errorf("plan: %s: %w", name, err)
-	}
-	var actBytes []int64
-	if c.ActBytes > 0 {
-		actBytes = make([]int64, s.Stages())
-		for i := range actBytes {
-			actBytes[i] = c.ActBytes / int64(s.V)
-		}
-	}
-	st, err := schedules.Analyze(s, tl, actBytes)
-	if err != nil {
-		return nil, fmt.Errorf("plan: %s: %w", name, err)
-	}
-	res := &planResult{Schedule: name, P: s.P, V: s.V, M: s.M, Makespan: st.Makespan, Bubble: st.Bubble,
-		PeakActivations: st.PeakLive, PeakBytes: st.PeakBytes, Busy: st.Busy, Idle: st.Idle, TimeUnit: "ms", sched: s, tl: tl}
-	for _, b := range st.Busy {
-		res.Ideal = max(res.Ideal, b)
-	}
-	if c.From == "" {
-		res.Formula, res.BubbleFormula = c.closedForm(name, s.P, s.M, s.V)
-		res.PeakFormula, res.PeakFormulaVal = peakForm(name, s.P, s.M)
-	}
-	return res, nil
-}
-
-// closedForm is the textbook bubble fraction of a built-in schedule, where
-// one is known for these costs (equal stages, free transfers).
-func (c *planCmd) closedForm(name string, p, m, v int) (string, *float64) {
-	if c.TComm != 0 {
-		return "", nil
-	}
-	frac := func(num, den int) *float64 { f := float64(num) / float64(den); return &f }
-	switch {
-	case name == "gpipe" || name == "1f1b":
-		return "(P-1)/(M+P-1)", frac(p-1, m+p-1)
-	case name == "interleaved" && m%p == 0:
-		return "(P-1)/(v·M+P-1)", frac(p-1, v*m+p-1)
-	case name == "zb-h1" && m >= p && c.TF == c.TB-c.TW && c.TF == c.TW:
-		return "(P-1)/(3M+P-1)", frac(p-1, 3*m+p-1)
-	case name == "zb-v" && m >= 2*p-1 && c.TF == c.TB-c.TW && c.TF == c.TW:
-		return "(P-1)/(6M+P-1)", frac(p-1, 6*m+p-1)
-	}
-	return "", nil
-}
-
-// peakForm is the largest rank's peak of live activations, in micro-batches,
-// that the papers give for a built-in schedule. It depends only on each
-// rank's order, not on the costs. V-Half and V-Min reach theirs once M >= P
-// (Qi et al. 2024, "Pipeline Parallelism with Controllable Memory").
-func peakForm(name string, p, m int) (string, *float64) {
-	val := func(n int) *float64 { f := float64(n); return &f }
-	switch {
-	case name == "gpipe":
-		return "M", val(m)
-	case name == "1f1b":
-		return "min(P,M)", val(min(p, m))
-	case name == "v-half" && m >= p:
-		return "(P+2)/2", val((p + 2) / 2)
-	case name == "v-min" && m >= p:
-		return "(P+4)/3", val((p + 4) / 3)
-	}
-	return "", nil
-}
-
-func (c *planCmd) writeFiles(res *planResult) error {
+func (c *planCmd) writeFiles(res *plan.Result) error {
 	if c.CSV != "" {
-		if err := os.WriteFile(c.CSV, []byte(schedules.FormatCSV(res.sched, c.CSVComms)), 0o644); err != nil {
+		if err := os.WriteFile(c.CSV, []byte(schedules.FormatCSV(res.Sched, c.CSVComms)), 0o644); err != nil {
 			return fmt.Errorf("plan: --csv: %w", err)
 		}
 	}
@@ -269,8 +154,8 @@ func (c *planCmd) writeFiles(res *planResult) error {
 		return nil
 	}
 	// The timeline is in ms; the writers take seconds.
-	tl := &schedules.Timeline{Ranks: make([][]schedules.Span, len(res.tl.Ranks))}
-	for r, spans := range res.tl.Ranks {
+	tl := &schedules.Timeline{Ranks: make([][]schedules.Span, len(res.Timeline.Ranks))}
+	for r, spans := range res.Timeline.Ranks {
 		for _, sp := range spans {
 			tl.Ranks[r] = append(tl.Ranks[r], schedules.Span{Action: sp.Action, Start: sp.Start / 1e3, End: sp.End / 1e3})
 		}
@@ -308,7 +193,7 @@ func (c *planCmd) costLine(w io.Writer) {
 	fmt.Fprintf(w, "costs per micro-batch per rank: tF=%g tB=%g (I=%g W=%g) tcomm=%g ms\n", c.TF, c.TB, c.TB-c.TW, c.TW, c.TComm)
 }
 
-func (c *planCmd) summary(w io.Writer, res *planResult) error {
+func (c *planCmd) summary(w io.Writer, res *plan.Result) error {
 	fmt.Fprintf(w, "%s: P=%d ranks, v=%d, M=%d micro-batches\n", res.Schedule, res.P, res.V, res.M)
 	for _, n := range res.Notes {
 		fmt.Fprintf(w, "note: %s\n", n)
@@ -337,7 +222,7 @@ func (c *planCmd) summary(w io.Writer, res *planResult) error {
 	}
 	fmt.Fprintln(w, "\nGantt:")
 	var g strings.Builder
-	if err := schedules.WriteGantt(&g, res.tl, res.V, 0); err != nil {
+	if err := schedules.WriteGantt(&g, res.Timeline, res.V, 0); err != nil {
 		return err
 	}
 	// The simulator's time unit is the costs', which plan gives in ms.
@@ -346,19 +231,15 @@ func (c *planCmd) summary(w io.Writer, res *planResult) error {
 }
 
 func (c *planCmd) compare(w io.Writer) error {
-	var all []*planResult
-	for _, name := range schedules.Names {
-		res, err := c.simulate(name, c.virtualFor(name))
-		if err != nil {
-			return err
-		}
-		all = append(all, res)
+	all, err := plan.Compare(c.Stages, c.Microbatches, c.Virtual, c.costs(), c.ActBytes)
+	if err != nil {
+		return fmt.Errorf("plan: %w", err)
 	}
 	if c.JSON {
 		return writeJSON(w, struct {
-			P         int           `json:"p"`
-			M         int           `json:"m"`
-			Schedules []*planResult `json:"schedules"`
+			P         int            `json:"p"`
+			M         int            `json:"m"`
+			Schedules []*plan.Result `json:"schedules"`
 		}{c.Stages, c.Microbatches, all})
 	}
 	fmt.Fprintf(w, "P=%d ranks, M=%d micro-batches\n", c.Stages, c.Microbatches)

@@ -4,35 +4,24 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strings"
 	"text/tabwriter"
 
-	"github.com/pplaunch/pplaunch/ranks"
-	"github.com/pplaunch/pplaunch/schedules"
+	"github.com/pplaunch/pplaunch/plan"
 )
 
 // readProfile reads a file that train --profile wrote.
-func readProfile(path string) (*ranks.Profile, error) {
+func readProfile(path string) (*plan.Profile, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	p, err := ranks.ReadProfile(f)
+	p, err := plan.ReadProfile(f)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return p, nil
-}
-
-// cutRow is one cut of the profiled layout; --json prints them.
-type cutRow struct {
-	Name          string  `json:"name"`
-	Cut           []int   `json:"cut"`
-	SlowestStageS float64 `json:"slowest_stage_s"`
-	StepS         float64 `json:"step_s"`
-	Bubble        float64 `json:"bubble"`
 }
 
 // profilePlan is plan --profile: the cut comparison, or with --world or
@@ -45,42 +34,41 @@ func (c *planCmd) profilePlan(w io.Writer) error {
 	if c.World == 0 && c.MemoryBudget == "" {
 		return c.cutComparison(w, p)
 	}
-	l := p.Layout
 	world, global := c.World, c.GlobalBatch
 	if world == 0 {
-		world = l.PP * l.DP
+		world = p.World()
 	}
 	if global == 0 {
-		global = l.DP * l.Microbatches * p.MicroBatchSize
+		global = p.GlobalBatch()
 	}
 	var budget int64
 	if c.MemoryBudget != "" {
-		if budget, err = parseBytes(c.MemoryBudget); err != nil {
+		if budget, err = plan.ParseBytes(c.MemoryBudget); err != nil {
 			return fmt.Errorf("plan: --memory-budget %w", err)
 		}
 	}
 	if world < 1 || global < 1 || c.Top < 1 {
 		return fmt.Errorf("plan: --world %d, --global-batch %d and --top %d must be at least 1", world, global, c.Top)
 	}
-	if err := ranks.CheckZero(c.Zero); err != nil {
+	if err := plan.CheckZero(c.Zero); err != nil {
 		return fmt.Errorf("plan: %w", err)
 	}
-	rows, err := search(p, world, global, budget, c.Zero)
+	rows, err := plan.Search(p, world, global, budget, c.Zero)
 	if err != nil {
 		return fmt.Errorf("plan: search: %w", err)
 	}
 	if c.JSON {
 		return writeJSON(w, struct {
-			World       int         `json:"world"`
-			GlobalBatch int         `json:"global_batch"`
-			Budget      int64       `json:"memory_budget_bytes,omitempty"`
-			Layouts     []searchRow `json:"layouts"`
+			World       int        `json:"world"`
+			GlobalBatch int        `json:"global_batch"`
+			Budget      int64      `json:"memory_budget_bytes,omitempty"`
+			Layouts     []plan.Row `json:"layouts"`
 		}{world, global, budget, rows})
 	}
 	return c.printSearch(w, p, rows, world, global, budget)
 }
 
-func (c *planCmd) profileLine(w io.Writer, p *ranks.Profile) {
+func (c *planCmd) profileLine(w io.Writer, p *plan.Profile) {
 	m, l := p.Model, p.Layout
 	fmt.Fprintf(w, "profile %s: %s, %d layers, width %d, seq %d, %d parameters; %s; %d sequences per micro-batch\n",
 		c.Profile, m.Kind, m.Layers, m.Width, m.Seq, m.Params, p.Backend, p.MicroBatchSize)
@@ -90,28 +78,14 @@ func (c *planCmd) profileLine(w io.Writer, p *ranks.Profile) {
 
 // cutComparison predicts the profiled layout with its measured cut and
 // with the profile-balanced one.
-func (c *planCmd) cutComparison(w io.Writer, p *ranks.Profile) error {
-	l := p.Layout
-	if !slices.Contains(schedules.Names, l.Schedule) {
-		return fmt.Errorf("plan: --profile %s was measured with the schedule file %s; the cut comparison predicts built-in schedules only: search with --world N instead", c.Profile, l.Schedule)
-	}
-	base := ranks.Candidate{PP: l.PP, DP: l.DP, Schedule: l.Schedule, Virtual: l.Virtual, Micro: l.Microbatches, MicroSize: p.MicroBatchSize, Recompute: p.Recompute}
-	var rows []cutRow
-	for _, k := range []struct {
-		name string
-		cut  []int
-	}{{"current", l.Cut}, {"balanced", nil}} {
-		cand := base
-		cand.Cut = k.cut
-		pr, err := ranks.Predict(p, cand)
-		if err != nil {
-			return fmt.Errorf("plan: --profile %s: %w", c.Profile, err)
-		}
-		rows = append(rows, cutRow{k.name, pr.Cut, pr.SlowestStageS, pr.StepS, pr.Bubble})
+func (c *planCmd) cutComparison(w io.Writer, p *plan.Profile) error {
+	rows, err := plan.CompareCuts(p)
+	if err != nil {
+		return fmt.Errorf("plan: --profile %s: %w", c.Profile, err)
 	}
 	if c.JSON {
 		return writeJSON(w, struct {
-			Cuts []cutRow `json:"cuts"`
+			Cuts []plan.CutRow `json:"cuts"`
 		}{rows})
 	}
 	c.profileLine(w, p)
@@ -127,7 +101,7 @@ func (c *planCmd) cutComparison(w io.Writer, p *ranks.Profile) error {
 	return nil
 }
 
-func (c *planCmd) printSearch(w io.Writer, p *ranks.Profile, rows []searchRow, world, global int, budget int64) error {
+func (c *planCmd) printSearch(w io.Writer, p *plan.Profile, rows []plan.Row, world, global int, budget int64) error {
 	c.profileLine(w, p)
 	fits := 0
 	for _, r := range rows {
@@ -137,7 +111,7 @@ func (c *planCmd) printSearch(w io.Writer, p *ranks.Profile, rows []searchRow, w
 	}
 	limit := "no memory budget"
 	if budget > 0 {
-		limit = "budget " + bytesIEC(budget) + " per rank"
+		limit = "budget " + plan.FormatBytes(budget) + " per rank"
 	}
 	if c.Zero > 0 {
 		limit += fmt.Sprintf(", ZeRO stage %d", c.Zero)
@@ -146,13 +120,13 @@ func (c *planCmd) printSearch(w io.Writer, p *ranks.Profile, rows []searchRow, w
 	fmt.Fprintln(w, "predicted step: the simulated pipeline from the profile's block times (scaled by micro-batch size) and transfer times, plus a ring all-reduce of the gradients at the measured transfer bandwidth; the optimizer step is not in it")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "pp×dp\tschedule\tv\tM\tb\trecompute\tcut\tstep ms\tbubble\tmemory\tverdict")
-	show := func(r searchRow) {
+	show := func(r plan.Row) {
 		rc := "no"
 		if r.Recompute {
 			rc = "yes"
 		}
 		fmt.Fprintf(tw, "%d×%d\t%s\t%d\t%d\t%d\t%s\t%s\t%.4g\t%s\t%s\t%s\n", r.PP, r.DP, r.Schedule, r.V, r.Micro, r.MicroSize, rc,
-			joinInts(r.Cut), 1e3*r.StepS, pct(r.Bubble), bytesIEC(r.MemoryBytes), r.Why)
+			joinInts(r.Cut), 1e3*r.StepS, pct(r.Bubble), plan.FormatBytes(r.MemoryBytes), r.Why)
 	}
 	n := 0
 	for _, r := range rows {

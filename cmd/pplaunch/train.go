@@ -18,6 +18,7 @@ import (
 	"github.com/pplaunch/pplaunch/models/checkpoint"
 	"github.com/pplaunch/pplaunch/models/tensor"
 	"github.com/pplaunch/pplaunch/ranks"
+	"github.com/pplaunch/pplaunch/runconfig"
 	"github.com/pplaunch/pplaunch/schedules"
 )
 
@@ -31,30 +32,30 @@ type trainCmd struct {
 	optimFlags
 	sampleFlags
 	metricsFlags
-	InitFrom        string        `arg:"--init-from" placeholder:"FILE.safetensors" help:"start from these weights (e.g. nanoGPT's state_dict) instead of the seed"`
-	Schedule        string        `arg:"--schedule" default:"1f1b" help:"gpipe, 1f1b, interleaved, zb-h1, zb-v, v-half, v-min, dualpipev, or a schedule FILE (text form, or PyTorch's pipeline-order .csv) checked against --pp and --microbatches" ds:"pipeline.schedule"`
-	Virtual         int           `arg:"--virtual" help:"virtual stages per rank (interleaved: default 2; the V schedules zb-v, v-half, v-min and dualpipev always have 2)" ds:"pipeline.virtual" alias:"virtual_stages,num_layers_per_virtual_pipeline_stage"`
-	Microbatches    int           `arg:"--microbatches" default:"8" help:"micro-batches per step per data-parallel replica" ds:"gradient_accumulation_steps" alias:"n_microbatches,num_microbatches,gradient_accumulation"`
-	MicrobatchSize  int           `arg:"--microbatch-size" default:"4" help:"sequences per micro-batch" ds:"train_micro_batch_size_per_gpu" alias:"micro_batch_size,batch_size,per_device_train_batch_size"`
-	PP              int           `arg:"--pp" help:"pipeline ranks [default: world / dp]" ds:"pipeline.num_stages" alias:"pipeline_parallel_size,pipeline_model_parallel_size,pipeline_parallel_degree"`
-	DP              int           `arg:"--dp" help:"data-parallel replicas [default: world / pp]" alias:"data_parallel_size,data_parallel_degree,data_parallel_replicate_degree"`
-	Recompute       bool          `arg:"--recompute" help:"recompute activations during backward instead of keeping them" ds:"pipeline.activation_checkpoint_interval" alias:"recompute_activations,gradient_checkpointing"`
-	Optimizer       string        `arg:"--optimizer" default:"adamw" help:"adamw or sgd" ds:"optimizer.type"`
-	LR              float64       `arg:"--lr" default:"0.003" help:"peak learning rate" ds:"optimizer.params.lr" alias:"learning_rate"`
-	MinLR           float64       `arg:"--min-lr" default:"0.0003" help:"learning rate at the end of the cosine decay" alias:"min_learning_rate,lr_min"`
-	Warmup          int           `arg:"--warmup" default:"5" help:"linear warmup steps" ds:"scheduler.params.warmup_num_steps" alias:"warmup_steps,warmup_iters,lr_warmup_steps,lr_warmup_iters"`
-	WeightDecay     float64       `arg:"--weight-decay" default:"0.1" help:"weight decay: AdamW's decoupled decay; with --optimizer sgd, L2 added to the gradient (torch.optim.SGD's weight_decay)" ds:"optimizer.params.weight_decay"`
-	Clip            float64       `arg:"--clip" default:"1" help:"clip gradients to this global norm (0: off)" ds:"gradient_clipping" alias:"clip_grad,max_grad_norm,grad_clip"`
-	Steps           int           `arg:"--steps" default:"200" help:"optimizer steps" ds:"train_iters" alias:"max_steps,train_steps,iterations"`
-	EvalEvery       int           `arg:"--eval-every" default:"50" help:"validation loss every K steps (and at the end)" alias:"eval_interval,eval_steps"`
-	EvalBatches     int           `arg:"--eval-batches" default:"4" help:"held-out micro-batches per evaluation" alias:"eval_iters"`
-	Seed            uint64        `arg:"--seed" default:"1" help:"initialisation and data order"`
-	Data            string        `arg:"--data" placeholder:"PATH" help:"corpus file or directory [default: the embedded text]" alias:"data_path,dataset"`
-	Timeout         durationValue `arg:"--timeout" default:"5m" help:"deadline of every wait (receive, send, reduction, checkpoint gathering); seconds, or 30s, 5m"`
-	CheckpointDir   string        `arg:"--checkpoint-dir" placeholder:"DIR" help:"write checkpoints here (always the final one)" alias:"save,output_dir,checkpoint_folder"`
-	CheckpointEvery int           `arg:"--checkpoint-every" placeholder:"K" help:"also checkpoint every K steps" alias:"save_interval,save_steps,checkpoint_interval"`
-	Resume          bool          `arg:"--resume" help:"continue from the newest complete checkpoint in --checkpoint-dir (a restart always does)"`
-	Overwrite       bool          `arg:"--overwrite" help:"a new run into a --checkpoint-dir holding another run's checkpoints removes them first (without it, or --resume, such a run is refused)"`
+	InitFrom        string        `arg:"--init-from" placeholder:"FILE.safetensors" help:"start from these weights (e.g. nanoGPT's state_dict) instead of the seed" same:"true"`
+	Schedule        string        `arg:"--schedule" default:"1f1b" help:"gpipe, 1f1b, interleaved, zb-h1, zb-v, v-half, v-min, dualpipev, or a schedule FILE (text form, or PyTorch's pipeline-order .csv) checked against --pp and --microbatches" ds:"pipeline.schedule" same:"true"`
+	Virtual         int           `arg:"--virtual" help:"virtual stages per rank (interleaved: default 2; the V schedules zb-v, v-half, v-min and dualpipev always have 2)" ds:"pipeline.virtual" alias:"virtual_stages,num_layers_per_virtual_pipeline_stage" same:"true"`
+	Microbatches    int           `arg:"--microbatches" default:"8" help:"micro-batches per step per data-parallel replica" ds:"gradient_accumulation_steps" alias:"n_microbatches,num_microbatches,gradient_accumulation" same:"true"`
+	MicrobatchSize  int           `arg:"--microbatch-size" default:"4" help:"sequences per micro-batch" ds:"train_micro_batch_size_per_gpu" alias:"micro_batch_size,batch_size,per_device_train_batch_size" same:"true"`
+	PP              int           `arg:"--pp" help:"pipeline ranks [default: world / dp]" ds:"pipeline.num_stages" alias:"pipeline_parallel_size,pipeline_model_parallel_size,pipeline_parallel_degree" same:"true"`
+	DP              int           `arg:"--dp" help:"data-parallel replicas [default: world / pp]" alias:"data_parallel_size,data_parallel_degree,data_parallel_replicate_degree" same:"true"`
+	Recompute       bool          `arg:"--recompute" help:"recompute activations during backward instead of keeping them" ds:"pipeline.activation_checkpoint_interval" alias:"recompute_activations,gradient_checkpointing" same:"true"`
+	Optimizer       string        `arg:"--optimizer" default:"adamw" help:"adamw or sgd" ds:"optimizer.type" same:"true"`
+	LR              float64       `arg:"--lr" default:"0.003" help:"peak learning rate" ds:"optimizer.params.lr" alias:"learning_rate" same:"true"`
+	MinLR           float64       `arg:"--min-lr" default:"0.0003" help:"learning rate at the end of the cosine decay" alias:"min_learning_rate,lr_min" same:"true"`
+	Warmup          int           `arg:"--warmup" default:"5" help:"linear warmup steps" ds:"scheduler.params.warmup_num_steps" alias:"warmup_steps,warmup_iters,lr_warmup_steps,lr_warmup_iters" same:"true"`
+	WeightDecay     float64       `arg:"--weight-decay" default:"0.1" help:"weight decay: AdamW's decoupled decay; with --optimizer sgd, L2 added to the gradient (torch.optim.SGD's weight_decay)" ds:"optimizer.params.weight_decay" same:"true"`
+	Clip            float64       `arg:"--clip" default:"1" help:"clip gradients to this global norm (0: off)" ds:"gradient_clipping" alias:"clip_grad,max_grad_norm,grad_clip" same:"true"`
+	Steps           int           `arg:"--steps" default:"200" help:"optimizer steps" ds:"train_iters" alias:"max_steps,train_steps,iterations" same:"true"`
+	EvalEvery       int           `arg:"--eval-every" default:"50" help:"validation loss every K steps (and at the end)" alias:"eval_interval,eval_steps" same:"true"`
+	EvalBatches     int           `arg:"--eval-batches" default:"4" help:"held-out micro-batches per evaluation" alias:"eval_iters" same:"true"`
+	Seed            uint64        `arg:"--seed" default:"1" help:"initialisation and data order" same:"true"`
+	Data            string        `arg:"--data" placeholder:"PATH" help:"corpus file or directory [default: the embedded text]" alias:"data_path,dataset" same:"true"`
+	Timeout         durationValue `arg:"--timeout" default:"5m" help:"deadline of every wait (receive, send, reduction, checkpoint gathering); seconds, or 30s, 5m" same:"true"`
+	CheckpointDir   string        `arg:"--checkpoint-dir" placeholder:"DIR" help:"write checkpoints here (always the final one)" alias:"save,output_dir,checkpoint_folder" same:"true"`
+	CheckpointEvery int           `arg:"--checkpoint-every" placeholder:"K" help:"also checkpoint every K steps" alias:"save_interval,save_steps,checkpoint_interval" same:"true"`
+	Resume          bool          `arg:"--resume" help:"continue from the newest complete checkpoint in --checkpoint-dir (a restart always does)" same:"true"`
+	Overwrite       bool          `arg:"--overwrite" help:"a new run into a --checkpoint-dir holding another run's checkpoints removes them first (without it, or --resume, such a run is refused)" same:"true"`
 	Metrics         string        `arg:"--metrics" placeholder:"FILE" help:"per-step JSON lines (rank 0)"`
 	Trace           string        `arg:"--trace" placeholder:"FILE" help:"measured timeline of every rank as Chrome-trace JSON"`
 	TraceSVG        string        `arg:"--trace-svg" placeholder:"FILE" help:"measured timeline as an SVG Gantt picture, of the steps --trace-steps chooses"`
@@ -62,13 +63,13 @@ type trainCmd struct {
 	Device          string        `arg:"--device" default:"cpu" help:"where the model computes: cpu or cuda (a rank's GPU is its LOCAL_RANK modulo the visible GPUs)"`
 	TF32            bool          `arg:"--tf32" help:"on cuda, let matrix products use TF32 tensor cores"`
 	Backend         string        `arg:"--backend" default:"tcp" help:"communicator of the device tensors: tcp, nccl or auto (nccl when every rank has a GPU and NCCL loads; says which it chose); host messages always go over tcp"`
-	CheckTransfers  bool          `arg:"--check-transfers" help:"compare every rank's transfer shapes before every step (with nccl, which carries no shapes, they are compared before the first step anyway)"`
+	CheckTransfers  bool          `arg:"--check-transfers" help:"compare every rank's transfer shapes before every step (with nccl, which carries no shapes, they are compared before the first step anyway)" same:"true"`
 
-	Rebalance          string  `arg:"--rebalance" default:"off" placeholder:"off|auto|every:N" help:"cut the stages again while training, from the block times the ranks measure: the blocks move between ranks (parameters and optimizer state, over the communicator) when the planner's cut predicts a step shorter by more than --rebalance-threshold; every:N checks every N steps, auto after 4 steps and then every 20"`
-	RebalanceThreshold float64 `arg:"--rebalance-threshold" default:"0.05" help:"the predicted step gain, a fraction of the step, that a rebalance needs to move blocks"`
+	Rebalance          string  `arg:"--rebalance" default:"off" placeholder:"off|auto|every:N" help:"cut the stages again while training, from the block times the ranks measure: the blocks move between ranks (parameters and optimizer state, over the communicator) when the planner's cut predicts a step shorter by more than --rebalance-threshold; every:N checks every N steps, auto after 4 steps and then every 20" same:"true"`
+	RebalanceThreshold float64 `arg:"--rebalance-threshold" default:"0.05" help:"the predicted step gain, a fraction of the step, that a rebalance needs to move blocks" same:"true"`
 
-	Profile string    `arg:"--profile" placeholder:"FILE" help:"time every block's forward and backward passes and the transfers, and write the medians after the first step as JSON (for plan --profile and --balance profile:FILE)"`
-	batch   batchSpec // what --config gave of the batch sizes (resolveWorld)
+	Profile string          `arg:"--profile" placeholder:"FILE" help:"time every block's forward and backward passes and the transfers, and write the medians after the first step as JSON (for plan --profile and --balance profile:FILE)" same:"true"`
+	batch   runconfig.Batch // what --config gave of the batch sizes (resolveWorld)
 }
 
 func (c *trainCmd) config() (ranks.TrainConfig, error) {
@@ -138,8 +139,12 @@ func (c *trainCmd) precheck(f launch.Flags, getenv func(string) string) error {
 	}
 	size := 0
 	// Bad launcher flags are runAgent's to report.
-	if lc, err := launch.Resolve(f, getenv); err == nil && lc.NNodes == 1 {
+	lc, err := launch.Resolve(f, getenv)
+	if err == nil && lc.NNodes == 1 {
 		size = lc.NProc
+	}
+	if err == nil && lc.Elastic() && c.CheckpointDir == "" {
+		return fmt.Errorf("--nnodes %d:%d needs --checkpoint-dir: a world that re-forms goes on from the newest checkpoint", lc.MinNodes, lc.NNodes)
 	}
 	return c.checkWorld(size)
 }
@@ -203,6 +208,10 @@ func (c *trainCmd) job(stdout io.Writer, backend string) func(ctx context.Contex
 		if err != nil {
 			return fmt.Errorf("train: %w", err)
 		}
+		relayout, err := c.relayout(r)
+		if err != nil {
+			return fmt.Errorf("train: %w", err)
+		}
 		be, what, closeBackend, err := c.openBackend(r.LocalRank, r.LocalWorldSize)
 		if err != nil {
 			return fmt.Errorf("train: %w", err)
@@ -221,6 +230,7 @@ func (c *trainCmd) job(stdout io.Writer, backend string) func(ctx context.Contex
 		defer comm.Close()
 		job := ranks.Job{
 			Rank: r.Rank, Size: r.WorldSize, Node: r.NodeRank, Store: r.Store, Comm: comm, Restart: r.RestartCount, Backend: be, Logf: logf,
+			Salvage: os.Getenv(contract.EnvElasticBase) != "", // an elastic job's
 		}
 		if backend == "nccl" {
 			if job.Device, err = openDeviceComm(ctx, r, be, cfg.Timeout); err != nil {
@@ -239,6 +249,9 @@ func (c *trainCmd) job(stdout io.Writer, backend string) func(ctx context.Contex
 			}
 			defer out.close()
 			job.Report, job.Event, job.OnSample = out.step, out.event, out.sample
+			if relayout != nil {
+				job.OnResume = func(step int) { out.relayout(relayout, step) }
+			}
 		}
 		if c.MetricsAddr != "" {
 			lctx, stopLive := context.WithCancel(ctx)
@@ -270,11 +283,22 @@ func (c *trainCmd) job(stdout io.Writer, backend string) func(ctx context.Contex
 // rankConfig is the run's configuration on a rank of a world of size ranks:
 // the flags (and --config) resolved for that world and checked.
 func (c *trainCmd) rankConfig(size int) (ranks.TrainConfig, error) {
-	if err := c.resolveWorld(size); err != nil {
+	e, err := readElastic(os.Getenv)
+	if err != nil {
+		return ranks.TrainConfig{}, err
+	}
+	world := size
+	if e.base > 0 {
+		world = e.base // an elastic job's batch is its first world's
+	}
+	if err := c.resolveWorld(world); err != nil {
 		return ranks.TrainConfig{}, err
 	}
 	cfg, err := c.config()
 	if err != nil {
+		return ranks.TrainConfig{}, err
+	}
+	if cfg, err = elasticConfig(cfg, e, size); err != nil {
 		return ranks.TrainConfig{}, err
 	}
 	l, err := cfg.Plan(size)
@@ -283,10 +307,11 @@ func (c *trainCmd) rankConfig(size int) (ranks.TrainConfig, error) {
 	}
 	cfg.PP, cfg.DP = l.PP, l.DP
 	resolved := *c
-	resolved.PP, resolved.DP = l.PP, l.DP
+	resolved.PP, resolved.DP, resolved.Microbatches = l.PP, l.DP, cfg.Micro
 	m := cfg.Model // the preset's sizes, as the run has them
 	resolved.Layers, resolved.Width, resolved.Heads, resolved.Seq, resolved.Vocab, resolved.Tied = m.Layers, m.Width, m.Heads, m.Seq, m.Vocab, m.Tied
-	cfg.Effective = effectiveConfig(&resolved)
+	cfg.Effective = runconfig.Effective(trainOptions(&resolved))
+	cfg.Agreed = runconfig.Agreed(trainOptions(&resolved))
 	return cfg, nil
 }
 

@@ -33,7 +33,13 @@ type trainOutput struct {
 func newTrainOutput(c *trainCmd, cfg ranks.TrainConfig, backend string, world int, w io.Writer) (*trainOutput, error) {
 	o := &trainOutput{cfg: cfg, w: w, c: c, world: world, start: time.Now(), tty: os.Getenv(terminalEnv) == "1" || isTerminal(w)}
 	if c.Metrics != "" {
-		f, err := os.Create(c.Metrics)
+		// An elastic job's re-formed world goes on with the records of
+		// the worlds before it.
+		flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+		if rc := os.Getenv(contract.EnvRestartCount); os.Getenv(contract.EnvElasticBase) != "" && rc != "" && rc != "0" {
+			flags = os.O_WRONLY | os.O_CREATE | os.O_APPEND
+		}
+		f, err := os.OpenFile(c.Metrics, flags, 0o666)
 		if err != nil {
 			return nil, fmt.Errorf("--metrics: %w", err)
 		}
@@ -141,6 +147,16 @@ func (o *trainOutput) step(r ranks.StepRecord) {
 func (o *trainOutput) event(e ranks.EventRecord) {
 	if o.enc != nil && o.encErr == nil {
 		o.encErr = o.enc.Encode(e)
+	}
+}
+
+// relayout prints the line of the re-layout that made this world and writes
+// its record to --metrics, once training resumes from step.
+func (o *trainOutput) relayout(r *ranks.RelayoutRecord, step int) {
+	r.Step = step
+	fmt.Fprintln(o.w, r.Line())
+	if o.enc != nil && o.encErr == nil {
+		o.encErr = o.enc.Encode(r)
 	}
 }
 

@@ -6,12 +6,12 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/pplaunch/pplaunch/ranks"
+	"github.com/pplaunch/pplaunch/plan"
 )
 
 // writeProfile writes p to path atomically, so that a reader never sees
 // half a profile.
-func writeProfile(path string, p *ranks.Profile) error {
+func writeProfile(path string, p *plan.Profile) error {
 	return writeFileAtomic(path, p.Write)
 }
 

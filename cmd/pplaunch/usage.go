@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/pplaunch/pplaunch/launch"
+	"github.com/pplaunch/pplaunch/runconfig"
 )
 
 // A usage error is one line that says what was wrong and how to fix it: the
@@ -88,7 +89,7 @@ func valueKind(t reflect.Type) string {
 	if t == reflect.TypeFor[launch.Duration]() {
 		return "seconds or a duration (30s, 5m)"
 	}
-	return kindName(t)
+	return runconfig.KindName(t)
 }
 
 var parsingValue = regexp.MustCompile(`parsing "(.*)"`)
@@ -112,7 +113,7 @@ func explainUsage(err error, argv, names []string, cmd any) string {
 		for _, c := range subcommands(t) {
 			names = append(names, c.name)
 		}
-		if near := nearest(word, names); near != "" && editDistance(word, near) <= max(2, len(word)/3) {
+		if near := runconfig.Nearest(word, names); near != "" && runconfig.EditDistance(word, near) <= max(2, len(word)/3) {
 			return fmt.Sprintf("unknown command %s: did you mean %s? %s", word, near, help)
 		}
 		if cmd == nil && looksLikeProgram(word) {
@@ -125,7 +126,7 @@ func explainUsage(err error, argv, names []string, cmd any) string {
 		for f := range flags {
 			names = append(names, f)
 		}
-		if near := nearest(flag, slices.Sorted(slices.Values(names))); near != "" && editDistance(flag, near) <= max(2, len(flag)/3) {
+		if near := runconfig.Nearest(flag, slices.Sorted(slices.Values(names))); near != "" && runconfig.EditDistance(flag, near) <= max(2, len(flag)/3) {
 			return fmt.Sprintf("unknown flag %s: did you mean %s? (%s --help lists the flags)", flag, near, path)
 		}
 		return fmt.Sprintf("unknown flag %s (%s --help lists the flags)", flag, path)

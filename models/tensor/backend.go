@@ -44,6 +44,22 @@ type Backend interface {
 	Attention(out, probs, qkv *Tensor, heads int)
 	// AttentionBackward computes dqkv [B,T,3D] from dout [B,T,D].
 	AttentionBackward(dqkv, dout, qkv, probs *Tensor, heads int)
+	// FlashAttention is Attention fused (flash-attention-2): tiles of queries
+	// against tiles of keys and values with an online softmax, no T×T matrix
+	// held anywhere, key tiles above the causal diagonal skipped. It keeps
+	// lse [B,H,T] (float32): each row's log Σ_j exp(q·k_j/√hd), all the
+	// backward needs besides out. qkv and out may be float32 or bfloat16.
+	// Sums run in a fixed order: the same inputs give the same bits. The CPU
+	// takes any head width, the CUDA backend FlashMinHead..FlashMaxHead.
+	FlashAttention(out, lse, qkv *Tensor, heads int)
+	// FlashAttentionBackward computes dqkv [B,T,3D] from dout [B,T,D] and
+	// FlashAttention's out and lse, recomputing the probabilities tile by
+	// tile; dQ, dK and dV are each summed in a fixed order (no atomics).
+	FlashAttentionBackward(dqkv, dout, qkv, out, lse *Tensor, heads int)
+	// FusedAttention says whether a model with this head width and sequence
+	// length should use FlashAttention rather than Attention on this
+	// backend: where the fused kernel exists for the width and pays.
+	FusedAttention(headDim, seq int) bool
 	// Embed computes y[b,t] = wte[tokens[b,t]] + wpe[t]: y [B,T,D]; wpe may be nil.
 	Embed(y, wte, wpe *Tensor, tokens []int32)
 	// EmbedBackward scatter-adds dy into dwte (and sums it per position into dwpe,
@@ -67,18 +83,23 @@ type Backend interface {
 // never touches values except through it. Tensors passed to a backend must
 // have been made by it (or, for the CPU backend, be host tensors).
 type Memory interface {
-	// Alloc returns a tensor of the shape whose contents are undefined.
+	// Alloc returns a float32 tensor of the shape whose contents are undefined.
 	Alloc(shape ...int) *Tensor
+	// AllocAs returns a tensor of the dtype and shape whose contents are undefined.
+	AllocAs(dt DType, shape ...int) *Tensor
 	// Zeros returns a zeroed tensor of the shape.
 	Zeros(shape ...int) *Tensor
 	// Free gives t's storage back to the backend for reuse; neither t nor any
 	// view of it may be used afterwards. Views themselves are not freed.
 	Free(t *Tensor)
-	// Upload copies len(src) = t.Len() host values into t.
+	// Upload copies len(src) = t.Len() host values into t, rounded to
+	// nearest even where t is bfloat16.
 	Upload(t *Tensor, src []float32)
-	// Download copies t's t.Len() = len(dst) values to the host.
+	// Download copies t's t.Len() = len(dst) values to the host (exactly:
+	// every bfloat16 is a float32).
 	Download(dst []float32, t *Tensor)
-	// Copy sets dst = src (the same number of elements; shapes may differ).
+	// Copy sets dst = src (the same number of elements; shapes may differ),
+	// converting to dst's dtype where a backend supports it.
 	Copy(dst, src *Tensor)
 	// Scale multiplies t by s in place.
 	Scale(t *Tensor, s float32)

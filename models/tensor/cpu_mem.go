@@ -22,17 +22,24 @@ func mustHost(op string, ts ...*Tensor) {
 // Alloc returns a host tensor (Go zeroes it; the contract leaves it undefined).
 func (c *CPU) Alloc(shape ...int) *Tensor { return New(shape...) }
 
+// AllocAs returns a host tensor of the dtype.
+func (c *CPU) AllocAs(dt DType, shape ...int) *Tensor { return NewAs(dt, shape...) }
+
 // Zeros returns a zeroed host tensor.
 func (c *CPU) Zeros(shape ...int) *Tensor { return New(shape...) }
 
 // Free drops t's storage; the garbage collector reclaims it.
 func (c *CPU) Free(t *Tensor) { mustHost("free", t); t.Detach() }
 
-// Upload copies src into t.
+// Upload copies src into t (rounded to nearest even for a bfloat16 t).
 func (c *CPU) Upload(t *Tensor, src []float32) {
 	mustHost("upload", t)
 	if len(src) != t.Len() {
 		panic(fmt.Sprintf("upload: %d values into %v (%d elements)", len(src), t.Shape, t.Len()))
+	}
+	if t.dtype == BFloat16 {
+		PackBF16(t.Half, src)
+		return
 	}
 	copy(t.Data, src)
 }
@@ -43,14 +50,28 @@ func (c *CPU) Download(dst []float32, t *Tensor) {
 	if len(dst) != t.Len() {
 		panic(fmt.Sprintf("download: %v (%d elements) into %d values", t.Shape, t.Len(), len(dst)))
 	}
+	if t.dtype == BFloat16 {
+		UnpackBF16(dst, t.Half)
+		return
+	}
 	copy(dst, t.Data)
 }
 
-// Copy sets dst = src.
+// Copy sets dst = src, converting to dst's dtype (rounding to nearest even
+// into bfloat16).
 func (c *CPU) Copy(dst, src *Tensor) {
 	mustHost("copy", dst, src)
 	mustLen("copy", "src", src, dst.Len())
-	copy(dst.Data, src.Data)
+	switch {
+	case dst.dtype == src.dtype && dst.dtype == BFloat16:
+		copy(dst.Half, src.Half)
+	case dst.dtype == src.dtype:
+		copy(dst.Data, src.Data)
+	case dst.dtype == BFloat16:
+		PackBF16(dst.Half, src.Data)
+	default:
+		UnpackBF16(dst.Data, src.Half)
+	}
 }
 
 // Scale multiplies t by s.

@@ -129,11 +129,19 @@ func (c *CUDA) Close() error {
 
 // ptr is t's device address, checking that this backend made t.
 func (c *CUDA) ptr(op string, t *Tensor) devPtr {
+	if t != nil && t.dtype != Float32 {
+		panic(fmt.Sprintf("%s: %v: this operation of the CUDA backend takes float32 tensors", op, t))
+	}
+	return c.ptrAny(op, t)
+}
+
+// ptrAny is t's device address for an operation that takes any dtype.
+func (c *CUDA) ptrAny(op string, t *Tensor) devPtr {
 	if t == nil {
 		return 0
 	}
 	if t.dev == nil {
-		if t.Data == nil {
+		if t.Data == nil && t.Half == nil {
 			panic(fmt.Sprintf("%s: tensor %v has no storage (freed or released)", op, t.Shape))
 		}
 		panic(fmt.Sprintf("%s: %v is a host tensor; the CUDA backend computes on its own tensors (Alloc, then Upload)", op, t.Shape))

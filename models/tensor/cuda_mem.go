@@ -7,20 +7,24 @@ import (
 	"unsafe"
 )
 
-// Alloc returns a device tensor from the caching allocator (contents undefined).
-func (c *CUDA) Alloc(shape ...int) *Tensor {
+// Alloc returns a float32 device tensor from the caching allocator (contents undefined).
+func (c *CUDA) Alloc(shape ...int) *Tensor { return c.AllocAs(Float32, shape...) }
+
+// AllocAs returns a device tensor of the dtype from the caching allocator
+// (contents undefined).
+func (c *CUDA) AllocAs(dt DType, shape ...int) *Tensor {
 	n := numel(shape)
-	b, err := c.alloc.get(max(n, 1) * 4)
+	b, err := c.alloc.get(max(n, 1) * dt.Size())
 	if err != nil {
-		panic(fmt.Sprintf("cuda backend: alloc %v: %v", shape, err))
+		panic(fmt.Sprintf("cuda backend: alloc %v %v: %v", shape, dt, err))
 	}
-	return &Tensor{Shape: slices.Clone(shape), dev: &devStorage{ptr: b.ptr, n: n, blk: b, owner: c}}
+	return &Tensor{Shape: slices.Clone(shape), dtype: dt, dev: &devStorage{ptr: b.ptr, n: n, size: dt.Size(), blk: b, owner: c}}
 }
 
-// Zeros returns a zeroed device tensor.
+// Zeros returns a zeroed float32 device tensor.
 func (c *CUDA) Zeros(shape ...int) *Tensor {
 	t := c.Alloc(shape...)
-	c.memset(t.dev.ptr, t.Len()*4)
+	c.memset(t.dev.ptr, int(t.Bytes()))
 	return t
 }
 
@@ -33,7 +37,7 @@ func (c *CUDA) memset(p devPtr, bytes int) {
 // Free gives t's block back to the cache. t must be the tensor Alloc returned
 // (or a reshape of it), not a view into part of it.
 func (c *CUDA) Free(t *Tensor) {
-	p := c.ptr("free", t)
+	p := c.ptrAny("free", t)
 	if p != t.dev.blk.ptr {
 		panic(fmt.Sprintf("free: %v is a view into another tensor", t.Shape))
 	}
@@ -68,11 +72,24 @@ func (c *CUDA) uploadInts(op string, ids []int32) *devBlock {
 	return c.upload32(op, unsafe.Pointer(&ids[0]), len(ids))
 }
 
-// Upload copies src into t.
+// Upload copies src into t (rounded to nearest even for a bfloat16 t).
 func (c *CUDA) Upload(t *Tensor, src []float32) {
-	p := c.ptr("upload", t)
+	p := c.ptrAny("upload", t)
 	if len(src) != t.Len() {
 		panic(fmt.Sprintf("upload: %d values into %v (%d elements)", len(src), t.Shape, t.Len()))
+	}
+	if t.dtype == BFloat16 && len(src) > 0 {
+		// The host rounds: the copy is pageable and synchronous, so the
+		// packed values need not outlive the call.
+		h := make([]uint16, len(src))
+		PackBF16(h, src)
+		c.dev.must("upload", func() error {
+			if err := c.dev.api.MemcpyHtoDAsync(p, unsafe.Pointer(&h[0]), len(h)*2, c.dev.stream); err != nil {
+				return err
+			}
+			return c.dev.api.StreamSynchronize(c.dev.stream)
+		})
+		return
 	}
 	if len(src) > 0 {
 		c.dev.must("upload", func() error {
@@ -83,9 +100,15 @@ func (c *CUDA) Upload(t *Tensor, src []float32) {
 
 // Download copies t to dst, waiting for the work that writes t.
 func (c *CUDA) Download(dst []float32, t *Tensor) {
-	p := c.ptr("download", t)
+	p := c.ptrAny("download", t)
 	if len(dst) != t.Len() {
 		panic(fmt.Sprintf("download: %v (%d elements) into %d values", t.Shape, t.Len(), len(dst)))
+	}
+	if t.dtype == BFloat16 && len(dst) > 0 {
+		h := make([]uint16, len(dst))
+		c.download(unsafe.Pointer(&h[0]), p, len(h)*2)
+		UnpackBF16(dst, h)
+		return
 	}
 	if len(dst) > 0 {
 		c.download(unsafe.Pointer(&dst[0]), p, len(dst)*4)
@@ -101,12 +124,16 @@ func (c *CUDA) download(dst unsafe.Pointer, p devPtr, bytes int) {
 	})
 }
 
-// Copy sets dst = src on the device.
+// Copy sets dst = src on the device; both must have one dtype (a conversion
+// between dtypes is a kernel of its own).
 func (c *CUDA) Copy(dst, src *Tensor) {
-	d, s := c.ptr("copy", dst), c.ptr("copy", src)
+	d, s := c.ptrAny("copy", dst), c.ptrAny("copy", src)
 	mustLen("copy", "src", src, dst.Len())
-	if dst.Len() > 0 && d != s {
-		c.dev.enqueue("copy", func() error { return c.dev.api.MemcpyDtoDAsync(d, s, dst.Len()*4, c.dev.stream) })
+	if dst.dtype != src.dtype {
+		panic(fmt.Sprintf("copy: %v into %v: the CUDA backend copies within one dtype", src, dst))
+	}
+	if n := int(dst.Bytes()); n > 0 && d != s {
+		c.dev.enqueue("copy", func() error { return c.dev.api.MemcpyDtoDAsync(d, s, n, c.dev.stream) })
 	}
 }
 

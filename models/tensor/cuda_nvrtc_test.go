@@ -39,6 +39,7 @@ func TestKernelsCompileWithRealNVRTC(t *testing.T) {
 	v := libs.Versions()
 	t.Logf("NVRTC %d.%d from %v", v.NVRTCMajor, v.NVRTCMinor, v.Dirs)
 	src := KernelSource()
+	registers := map[string]string{}
 	for _, arch := range []string{"sm_80", "sm_90"} {
 		cubin, log, err := libs.Compile(src, "pplaunch_kernels.cu", arch, append(kernelOptions, "--ptxas-options=-v")...)
 		if err != nil {
@@ -51,6 +52,19 @@ func TestKernelsCompileWithRealNVRTC(t *testing.T) {
 		for _, k := range KernelNames() {
 			if !strings.Contains(log, "'"+k+"'") {
 				t.Errorf("%s: ptxas reports no entry %s (%d entries)", arch, k, len(entries))
+			}
+		}
+		// ptxas reports each entry's registers (the fused attention's are
+		// the most: its accumulators live there).
+		for _, chunk := range strings.Split(log, "Compiling entry function '")[1:] {
+			name, rest, _ := strings.Cut(chunk, "'")
+			if m := regexp.MustCompile(`Used (\d+) registers`).FindStringSubmatch(rest); m != nil {
+				registers[arch+" "+name] = m[1]
+			}
+		}
+		for _, k := range KernelNames() {
+			if registers[arch+" "+k] == "" {
+				t.Errorf("%s: ptxas reports no register count for %s", arch, k)
 			}
 		}
 		// Every kernel is small enough to live in registers: a spill is a

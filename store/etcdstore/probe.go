@@ -1,0 +1,83 @@
+package etcdstore
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net"
+	"os"
+	"time"
+)
+
+// checkPEM reads the TLS files as etcd's client would, so that a wrong file
+// is named before any connection.
+func checkPEM(o Options) error {
+	if o.CACert != "" {
+		b, err := os.ReadFile(o.CACert)
+		if err != nil {
+			return fmt.Errorf("etcd TLS: --rdzv-conf cacert=%s: %v", o.CACert, err)
+		}
+		if !x509.NewCertPool().AppendCertsFromPEM(b) {
+			return fmt.Errorf("etcd TLS: --rdzv-conf cacert=%s: no PEM certificate in it (want PEM files: the CA certificate, the client certificate and its key)", o.CACert)
+		}
+	}
+	if o.Cert != "" {
+		if _, err := tls.LoadX509KeyPair(o.Cert, o.Key); err != nil {
+			return fmt.Errorf("etcd TLS: --rdzv-conf cert=%s key=%s: %v (want PEM files: the client certificate and its private key)", o.Cert, o.Key, err)
+		}
+	}
+	return nil
+}
+
+// probe says why the first endpoint does not answer etcd's client, where a
+// plain connection and a TLS handshake can tell (the client itself only
+// reports a timeout): nothing listening, a certificate the CA did not sign,
+// a client certificate refused or missing, TLS on one side only. nil: no
+// finding.
+func probe(o Options) error {
+	at := o.Endpoints[0]
+	conn, err := net.DialTimeout("tcp", at, time.Second)
+	if err != nil {
+		return fmt.Errorf("etcd at %s: not reachable within %v (%v): check --rdzv-endpoint (HOST:PORT of an etcd client URL, port 2379 by default) and that etcd runs there", at, o.ReachWithin, err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(2 * time.Second))
+	tc, _ := tlsConfig(o)
+	if tc == nil {
+		// Does the server speak TLS?
+		if tls.Client(conn, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}}).Handshake() == nil {
+			return fmt.Errorf("etcd at %s serves TLS: give --rdzv-conf cacert=FILE (the CA that signed its certificate) and, if it asks for client certificates, cert=FILE,key=FILE", at)
+		}
+		return nil
+	}
+	tc = tc.Clone()
+	tc.NextProtos = []string{"h2"}
+	if tc.ServerName == "" {
+		tc.ServerName, _, _ = net.SplitHostPort(at)
+	}
+	tconn := tls.Client(conn, tc)
+	if err := tconn.Handshake(); err != nil {
+		return tlsFailure(o, at, err)
+	}
+	// With TLS 1.3 a refused client certificate shows at the first read.
+	tconn.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	if _, err := tconn.Read(make([]byte, 1)); err != nil {
+		if ne, ok := err.(net.Error); !ok || !ne.Timeout() {
+			return tlsFailure(o, at, err)
+		}
+	}
+	return nil
+}
+
+func tlsFailure(o Options, at string, err error) error {
+	if _, ok := err.(tls.RecordHeaderError); ok {
+		return fmt.Errorf("etcd at %s: %v: the server speaks plain TCP; drop --rdzv-conf cacert=, cert= and key=", at, err)
+	}
+	fix := "check --rdzv-conf cacert= (the CA that signed the server's certificate)"
+	if o.Cert == "" {
+		fix += "; if the server asks for client certificates, give cert= and key="
+	} else {
+		fix += " and cert=, key= (a client certificate the server's CA signed)"
+	}
+	return fmt.Errorf("etcd at %s: TLS failed: %v: %s", at, err, fix)
+}
