@@ -46,7 +46,7 @@ func (c *TrainConfig) Flags(cut []int) []FlagValue {
 		{"--layers-per-stage", strings.Join(parts, ",")},
 		{"--schedule", c.scheduleFlag()}, {"--virtual", i(c.Virtual)},
 		{"--microbatches", i(c.Micro)}, {"--microbatch-size", i(c.MicroSize)},
-		{"--pp", i(c.PP)}, {"--dp", i(c.DP)}, {"--recompute", b(c.Recompute)}, {"--profile", b(c.Profile)},
+		{"--pp", i(c.PP)}, {"--dp", i(c.DP)}, {"--recompute", b(c.Recompute)}, {"--precision", c.Precision.String()}, {"--profile", b(c.Profile)},
 		{"--optimizer", c.Optimizer}, {"--lr", f(c.LR)}, {"--min-lr", f(c.MinLR)}, {"--warmup", i(c.Warmup)},
 		{"--weight-decay", f(c.WeightDecay)}, {"--clip", f(c.Clip)}, {"--zero", i(c.Zero)},
 		{"--lr-schedule", c.LRSchedule}, {"--warmup-start-lr", f(c.WarmupStart)}, {"--lr-decay-steps", i(c.LRDecaySteps)},

@@ -58,7 +58,7 @@ func TestFlagsCoverConfig(t *testing.T) {
 		"CheckpointDir": "--checkpoint-dir", "CheckpointEvery": "--checkpoint-every", "Resume": "--resume", "Overwrite": "--overwrite",
 		"LRSchedule": "--lr-schedule", "WarmupStart": "--warmup-start-lr", "LRDecaySteps": "--lr-decay-steps",
 		"Beta1": "--adam-beta1", "Beta2": "--adam-beta2", "Eps": "--adam-eps", "Momentum": "--momentum",
-		"CheckTransfers": "--check-transfers", "Zero": "--zero",
+		"CheckTransfers": "--check-transfers", "Zero": "--zero", "Precision": "--precision",
 	}
 	ty := reflect.TypeOf(base)
 	for i := range ty.NumField() {

@@ -101,8 +101,31 @@ func trainRecorded(t *testing.T, cfg TrainConfig) ([]StepRecord, []error) {
 	return recs, errs
 }
 
+// TestTrainMatchesOneProcess: every layout gives one process's losses and
+// parameters bit for bit, in fp32 and in bf16 (where what passes between
+// blocks is bfloat16 in one process too). bf16 transfers carry half the
+// bytes of fp32's.
 func TestTrainMatchesOneProcess(t *testing.T) {
+	sent := map[models.Precision]map[string]int64{}
+	for _, p := range []models.Precision{models.FP32, models.BF16} {
+		sent[p] = map[string]int64{}
+		t.Run(string(p), func(t *testing.T) { trainMatchesOneProcess(t, p, sent[p]) })
+	}
+	if len(sent[models.FP32]) == 0 {
+		t.Fatal("no layout sent anything")
+	}
+	for layout, f := range sent[models.FP32] {
+		if b := sent[models.BF16][layout]; f == 0 || 2*b != f {
+			t.Errorf("%s: bf16 sent %d bytes, fp32 %d: want half", layout, b, f)
+		}
+	}
+}
+
+// trainMatchesOneProcess is TestTrainMatchesOneProcess in precision p; it
+// records in sent the bytes rank 0 sent in its last step, by layout.
+func trainMatchesOneProcess(t *testing.T, p models.Precision, sent map[string]int64) {
 	ref := tiny(t)
+	ref.Precision = p
 	ref.Micro = 8
 	ref.CheckpointDir = t.TempDir()
 	want, errs := trainRecorded(t, ref)
@@ -117,8 +140,10 @@ func TestTrainMatchesOneProcess(t *testing.T) {
 		{"1f1b", 4, 2, 0}, {"interleaved", 2, 1, 2}, {"zb-h1", 2, 2, 0}, {"gpipe", 1, 2, 0}, {"zb-v", 2, 1, 0}, {"1f1b", 2, 4, 0},
 		{"v-half", 2, 1, 0}, {"v-min", 2, 2, 0}, {"dualpipev", 2, 1, 0},
 	} {
-		t.Run(fmt.Sprintf("%s/pp%d/dp%d", tc.sched, tc.pp, tc.dp), func(t *testing.T) {
+		layout := fmt.Sprintf("%s/pp%d/dp%d", tc.sched, tc.pp, tc.dp)
+		t.Run(layout, func(t *testing.T) {
 			cfg := tiny(t)
+			cfg.Precision = p
 			cfg.Schedule, cfg.PP, cfg.DP, cfg.Virtual = tc.sched, tc.pp, tc.dp, tc.v
 			cfg.Micro = 8 / tc.dp
 			cfg.CheckpointDir = t.TempDir()
@@ -137,6 +162,9 @@ func TestTrainMatchesOneProcess(t *testing.T) {
 			}
 			if want[len(want)-1].ValLoss == nil {
 				t.Error("no validation loss at the last step")
+			}
+			for _, tr := range got[len(got)-1].Transfers {
+				sent[layout] += tr.SentBytes
 			}
 			sameParams(t, cfg.CheckpointDir, ref.CheckpointDir, "one process")
 		})
