@@ -38,6 +38,12 @@ func (f *runFile) apply(c *trainCmd, name string, given map[string]bool) error {
 	if f.GradientClipping != nil {
 		c.Clip = *f.GradientClipping
 	}
+	if f.BF16 != nil && f.BF16.Enabled != nil {
+		c.Precision = "fp32"
+		if *f.BF16.Enabled {
+			c.Precision = "bf16"
+		}
+	}
 	set(&c.MicrobatchSize, f.MicroBatch)
 	set(&c.Microbatches, f.GradAccum)
 	c.batch = batchSpec{
