@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/pplaunch/pplaunch/models"
 )
 
 // TestPredictedPeakIsMeasured trains each layout with --profile and checks
@@ -38,6 +40,56 @@ func TestPredictedPeakIsMeasured(t *testing.T) {
 			}
 			if !slices.Equal(measured, pred.Activations) {
 				t.Errorf("peak activation bytes per rank: measured %v, predicted %v", measured, pred.Activations)
+			}
+		})
+	}
+}
+
+// TestPredictedPeakBF16: a profile measured in bf16 predicts its own peak
+// activation bytes exactly; an fp32 profile scaled to bf16 (plan
+// --precision bf16) predicts them within 3% (its statistics and token ids
+// do not halve: the prediction is a little low).
+func TestPredictedPeakBF16(t *testing.T) {
+	for _, sched := range []string{"1f1b", "zb-h1"} {
+		t.Run(sched, func(t *testing.T) {
+			profile := func(p models.Precision) *Profile {
+				cfg := tiny(t)
+				cfg.Schedule, cfg.PP, cfg.DP, cfg.Steps, cfg.Profile, cfg.Precision = sched, 2, 1, 2, true, p
+				res, errs := trainInProcess(t, cfg, nil)
+				if err := errors.Join(errs...); err != nil {
+					t.Fatal(err)
+				}
+				return res.Profile
+			}
+			f32, bf16 := profile(models.FP32), profile(models.BF16)
+			if bf16.Precision != "bf16" {
+				t.Fatalf("profile precision %q, want bf16", bf16.Precision)
+			}
+			scaled, err := f32.AtPrecision(models.BF16)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg := tiny(t)
+			cand := Candidate{PP: 2, DP: 1, Schedule: sched, Micro: cfg.Micro, MicroSize: cfg.MicroSize, Cut: bf16.Layout.Cut}
+			own, err := Predict(bf16, cand)
+			if err != nil {
+				t.Fatal(err)
+			}
+			from, err := Predict(scaled, cand)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for r, rp := range bf16.Ranks {
+				m := rp.PeakActivationBytes
+				if own.Activations[r] != m {
+					t.Errorf("rank %d: bf16 profile predicts %d bytes, measured %d", r, own.Activations[r], m)
+				}
+				if d := float64(m-from.Activations[r]) / float64(m); d < 0 || d > 0.03 {
+					t.Errorf("rank %d: fp32 profile at bf16 predicts %d bytes, measured %d: want at most 3%% below", r, from.Activations[r], m)
+				}
+				if f := f32.Ranks[r].PeakActivationBytes; 2*m < f || m > f*55/100 {
+					t.Errorf("rank %d: bf16 peak %d bytes, fp32 %d: want just over half", r, m, f)
+				}
 			}
 		})
 	}
@@ -88,6 +140,29 @@ func TestPredictMemory(t *testing.T) {
 	// the targets on the last), and a forward's 2000 bytes on top.
 	if !slices.Equal(rc.Activations, []int64{128, 576}) || !slices.Equal(rc.Transient, []int64{2000, 2000}) {
 		t.Errorf("recompute: activations %v transient %v", rc.Activations, rc.Transient)
+	}
+	// In bf16 (plan --precision bf16) the kept activations, a recomputing
+	// stage's input (not its token ids) and the transfers halve.
+	half, err := p.AtPrecision(models.BF16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hb, err := Predict(half, Candidate{PP: 2, DP: 1, Schedule: "1f1b", Micro: 4, MicroSize: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(hb.Activations, []int64{1000, 500}) || hb.StepS != 16 || !slices.Equal(hb.Params, pr.Params) {
+		t.Errorf("bf16: activations %v (want [1000 500]), step %v s (want 16: transfers of 0.25), params %v", hb.Activations, hb.StepS, hb.Params)
+	}
+	hrc, err := Predict(half, Candidate{PP: 2, DP: 1, Schedule: "1f1b", Micro: 4, MicroSize: 4, Recompute: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(hrc.Activations, []int64{128, 320}) || !slices.Equal(hrc.Transient, []int64{1000, 1000}) {
+		t.Errorf("bf16 recompute: activations %v (want [128 320]) transient %v (want [1000 1000])", hrc.Activations, hrc.Transient)
+	}
+	if _, err := (&Profile{Precision: "fp8"}).AtPrecision(models.BF16); err == nil || !strings.Contains(err.Error(), "fp8") {
+		t.Errorf("a profile of precision fp8: %v, want an error naming it", err)
 	}
 	if _, err := Predict(p, Candidate{PP: 2, DP: 1, Schedule: "1f1b", Micro: 4, MicroSize: 2, Cut: []int{2}}); err == nil {
 		t.Error("a one-stage cut for two stages was accepted")
