@@ -60,8 +60,8 @@ func PackBF16(dst []uint16, src []float32) {
 	if len(dst) != len(src) {
 		panic(fmt.Sprintf("bf16: pack %d values into %d", len(src), len(dst)))
 	}
-	for i, v := range src {
-		dst[i] = ToBF16(v)
+	for i := packVector(dst, src); i < len(src); i++ {
+		dst[i] = ToBF16(src[i])
 	}
 }
 
@@ -70,7 +70,7 @@ func UnpackBF16(dst []float32, src []uint16) {
 	if len(dst) != len(src) {
 		panic(fmt.Sprintf("bf16: unpack %d values into %d", len(src), len(dst)))
 	}
-	for i, h := range src {
-		dst[i] = FromBF16(h)
+	for i := unpackVector(dst, src); i < len(src); i++ {
+		dst[i] = FromBF16(src[i])
 	}
 }
