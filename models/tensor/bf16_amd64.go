@@ -30,3 +30,18 @@ func unpackVector(dst []float32, src []uint16) int {
 	unpackBF16AVX2(dst[:n], src[:n])
 	return n
 }
+
+// roundBF16AVX2 is RoundBF16 on the first len(src)&^7 values.
+//
+//go:noescape
+func roundBF16AVX2(dst, src []float32)
+
+// roundVector rounds the leading values it can with AVX2 and returns how many.
+func roundVector(dst, src []float32) int {
+	if !hasAVX2 {
+		return 0
+	}
+	n := len(src) &^ 7
+	roundBF16AVX2(dst[:n], src[:n])
+	return n
+}

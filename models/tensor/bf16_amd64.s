@@ -1,5 +1,28 @@
 #include "textflag.h"
 
+// BF16CONSTS broadcasts the rounding's constants: Y8 1, Y9 0x7fff, Y10
+// the sign-clearing mask, Y11 +Inf's bits, Y12 the quiet bit.
+#define BF16CONSTS \
+	MOVL $1, AX; VMOVD AX, X8; VPBROADCASTD X8, Y8 \
+	MOVL $0x7fff, AX; VMOVD AX, X9; VPBROADCASTD X9, Y9 \
+	MOVL $0x7fffffff, AX; VMOVD AX, X10; VPBROADCASTD X10, Y10 \
+	MOVL $0x7f800000, AX; VMOVD AX, X11; VPBROADCASTD X11, Y11 \
+	MOVL $0x00400000, AX; VMOVD AX, X12; VPBROADCASTD X12, Y12
+
+// BF16ROUND rounds the float32 bits in x to nearest even in place of their
+// top half (low half garbage), NaN made quiet: ToBF16 before its shift.
+// t and n are scratch.
+#define BF16ROUND(x, out, t, n) \
+	VPSRLD $16, x, out \
+	VPAND Y8, out, out \
+	VPADDD Y9, out, out \
+	VPADDD x, out, out \
+	VPAND Y10, x, t \
+	VPCMPGTD Y11, t, t \
+	VPOR Y12, x, n \
+	VPBLENDVB t, n, out, out
+
+
 // func packBF16AVX2(dst []uint16, src []float32)
 // Rounds the first len(src)&^15 values to bfloat16 as ToBF16 does: NaN
 // made quiet (sign and top payload kept), everything else rounded to
@@ -10,44 +33,16 @@ TEXT ·packBF16AVX2(SB), NOSPLIT, $0-48
 	MOVQ src_len+32(FP), CX
 	SHRQ $4, CX
 	JZ   pdone
-	MOVL $1, AX
-	VMOVD AX, X8
-	VPBROADCASTD X8, Y8 // 1
-	MOVL $0x7fff, AX
-	VMOVD AX, X9
-	VPBROADCASTD X9, Y9 // 0x7fff
-	MOVL $0x7fffffff, AX
-	VMOVD AX, X10
-	VPBROADCASTD X10, Y10 // abs mask
-	MOVL $0x7f800000, AX
-	VMOVD AX, X11
-	VPBROADCASTD X11, Y11 // +Inf
-	MOVL $0x00400000, AX
-	VMOVD AX, X12
-	VPBROADCASTD X12, Y12 // quiet bit, before the shift
+	BF16CONSTS
 
 ploop:
 	VMOVDQU (SI), Y0
 	VMOVDQU 32(SI), Y1
 
-	VPSRLD $16, Y0, Y2
-	VPAND  Y8, Y2, Y2
-	VPADDD Y9, Y2, Y2
-	VPADDD Y0, Y2, Y2        // rounded
-	VPAND  Y10, Y0, Y3
-	VPCMPGTD Y11, Y3, Y3     // NaN lanes
-	VPOR   Y12, Y0, Y4       // quiet NaN
-	VPBLENDVB Y3, Y4, Y2, Y2 // NaN ? quiet : rounded
+	BF16ROUND(Y0, Y2, Y3, Y4)
 	VPSRLD $16, Y2, Y2
 
-	VPSRLD $16, Y1, Y5
-	VPAND  Y8, Y5, Y5
-	VPADDD Y9, Y5, Y5
-	VPADDD Y1, Y5, Y5
-	VPAND  Y10, Y1, Y6
-	VPCMPGTD Y11, Y6, Y6
-	VPOR   Y12, Y1, Y7
-	VPBLENDVB Y6, Y7, Y5, Y5
+	BF16ROUND(Y1, Y5, Y6, Y7)
 	VPSRLD $16, Y5, Y5
 
 	VPACKUSDW Y5, Y2, Y2 // 0-3 8-11 | 4-7 12-15
@@ -82,4 +77,32 @@ uloop:
 	VZEROUPPER
 
 udone:
+	RET
+
+// func roundBF16AVX2(dst, src []float32)
+// Rounds the first len(src)&^7 values to bfloat16 as RoundBF16 does, as
+// float32s: the rounding of packBF16AVX2 with the low half cleared.
+TEXT ·roundBF16AVX2(SB), NOSPLIT, $0-48
+	MOVQ dst_base+0(FP), DI
+	MOVQ src_base+24(FP), SI
+	MOVQ src_len+32(FP), CX
+	SHRQ $3, CX
+	JZ   rdone
+	BF16CONSTS
+	MOVL $0xffff0000, AX
+	VMOVD AX, X13
+	VPBROADCASTD X13, Y13 // the bfloat16 half
+
+rloop:
+	VMOVDQU (SI), Y0
+	BF16ROUND(Y0, Y2, Y3, Y4)
+	VPAND  Y13, Y2, Y2
+	VMOVDQU Y2, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	DECQ CX
+	JNZ  rloop
+	VZEROUPPER
+
+rdone:
 	RET

@@ -6,8 +6,8 @@ import (
 	"testing"
 )
 
-// TestPackBF16VectorMatchesScalar: the vector conversions give ToBF16's and
-// FromBF16's bits on every kind of float32 (random bit patterns cover NaNs
+// TestPackBF16VectorMatchesScalar: the vector conversions give ToBF16's,
+// RoundBF16's and FromBF16's bits on every kind of float32 (random bit patterns cover NaNs
 // of both signs, infinities, subnormals, ties), at lengths that leave
 // tails for the scalar loop.
 func TestPackBF16VectorMatchesScalar(t *testing.T) {
@@ -27,9 +27,14 @@ func TestPackBF16VectorMatchesScalar(t *testing.T) {
 		PackBF16(dst, src)
 		back := make([]float32, n)
 		UnpackBF16(back, dst)
+		rounded := make([]float32, n)
+		RoundBF16s(rounded, src)
 		for i, v := range src {
 			if w := ToBF16(v); dst[i] != w {
 				t.Fatalf("n=%d: PackBF16 of %#08x at %d = %#04x, ToBF16 %#04x", n, math.Float32bits(v), i, dst[i], w)
+			}
+			if math.Float32bits(rounded[i]) != uint32(dst[i])<<16 {
+				t.Fatalf("n=%d: RoundBF16s of %#08x at %d = %#08x, want %#04x0000", n, math.Float32bits(v), i, math.Float32bits(rounded[i]), dst[i])
 			}
 			if math.Float32bits(back[i]) != uint32(dst[i])<<16 {
 				t.Fatalf("n=%d: UnpackBF16 of %#04x at %d = %#08x", n, dst[i], i, math.Float32bits(back[i]))

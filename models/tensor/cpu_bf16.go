@@ -133,11 +133,7 @@ func (m *mixed) rounded(t *Tensor) *Tensor {
 		return m.in(t)
 	}
 	r := &Tensor{Shape: t.Shape, Data: m.buffer(t.Len())}
-	parallelRange(t.Len(), optGrain, func(lo, hi int) {
-		for i, v := range t.Data[lo:hi] {
-			r.Data[lo+i] = RoundBF16(v)
-		}
-	})
+	parallelRange(t.Len(), optGrain, func(lo, hi int) { RoundBF16s(r.Data[lo:hi], t.Data[lo:hi]) })
 	return r
 }
 

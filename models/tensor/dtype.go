@@ -55,6 +55,16 @@ func FromBF16(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
 // RoundBF16 is x rounded to the nearest bfloat16, as a float32.
 func RoundBF16(x float32) float32 { return FromBF16(ToBF16(x)) }
 
+// RoundBF16s sets dst[i] = RoundBF16(src[i]) (the same length).
+func RoundBF16s(dst, src []float32) {
+	if len(dst) != len(src) {
+		panic(fmt.Sprintf("bf16: round %d values into %d", len(src), len(dst)))
+	}
+	for i := roundVector(dst, src); i < len(src); i++ {
+		dst[i] = RoundBF16(src[i])
+	}
+}
+
 // PackBF16 rounds src into dst (the same length).
 func PackBF16(dst []uint16, src []float32) {
 	if len(dst) != len(src) {

@@ -16,3 +16,6 @@ func packVector(dst []uint16, src []float32) int { return 0 }
 
 // unpackVector has no vector kernel on this architecture.
 func unpackVector(dst []float32, src []uint16) int { return 0 }
+
+// roundVector has no vector kernel on this architecture.
+func roundVector(dst, src []float32) int { return 0 }
