@@ -74,7 +74,7 @@ type lnTape struct{ x, mean, rstd, dy *tensor.Tensor }
 
 func (l layerNorm) forward(be tensor.Backend, al *alloc, x *tensor.Tensor) (*tensor.Tensor, *lnTape) {
 	n, _ := x.Rows()
-	y, mean, rstd := al.like(x), al.new(n), al.new(n)
+	y, mean, rstd := al.like(x), al.stat(n), al.stat(n)
 	be.LayerNorm(y, mean, rstd, x, l.g.Value, l.b.Value, LayerNormEps)
 	return y, &lnTape{x: x, mean: mean, rstd: rstd}
 }

@@ -165,7 +165,7 @@ func (t *trainer) setup(ctx context.Context) error {
 	}
 	t.order = t.sched.StagesOf(t.pRank)
 	for _, s := range t.order {
-		st, err := models.NewStage(c.Model, t.cut, s, t.job.Backend, models.StageOptions{Seed: c.Seed, Recompute: c.Recompute})
+		st, err := models.NewStage(c.Model, t.cut, s, t.job.Backend, models.StageOptions{Seed: c.Seed, Recompute: c.Recompute, Activations: c.Precision.Activations()})
 		if err != nil {
 			return fmt.Errorf("stage %d: %w", s, err)
 		}
@@ -202,6 +202,7 @@ func (t *trainer) setup(ctx context.Context) error {
 		Timeout:   c.Timeout,
 		Stall:     t.job.Stall,
 		Backend:   t.job.Backend,
+		Act:       c.Precision.Activations(),
 	}
 	if c.DP > 1 {
 		t.exec.OnLastBackward = t.startReduce
