@@ -23,11 +23,12 @@ type StepOptions struct {
 	Warmup  int    // untimed steps first
 	BLAS    string // "auto", "openblas" or "gonum"
 	Seed    uint64
-	// Device is "cpu" (or "") or "cuda"; on CUDA the model runs on GPU GPU
-	// with TF32 products if TF32 is set.
+	// Device is "cpu" (or "") or "cuda"; on CUDA the model runs on GPU GPU.
 	Device string
 	GPU    int
-	TF32   bool
+	// Precision is fp32 ("" too), tf32 (CUDA: TF32 products) or bf16
+	// (bfloat16 activations, models.Precision).
+	Precision models.Precision
 }
 
 // StepReport is the outcome. Times are medians over the timed steps.
@@ -35,6 +36,7 @@ type StepReport struct {
 	Model        models.Config `json:"model"`
 	Params       int64         `json:"params"`
 	Backend      string        `json:"backend"`
+	Precision    string        `json:"precision"`
 	Batch        int           `json:"batch"`
 	Threads      int           `json:"threads"`
 	Steps        int           `json:"steps"`
@@ -47,6 +49,8 @@ type StepReport struct {
 	GFLOP        float64       `json:"gflop_per_step"`
 	GFLOPPerSec  float64       `json:"gflop_per_s"`
 	Loss         float64       `json:"last_loss"`
+	// PeakActBytes is the most activation bytes the stage held in a step.
+	PeakActBytes int64 `json:"peak_act_bytes"`
 	// DevicePeakBytes is the most device memory held by tensors (CUDA only).
 	DevicePeakBytes int64 `json:"device_peak_bytes,omitempty"`
 }
@@ -65,7 +69,7 @@ func stepBackend(o StepOptions) (be tensor.Backend, close func(), err error) {
 		c, err := tensor.NewCPU(o.BLAS)
 		return c, func() {}, err
 	case "cuda":
-		c, err := tensor.NewCUDA(o.GPU, tensor.CUDAOptions{TF32: o.TF32})
+		c, err := tensor.NewCUDA(o.GPU, tensor.CUDAOptions{TF32: o.Precision == models.TF32})
 		if err != nil {
 			return nil, nil, &DeviceError{err}
 		}
@@ -99,7 +103,7 @@ func Step(o StepOptions) (StepReport, error) {
 		return StepReport{}, err
 	}
 	defer closeBackend()
-	s, err := models.NewStage(o.Model, []int{o.Model.Layers}, 0, be, models.StageOptions{Seed: o.Seed})
+	s, err := models.NewStage(o.Model, []int{o.Model.Layers}, 0, be, models.StageOptions{Seed: o.Seed, Activations: o.Precision.Activations()})
 	if err != nil {
 		return StepReport{}, err
 	}
@@ -152,7 +156,8 @@ func Step(o StepOptions) (StepReport, error) {
 	}
 	rep := StepReport{Model: o.Model, Params: o.Model.NumParams(), Backend: be.Name(), Batch: o.Batch,
 		Threads: runtime.GOMAXPROCS(0), Steps: o.Steps, StepMS: median(total), CPUMS: median(cpu), ForwardMS: median(fwd),
-		BackwardMS: median(bwd), OptimizerMS: median(upd), GFLOP: o.Model.StepFLOPs(o.Batch) / 1e9, Loss: loss}
+		BackwardMS: median(bwd), OptimizerMS: median(upd), GFLOP: o.Model.StepFLOPs(o.Batch) / 1e9, Loss: loss,
+		Precision: o.Precision.String(), PeakActBytes: s.PeakActivationBytes()}
 	if c, ok := be.(*tensor.CUDA); ok {
 		rep.DevicePeakBytes = c.MemoryStats().Peak
 	}
@@ -175,11 +180,12 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1e3 }
 
 // WriteText prints the report as a small table.
 func (r StepReport) WriteText(w io.Writer) error {
-	_, err := fmt.Fprintf(w, "model     %s (%d parameters)\nbackend   %s, %d threads\nbatch     %d × %d tokens\n"+
+	_, err := fmt.Fprintf(w, "model     %s (%d parameters)\nbackend   %s, %d threads, %s\nbatch     %d × %d tokens\n"+
 		"step      %.1f ms (forward %.1f, backward %.1f, AdamW %.1f; median of %d); CPU time %.1f ms\n"+
-		"tokens/s  %.0f\nGFLOP/s   %.1f (%.2f GFLOP per step, matrix products and attention)\n",
-		r.Model, r.Params, r.Backend, r.Threads, r.Batch, r.Model.Seq,
-		r.StepMS, r.ForwardMS, r.BackwardMS, r.OptimizerMS, r.Steps, r.CPUMS, r.TokensPerSec, r.GFLOPPerSec, r.GFLOP)
+		"tokens/s  %.0f\nGFLOP/s   %.1f (%.2f GFLOP per step, matrix products and attention)\npeak act  %.1f MiB\n",
+		r.Model, r.Params, r.Backend, r.Threads, r.Precision, r.Batch, r.Model.Seq,
+		r.StepMS, r.ForwardMS, r.BackwardMS, r.OptimizerMS, r.Steps, r.CPUMS, r.TokensPerSec, r.GFLOPPerSec, r.GFLOP,
+		float64(r.PeakActBytes)/(1<<20))
 	if err == nil && r.DevicePeakBytes > 0 {
 		_, err = fmt.Fprintf(w, "device    %.1f MiB peak held by tensors\n", float64(r.DevicePeakBytes)/(1<<20))
 	}

@@ -20,6 +20,8 @@ const (
 	NCCLUint8   NCCLDataType = 1
 	NCCLFloat32 NCCLDataType = 7
 	NCCLFloat64 NCCLDataType = 8
+	// NCCLBfloat16 is ncclBfloat16 (NCCL 2.10 and later).
+	NCCLBfloat16 NCCLDataType = 9
 )
 
 func (d NCCLDataType) String() string {
@@ -30,6 +32,8 @@ func (d NCCLDataType) String() string {
 		return "ncclFloat32"
 	case NCCLFloat64:
 		return "ncclFloat64"
+	case NCCLBfloat16:
+		return "ncclBfloat16"
 	}
 	return fmt.Sprintf("ncclDataType(%d)", int(d))
 }

@@ -17,6 +17,9 @@ const (
 	Uint8 DType = iota + 1
 	Float32
 	Float64
+	// BFloat16 is the top half of a float32: pipeline activations and
+	// their gradients in bf16 training, two bytes an element on the wire.
+	BFloat16
 )
 
 // Size returns the size of one element in bytes, or 0 for an unknown type.
@@ -28,6 +31,8 @@ func (d DType) Size() int {
 		return 4
 	case Float64:
 		return 8
+	case BFloat16:
+		return 2
 	}
 	return 0
 }
@@ -40,6 +45,8 @@ func (d DType) String() string {
 		return "float32"
 	case Float64:
 		return "float64"
+	case BFloat16:
+		return "bfloat16"
 	}
 	return fmt.Sprintf("dtype(%d)", uint8(d))
 }
@@ -225,6 +232,7 @@ type Buffer struct {
 	F32   []float32
 	F64   []float64
 	U8    []byte
+	U16   []uint16 // bfloat16 values
 	// Device is data in GPU memory, for the backends that move it (NCCL);
 	// the host backends (TCP, memory) refuse it: stage such tensors through
 	// host memory for them.
@@ -266,6 +274,15 @@ func F64(data []float64, shape ...int) Buffer {
 	return Buffer{DType: Float64, Shape: shape, F64: data}
 }
 
+// BF16 wraps bfloat16 data (the top halves of float32s). With no shape it
+// is one-dimensional.
+func BF16(data []uint16, shape ...int) Buffer {
+	if len(shape) == 0 {
+		shape = []int{len(data)}
+	}
+	return Buffer{DType: BFloat16, Shape: shape, U16: data}
+}
+
 // Bytes wraps raw bytes as a one-dimensional uint8 buffer.
 func Bytes(data []byte) Buffer {
 	return Buffer{DType: Uint8, Shape: []int{len(data)}, U8: data}
@@ -283,6 +300,8 @@ func (b Buffer) Len() int {
 		return len(b.F64)
 	case Uint8:
 		return len(b.U8)
+	case BFloat16:
+		return len(b.U16)
 	}
 	return 0
 }
@@ -300,6 +319,11 @@ func (b Buffer) bytes() []byte {
 			return nil
 		}
 		return unsafe.Slice((*byte)(unsafe.Pointer(&b.F64[0])), 8*len(b.F64))
+	case BFloat16:
+		if len(b.U16) == 0 {
+			return nil
+		}
+		return unsafe.Slice((*byte)(unsafe.Pointer(&b.U16[0])), 2*len(b.U16))
 	}
 	return b.U8
 }
@@ -318,7 +342,7 @@ func (b Buffer) checkDevice() error {
 	if !b.IsDevice() {
 		return errors.New("buffer is in host memory: the nccl backend moves device memory only (upload it first)")
 	}
-	if b.F32 != nil || b.F64 != nil || b.U8 != nil {
+	if b.F32 != nil || b.F64 != nil || b.U8 != nil || b.U16 != nil {
 		return errors.New("buffer has both device memory and a host data slice set")
 	}
 	return b.checkShape()
@@ -329,7 +353,7 @@ func (b Buffer) checkShape() error {
 		return fmt.Errorf("buffer has unknown dtype %d", uint8(b.DType))
 	}
 	set := 0
-	for _, ok := range []bool{b.F32 != nil, b.F64 != nil, b.U8 != nil} {
+	for _, ok := range []bool{b.F32 != nil, b.F64 != nil, b.U8 != nil, b.U16 != nil} {
 		if ok {
 			set++
 		}
@@ -360,6 +384,8 @@ func (b Buffer) slice(lo, hi int) Buffer {
 		return F32(b.F32[lo:hi:hi])
 	case Float64:
 		return F64(b.F64[lo:hi:hi])
+	case BFloat16:
+		return BF16(b.U16[lo:hi:hi])
 	}
 	return Bytes(b.U8[lo:hi:hi])
 }

@@ -15,6 +15,8 @@ func ncclType(d DType) cbits.NCCLDataType {
 		return cbits.NCCLFloat32
 	case Float64:
 		return cbits.NCCLFloat64
+	case BFloat16:
+		return cbits.NCCLBfloat16
 	}
 	return cbits.NCCLUint8
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -158,6 +159,7 @@ func TestShapeAndDTypeMismatch(t *testing.T) {
 				}{
 					{F32(make([]float32, 6), 2, 3), F32(make([]float32, 6), 3, 2), "rank 1 expected float32[3 2] but rank 0 sent float32[2 3]"},
 					{F64(make([]float64, 4)), F32(make([]float32, 4)), "rank 1 expected float32[4] but rank 0 sent float64[4]"},
+					{BF16(make([]uint16, 4)), F32(make([]float32, 4)), "rank 1 expected float32[4] but rank 0 sent bfloat16[4]"},
 					{F32(make([]float32, 1<<18)), F32(make([]float32, 1<<18+1)), "rank 1 expected float32[262145] but rank 0 sent float32[262144]"},
 				}
 				for _, tc := range cases {
@@ -203,6 +205,37 @@ func TestShapeAndDTypeMismatch(t *testing.T) {
 				})
 			})
 		}
+	}
+}
+
+// TestBFloat16Messages: bfloat16 payloads arrive bit for bit, two bytes an
+// element, whole and cut into segments.
+func TestBFloat16Messages(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			cs := b.world(t, 2, Options{})
+			ctx := testCtx(t)
+			for _, n := range []int{0, 3, 1<<18 + 7} {
+				sent := make([]uint16, n)
+				for i := range sent {
+					sent[i] = uint16(i*2654435761>>7) | 1
+				}
+				got := make([]uint16, n)
+				eachRank(t, cs, func(c Comm) error {
+					tag := Tag{Kind: Activation, MicroBatch: uint32(n)}
+					if c.Rank() == 0 {
+						return c.Send(ctx, 1, tag, BF16(sent, 1, n))
+					}
+					return c.Recv(ctx, 0, tag, BF16(got, 1, n))
+				})
+				if !slices.Equal(got, sent) {
+					t.Fatalf("%d bfloat16 values: received values differ from those sent", n)
+				}
+			}
+			if h := BF16(make([]uint16, 6), 2, 3); h.Len() != 6 || len(h.bytes()) != 12 {
+				t.Fatalf("bfloat16 buffer of 6: Len %d, %d bytes, want 6 and 12", h.Len(), len(h.bytes()))
+			}
+		})
 	}
 }
 

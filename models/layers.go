@@ -74,7 +74,7 @@ type lnTape struct{ x, mean, rstd, dy *tensor.Tensor }
 
 func (l layerNorm) forward(be tensor.Backend, al *alloc, x *tensor.Tensor) (*tensor.Tensor, *lnTape) {
 	n, _ := x.Rows()
-	y, mean, rstd := al.like(x), al.new(n), al.new(n)
+	y, mean, rstd := al.like(x), al.stat(n), al.stat(n)
 	be.LayerNorm(y, mean, rstd, x, l.g.Value, l.b.Value, LayerNormEps)
 	return y, &lnTape{x: x, mean: mean, rstd: rstd}
 }
@@ -144,7 +144,7 @@ func (a attention) forward(be tensor.Backend, al *alloc, qkv *tensor.Tensor) (y,
 	B, T, D := qkv.Shape[0], qkv.Shape[1], qkv.Shape[2]/3
 	att := al.new(B, T, D)
 	if be.FusedAttention(D/a.heads, T) {
-		lse := al.new(B, a.heads, T)
+		lse := al.stat(B, a.heads, T) // statistics stay float32 in every precision
 		be.FlashAttention(att, lse, qkv, a.heads)
 		return att, lse
 	}

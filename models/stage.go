@@ -9,13 +9,20 @@ import (
 	"github.com/pplaunch/pplaunch/models/tensor"
 )
 
-// StageOptions are the choices that do not change the numbers a stage computes.
+// StageOptions are a stage's choices beside the model: all but Activations
+// leave the numbers it computes as they are.
 type StageOptions struct {
 	// Seed drives initialisation: each parameter starts from InitValues(seed, name).
 	Seed uint64
 	// Recompute keeps only the stage's input after forward and recomputes the
 	// forward pass during backward (activation recomputation).
 	Recompute bool
+	// Activations is the dtype of every activation a sublayer outputs (and
+	// keeps for the backward) and of every activation gradient, so of what
+	// passes between blocks and between stages: Float32, or BFloat16 in
+	// bf16 mixed precision (parameters, gradients and optimizer state stay
+	// float32; see tensor.Backend).
+	Activations tensor.DType
 }
 
 // Input is what a stage's Forward reads for one micro-batch of B sequences.
@@ -116,7 +123,7 @@ func NewStage(cfg Config, cut []int, index int, be tensor.Backend, opts StageOpt
 		return nil, fmt.Errorf("stage %d of a %d-stage cut does not exist", index, len(cut))
 	}
 	s := &Stage{cfg: cfg, be: be, opts: opts, index: index, num: len(cut), numLayers: cut[index],
-		byName: map[string]*Param{}, scale: 1, mbs: map[int]*mbState{}, arena: newArenaOn(be)}
+		byName: map[string]*Param{}, scale: 1, mbs: map[int]*mbState{}, arena: newArenaOn(be, opts.Activations)}
 	for _, n := range cut[:index] {
 		s.firstLayer += n
 	}
@@ -205,6 +212,10 @@ func (s *Stage) GradTensor() *tensor.Tensor { return s.grad }
 // data-parallel replicas all-gather after a sharded optimizer step.
 func (s *Stage) ValueTensor() *tensor.Tensor { return s.value }
 
+// ActDType is the dtype of the activations between stages and of their
+// gradients (StageOptions.Activations).
+func (s *Stage) ActDType() tensor.DType { return s.opts.Activations }
+
 // ActShape is the shape of the activations between stages for a micro-batch of
 // batch sequences.
 func (s *Stage) ActShape(batch int) []int { return []int{batch, s.cfg.Seq, s.cfg.Width} }
@@ -289,6 +300,9 @@ func (s *Stage) checkInput(mb int, in Input) (int, error) {
 			return 0, s.errorf("forward", mb, "activation shape %s, want [B %d %d]", shape, T, D)
 		}
 		B = a.Shape[0]
+		if a.DType() != s.opts.Activations {
+			return 0, s.errorf("forward", mb, "activation is %v, want %v (the stage's activation dtype)", a.DType(), s.opts.Activations)
+		}
 	}
 	if s.IsLast() {
 		if len(in.Targets) != B*T {
@@ -387,6 +401,9 @@ func (s *Stage) BackwardInput(mb int, gradOut *tensor.Tensor) (*tensor.Tensor, e
 				shape = fmt.Sprint(gradOut.Shape)
 			}
 			return nil, s.errorf("backward", mb, "output gradient shape %s, want %v", shape, s.ActShape(B))
+		}
+		if gradOut.DType() != s.opts.Activations {
+			return nil, s.errorf("backward", mb, "output gradient is %v, want %v (the stage's activation dtype)", gradOut.DType(), s.opts.Activations)
 		}
 	}
 	if st.tapes == nil {

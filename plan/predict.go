@@ -101,7 +101,7 @@ func Predict(p *Profile, c Candidate) (*Prediction, error) {
 		held[st] = full[st]
 		if c.Recompute {
 			sc.I += sc.F
-			held[st] = recomputeBytes(m, c.MicroSize, st, len(pr.Cut))
+			held[st] = recomputeBytes(m, c.MicroSize, st, len(pr.Cut), p.actBytes())
 		}
 		sc.B = sc.I + sc.W
 		costs.Stages[st] = sc
@@ -159,9 +159,10 @@ func (pr *Prediction) memory(p *Profile, s *schedules.Schedule, params, full []i
 }
 
 // recomputeBytes is what a stage keeps per micro-batch with recomputation:
-// its input (the tokens on the first stage) and, on the last, the targets.
-func recomputeBytes(m ProfileModel, b, stage, stages int) int64 {
-	n := int64(4 * b * m.Seq * m.Width)
+// its input (the tokens on the first stage), of act bytes an element, and,
+// on the last, the targets.
+func recomputeBytes(m ProfileModel, b, stage, stages, act int) int64 {
+	n := int64(act * b * m.Seq * m.Width)
 	if stage == 0 {
 		n = int64(4 * b * m.Seq)
 	}

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/pplaunch/pplaunch/models"
 )
 
 // TestPredictMemory checks the memory arithmetic on a profile written by
@@ -51,6 +53,29 @@ func TestPredictMemory(t *testing.T) {
 	// the targets on the last), and a forward's 2000 bytes on top.
 	if !slices.Equal(rc.Activations, []int64{128, 576}) || !slices.Equal(rc.Transient, []int64{2000, 2000}) {
 		t.Errorf("recompute: activations %v transient %v", rc.Activations, rc.Transient)
+	}
+	// In bf16 (plan --precision bf16) the kept activations, a recomputing
+	// stage's input (not its token ids) and the transfers halve.
+	half, err := p.AtPrecision(models.BF16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hb, err := Predict(half, Candidate{PP: 2, DP: 1, Schedule: "1f1b", Micro: 4, MicroSize: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(hb.Activations, []int64{1000, 500}) || hb.StepS != 16 || !slices.Equal(hb.Params, pr.Params) {
+		t.Errorf("bf16: activations %v (want [1000 500]), step %v s (want 16: transfers of 0.25), params %v", hb.Activations, hb.StepS, hb.Params)
+	}
+	hrc, err := Predict(half, Candidate{PP: 2, DP: 1, Schedule: "1f1b", Micro: 4, MicroSize: 4, Recompute: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(hrc.Activations, []int64{128, 320}) || !slices.Equal(hrc.Transient, []int64{1000, 1000}) {
+		t.Errorf("bf16 recompute: activations %v (want [128 320]) transient %v (want [1000 1000])", hrc.Activations, hrc.Transient)
+	}
+	if _, err := (&Profile{Precision: "fp8"}).AtPrecision(models.BF16); err == nil || !strings.Contains(err.Error(), "fp8") {
+		t.Errorf("a profile of precision fp8: %v, want an error naming it", err)
 	}
 	if _, err := Predict(p, Candidate{PP: 2, DP: 1, Schedule: "1f1b", Micro: 4, MicroSize: 2, Cut: []int{2}}); err == nil {
 		t.Error("a one-stage cut for two stages was accepted")

@@ -19,7 +19,8 @@ type Profile struct {
 	Version        int            `json:"version"`
 	Model          ProfileModel   `json:"model"`
 	Backend        string         `json:"backend"`
-	MicroBatchSize int            `json:"microbatch_size"` // sequences per micro-batch the times are for
+	Precision      string         `json:"precision,omitempty"` // --precision of the measuring run ("": fp32)
+	MicroBatchSize int            `json:"microbatch_size"`     // sequences per micro-batch the times are for
 	Recompute      bool           `json:"recompute"`
 	Layout         ProfileLayout  `json:"layout"`
 	Steps          int            `json:"steps"`        // steps the medians are over

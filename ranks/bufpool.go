@@ -6,7 +6,8 @@ import (
 	"github.com/pplaunch/pplaunch/models/tensor"
 )
 
-// bufPool holds the executor's transfer buffers between uses, by shape.
+// bufPool holds the executor's transfer buffers between uses, by shape, all
+// of one dtype.
 // Receives take from it; finished receives and finished sends give back. A
 // shape keeps at most as many buffers as the step has receives of it: a rank
 // sends as many tensors as it receives, so without the bound every step would
@@ -15,13 +16,14 @@ import (
 // device backend's allocator.
 type bufPool struct {
 	mem   tensor.Memory
+	dt    tensor.DType
 	free  map[string][]*tensor.Tensor
 	limit map[string]int
 	fresh int // buffers allocated because the pool had none (for tests)
 }
 
-func newBufPool(limit map[string]int, mem tensor.Memory) *bufPool {
-	return &bufPool{mem: mem, free: map[string][]*tensor.Tensor{}, limit: limit}
+func newBufPool(limit map[string]int, mem tensor.Memory, dt tensor.DType) *bufPool {
+	return &bufPool{mem: mem, dt: dt, free: map[string][]*tensor.Tensor{}, limit: limit}
 }
 
 func shapeKey(shape []int) string { return fmt.Sprint(shape) }
@@ -36,9 +38,9 @@ func (p *bufPool) get(shape []int) *tensor.Tensor {
 	}
 	p.fresh++
 	if p.mem == nil {
-		return tensor.New(shape...)
+		return tensor.NewAs(p.dt, shape...)
 	}
-	return p.mem.Alloc(shape...)
+	return p.mem.AllocAs(p.dt, shape...)
 }
 
 func (p *bufPool) put(t *tensor.Tensor) {
@@ -46,7 +48,7 @@ func (p *bufPool) put(t *tensor.Tensor) {
 		return
 	}
 	k := shapeKey(t.Shape)
-	if len(p.free[k]) < p.limit[k] {
+	if t.DType() == p.dt && len(p.free[k]) < p.limit[k] {
 		p.free[k] = append(p.free[k], t)
 		return
 	}

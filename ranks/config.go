@@ -25,6 +25,9 @@ type TrainConfig struct {
 	MicroSize    int // sequences per micro-batch
 	PP, DP       int // 0: the world divided by the other (both 0: dp 1)
 	Recompute    bool
+	// Precision is fp32 (also when ""), tf32 or bf16: bf16 keeps every
+	// activation and activation gradient in bfloat16, and sends them so.
+	Precision models.Precision
 	// Profile times every block's passes (the stages' Timing hook) and the
 	// transfers; Train returns the medians on rank 0 (Result.Profile).
 	Profile bool
@@ -232,6 +235,9 @@ func (c *TrainConfig) checkFlags() error {
 		return errors.New("--checkpoint-every, --overwrite and --resume need --checkpoint-dir")
 	case c.Resume && c.Overwrite:
 		return errors.New("--resume continues the run in --checkpoint-dir, --overwrite removes it: give one")
+	}
+	if _, err := models.ParsePrecision(string(c.Precision)); err != nil {
+		return err
 	}
 	if c.Steps == 0 {
 		return errors.New("--steps 0 trains nothing: give --steps 1 or more (with --resume, the total to reach, counting the steps done)")

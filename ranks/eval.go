@@ -34,7 +34,7 @@ func (t *trainer) evaluate(ctx context.Context, step int) (*float64, error) {
 			if s == 0 {
 				in.Tokens = tok
 			} else if prev := t.sched.Placement[s-1]; prev != t.pRank {
-				act = be.Alloc(st.ActShape(c.MicroSize)...)
+				act = be.AllocAs(st.ActDType(), st.ActShape(c.MicroSize)...)
 				if err := t.evalXfer(ctx, step, false, prev, s, b, act); err != nil {
 					return nil, err
 				}

@@ -101,6 +101,10 @@ type Executor struct {
 	// when it is a tensor.Stager (device memory) transfers go through
 	// pinned host buffers (xfer.go). nil: host tensors.
 	Backend tensor.Memory
+	// Act is the dtype of the activations and gradients the stages pass
+	// (models.StageOptions.Activations): what the receive buffers hold and
+	// what travels, bfloat16 as two bytes an element.
+	Act tensor.DType
 
 	xf       xfer
 	pool     *bufPool
@@ -164,7 +168,7 @@ func (x *Executor) init() {
 			}
 		}
 	}
-	x.pool = newBufPool(recvs, x.Backend)
+	x.pool = newBufPool(recvs, x.Backend, x.Act)
 	x.xf = newXfer(x.Comm, x.Device, x.Backend)
 }
 

@@ -180,7 +180,7 @@ func (t *trainer) record(step int, all [][]float64) *StepRecord {
 	}
 	rec.Timeline = abs
 	m := t.cfg.Model
-	rec.Transfers = transfers(t.sched, t.cfg.PP, abs, int64(t.cfg.MicroSize*m.Seq*m.Width)*4)
+	rec.Transfers = transfers(t.sched, t.cfg.PP, abs, int64(t.cfg.MicroSize*m.Seq*m.Width*t.cfg.Precision.ActivationBytes()))
 	rec.TransferWaitS, rec.MessageS = transferWaits(t.sched, t.cfg.PP, abs)
 	return rec
 }

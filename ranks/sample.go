@@ -244,7 +244,7 @@ func (s *Sampler) recvAct(ctx context.Context, id uint32, peer, st, i int, stage
 	if err := s.Comm.Recv(wctx, peer, actTag(id, st, i), collective.F32(host, shape...)); err != nil {
 		return nil, fmt.Errorf("sample: token %d: activation of stage %d from rank %d: %w", i, st, peer, err)
 	}
-	t := stage.Backend().Alloc(shape...)
+	t := stage.Backend().AllocAs(stage.ActDType(), shape...) // bfloat16 values round exactly
 	stage.Backend().Upload(t, host)
 	return t, nil
 }

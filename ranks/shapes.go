@@ -37,7 +37,7 @@ func (x *Executor) Transfers() []collective.Transfer {
 		in := a.Kind == schedules.RecvF || a.Kind == schedules.SendB
 		send := a.Kind == schedules.SendF || a.Kind == schedules.SendB
 		ts = append(ts, collective.Transfer{Send: send, Peer: peer, Kind: kind, Chunk: chunk,
-			DType: collective.Float32, Shape: ioShape(st, x.MicroSize, in)})
+			DType: wireDType(x.Act), Shape: ioShape(st, x.MicroSize, in)})
 	}
 	return ts
 }
@@ -47,8 +47,14 @@ func (x *Executor) Transfers() []collective.Transfer {
 // activations.
 func (t *trainer) transfers() []collective.Transfer {
 	ts := t.exec.Transfers()
+	add := func(dt collective.DType, send bool, peer int, kind collective.Kind, chunk int, shape ...int) {
+		ts = append(ts, collective.Transfer{Send: send, Peer: peer, Kind: kind, Chunk: uint16(chunk), DType: dt, Shape: shape})
+	}
 	f32 := func(send bool, peer int, kind collective.Kind, chunk int, shape ...int) {
-		ts = append(ts, collective.Transfer{Send: send, Peer: peer, Kind: kind, Chunk: uint16(chunk), DType: collective.Float32, Shape: shape})
+		add(collective.Float32, send, peer, kind, chunk, shape...)
+	}
+	act := func(send bool, peer int, kind collective.Kind, chunk int, shape ...int) {
+		add(wireDType(t.exec.Act), send, peer, kind, chunk, shape...)
 	}
 	if t.cfg.Model.Tied {
 		first, last, emb, head := t.tiedParams()
@@ -77,10 +83,10 @@ func (t *trainer) transfers() []collective.Transfer {
 		for _, s := range t.order {
 			st := t.stages[s]
 			if s > 0 && t.sched.Placement[s-1] != t.pRank {
-				f32(false, t.world(t.sched.Placement[s-1], 0), collective.Control, s, st.ActShape(t.cfg.MicroSize)...)
+				act(false, t.world(t.sched.Placement[s-1], 0), collective.Control, s, st.ActShape(t.cfg.MicroSize)...)
 			}
 			if s < t.sched.Stages()-1 && t.sched.Placement[s+1] != t.pRank {
-				f32(true, t.world(t.sched.Placement[s+1], 0), collective.Control, s+1, ioShape(st, t.cfg.MicroSize, false)...)
+				act(true, t.world(t.sched.Placement[s+1], 0), collective.Control, s+1, ioShape(st, t.cfg.MicroSize, false)...)
 			}
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pplaunch/pplaunch/collective"
+	"github.com/pplaunch/pplaunch/models/tensor"
 	"github.com/pplaunch/pplaunch/schedules"
 )
 
@@ -21,6 +22,12 @@ func (w wrongOut) OutShape(batch int) []int { return []int{batch, 99} }
 // the in-memory communicator; stage makes rank p's stage.
 func checkRanks(t *testing.T, sched *schedules.Schedule, stage func(p int) Stage) []error {
 	t.Helper()
+	return checkRanksAs(t, sched, stage, func(int) tensor.DType { return tensor.Float32 })
+}
+
+// checkRanksAs is checkRanks with rank p's activations of dtype act(p).
+func checkRanksAs(t *testing.T, sched *schedules.Schedule, stage func(p int) Stage, act func(p int) tensor.DType) []error {
+	t.Helper()
 	comms, err := collective.NewMemoryWorld(sched.P, collective.Options{Timeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -31,7 +38,7 @@ func checkRanks(t *testing.T, sched *schedules.Schedule, stage func(p int) Stage
 		wg.Go(func() {
 			defer comms[p].Close()
 			x := &Executor{Sched: sched, PRank: p, Stages: map[int]Stage{p: stage(p)}, Comm: comms[p],
-				Peer: func(q int) int { return q }, MicroSize: 2}
+				Peer: func(q int) int { return q }, MicroSize: 2, Act: act(p)}
 			errs[p] = collective.CheckShapes(context.Background(), comms[p], 0, x.Transfers())
 		})
 	}
@@ -68,6 +75,35 @@ func TestTransferShapesChecked(t *testing.T) {
 		if err == nil || !errors.Is(err, collective.ErrShape) || !strings.Contains(err.Error(), want) {
 			t.Errorf("rank %d: %v, want a shape error with %q", p, err, want)
 		}
+	}
+}
+
+// TestTransferDTypesChecked: bf16 pipelines state bfloat16 transfers and
+// agree; a rank whose activations are float32 among bfloat16 ones is
+// refused, naming both dtypes.
+func TestTransferDTypesChecked(t *testing.T) {
+	sched, err := schedules.Generate("1f1b", 3, 4, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorded{}
+	stage := func(p int) Stage { return &fakeStage{rec: rec, index: p, last: p == sched.P-1} }
+	bf16 := func(int) tensor.DType { return tensor.BFloat16 }
+	if err := errors.Join(checkRanksAs(t, sched, stage, bf16)...); err != nil {
+		t.Fatalf("bf16 everywhere refused: %v", err)
+	}
+	errs := checkRanksAs(t, sched, stage, func(p int) tensor.DType {
+		if p == 1 {
+			return tensor.Float32
+		}
+		return tensor.BFloat16
+	})
+	want := "activation chunk=1 from rank 0 to rank 1: rank 0 sends bfloat16[2 4] but rank 1 expects float32[2 4]"
+	if err := errs[1]; err == nil || !errors.Is(err, collective.ErrShape) || !strings.Contains(err.Error(), want) {
+		t.Errorf("rank 1: %v, want a shape error with %q", err, want)
+	}
+	if errs[0] == nil || errs[2] == nil {
+		t.Errorf("ranks 0 and 2 started with a mismatched peer: %v, %v", errs[0], errs[2])
 	}
 }
 

@@ -222,6 +222,7 @@ func (t *trainer) setup(ctx context.Context) error {
 		Timeout:   c.Timeout,
 		Stall:     t.job.Stall,
 		Backend:   t.job.Backend,
+		Act:       c.Precision.Activations(),
 	}
 	if c.DP > 1 {
 		t.exec.OnLastBackward = t.startReduce
@@ -233,7 +234,7 @@ func (t *trainer) setup(ctx context.Context) error {
 // scale and timing hooks.
 func (t *trainer) newStage(cut []int, s int) (*models.Stage, models.Optimizer, error) {
 	c := t.cfg
-	st, err := models.NewStage(c.Model, cut, s, t.job.Backend, models.StageOptions{Seed: c.Seed, Recompute: c.Recompute})
+	st, err := models.NewStage(c.Model, cut, s, t.job.Backend, models.StageOptions{Seed: c.Seed, Recompute: c.Recompute, Activations: c.Precision.Activations()})
 	if err != nil {
 		return nil, nil, fmt.Errorf("stage %d: %w", s, err)
 	}

@@ -8,9 +8,10 @@ import (
 	"github.com/pplaunch/pplaunch/models/tensor"
 )
 
-// xfer moves tensors of the rank's backend through the communicator. Host
+// xfer moves tensors of the rank's backend through the communicator, each
+// in its dtype (bfloat16 activations as two bytes an element). Host
 // tensors (the CPU backend) go as they are: the communicator reads and
-// writes their Data, with no copy. Device tensors (a tensor.Stager) go
+// writes their values, with no copy. Device tensors (a tensor.Stager) go
 // through pinned host buffers: a send is copied out on the backend's copy
 // stream after the compute that made it and goes on the wire from a
 // goroutine of its own once the copy is done, so compute goes on meanwhile;
@@ -62,8 +63,30 @@ func recvReq(peer int, tag collective.Tag, t *tensor.Tensor) req {
 	return req{recv: true, peer: peer, tag: tag, t: t}
 }
 
-func (r req) op(data []float32) collective.Op {
-	return r.opOf(collective.F32(data, r.t.Shape...))
+// hostBuffer is a host tensor's values as a message of its dtype: a
+// bfloat16 tensor travels as two bytes an element.
+func hostBuffer(t *tensor.Tensor) collective.Buffer {
+	if t.DType() == tensor.BFloat16 {
+		return collective.BF16(t.Half, t.Shape...)
+	}
+	return collective.F32(t.Data, t.Shape...)
+}
+
+// stagedBuffer is the pinned host buffer s as a message of t's dtype and
+// shape.
+func stagedBuffer(s *tensor.Staging, t *tensor.Tensor) collective.Buffer {
+	if t.DType() == tensor.BFloat16 {
+		return collective.BF16(s.Half[:t.Len()], t.Shape...)
+	}
+	return collective.F32(s.Host[:t.Len()], t.Shape...)
+}
+
+// wireDType is the message dtype of tensors of dtype dt.
+func wireDType(dt tensor.DType) collective.DType {
+	if dt == tensor.BFloat16 {
+		return collective.BFloat16
+	}
+	return collective.Float32
 }
 
 func (r req) opOf(b collective.Buffer) collective.Op {
@@ -97,7 +120,7 @@ func (x xfer) start(ctx context.Context, reqs ...req) *transfer {
 	if collective.MovesDevice(x.comm) {
 		ops := make([]collective.Op, len(reqs))
 		for i, r := range reqs {
-			ops[i] = r.opOf(collective.OnDevice(collective.Float32, x.dev.DevicePtr(r.t), r.t.Len(), r.t.Shape...))
+			ops[i] = r.opOf(collective.OnDevice(wireDType(r.t.DType()), x.dev.DevicePtr(r.t), r.t.Len(), r.t.Shape...))
 		}
 		tr.h = x.comm.Batch(ops...)
 		return tr
@@ -106,15 +129,15 @@ func (x xfer) start(ctx context.Context, reqs ...req) *transfer {
 		if len(reqs) == 1 { // as a Batch of one, but without the batch's bookkeeping
 			r := reqs[0]
 			if r.recv {
-				tr.h = x.comm.Irecv(r.peer, r.tag, collective.F32(r.t.Data, r.t.Shape...))
+				tr.h = x.comm.Irecv(r.peer, r.tag, hostBuffer(r.t))
 			} else {
-				tr.h = x.comm.Isend(r.peer, r.tag, collective.F32(r.t.Data, r.t.Shape...))
+				tr.h = x.comm.Isend(r.peer, r.tag, hostBuffer(r.t))
 			}
 			return tr
 		}
 		ops := make([]collective.Op, len(reqs))
 		for i, r := range reqs {
-			ops[i] = r.op(r.t.Data)
+			ops[i] = r.opOf(hostBuffer(r.t))
 		}
 		tr.h = x.comm.Batch(ops...)
 		return tr
@@ -125,11 +148,11 @@ func (x xfer) start(ctx context.Context, reqs ...req) *transfer {
 		if r.recv {
 			s := x.stg.Pinned(r.t.Len())
 			tr.recvs = append(tr.recvs, landing{r.t, s})
-			recvs = append(recvs, r.op(s.Host))
+			recvs = append(recvs, r.opOf(stagedBuffer(s, r.t)))
 		} else {
 			s := x.stg.StageOut(r.t)
 			outs = append(outs, s)
-			sends = append(sends, r.op(s.Host))
+			sends = append(sends, r.opOf(stagedBuffer(s, r.t)))
 		}
 	}
 	if len(recvs) > 0 {

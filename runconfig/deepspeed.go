@@ -31,7 +31,7 @@ var translated = []string{
 	"optimizer.type", "optimizer.params.lr", "optimizer.params.betas", "optimizer.params.eps",
 	"optimizer.params.weight_decay", "optimizer.params.momentum",
 	"scheduler.type", "scheduler.params.total_num_steps", "scheduler.params.warmup_num_steps",
-	"zero_optimization.stage",
+	"zero_optimization.stage", "bf16.enabled",
 }
 
 // apply sets the options from the DeepSpeed keys the file has (ds, its
@@ -48,6 +48,13 @@ func (f *runFile) apply(t table, opts []Option, ds map[string]json.RawMessage, n
 				return Batch{}, err
 			}
 		}
+	}
+	if f.BF16 != nil && f.BF16.Enabled != nil {
+		p := "fp32"
+		if *f.BF16.Enabled {
+			p = "bf16"
+		}
+		t.set("precision", p)
 	}
 	b := Batch{
 		Micro: f.MicroBatch != nil || given["--microbatch-size"], MicroFlag: given["--microbatch-size"],

@@ -24,6 +24,13 @@ type runFile struct {
 	Pipeline         *filePipeline  `json:"pipeline,omitempty"`
 	ZeroOptimization *fileZero      `json:"zero_optimization,omitempty"`
 	TrainIters       *int           `json:"train_iters,omitempty"` // Megatron's name for --steps
+	BF16             *fileEnabled   `json:"bf16,omitempty"`        // --precision bf16
+}
+
+// fileEnabled is a DeepSpeed block that only switches something on or off
+// (bf16).
+type fileEnabled struct {
+	Enabled *bool `json:"enabled,omitempty"`
 }
 
 type fileOptimizer struct {
@@ -95,14 +102,14 @@ func runFileKeys() []string {
 // unsupportedKeys are DeepSpeed keys a DeepSpeed user may well have that
 // pplaunch train does not do, with what to do instead.
 var unsupportedKeys = map[string]string{
-	"fp16":                     "training is float32: remove it",
-	"bf16":                     "training is float32: remove it",
-	"amp":                      "training is float32: remove it",
-	"steps_per_print":          "every step is printed (or every twentieth of the run on a terminal): remove it",
-	"wall_clock_breakdown":     "the step line and --trace show the time of every action: remove it",
-	"activation_checkpointing": "use pipeline.activation_checkpoint_interval (or --recompute)",
-	"tensorboard":              "use --metrics (JSON lines) or --metrics-addr (Prometheus)",
-	"wandb":                    "use --metrics (JSON lines) or --metrics-addr (Prometheus)",
+	"fp16":                       "mixed precision is bfloat16 here: use bf16.enabled (--precision bf16)",
+	"amp":                        "mixed precision is bfloat16 here: use bf16.enabled (--precision bf16)",
+	"bf16.immediate_grad_update": "gradients accumulate in float32 over the micro-batches: remove it",
+	"steps_per_print":            "every step is printed (or every twentieth of the run on a terminal): remove it",
+	"wall_clock_breakdown":       "the step line and --trace show the time of every action: remove it",
+	"activation_checkpointing":   "use pipeline.activation_checkpoint_interval (or --recompute)",
+	"tensorboard":                "use --metrics (JSON lines) or --metrics-addr (Prometheus)",
+	"wandb":                      "use --metrics (JSON lines) or --metrics-addr (Prometheus)",
 
 	"zero_optimization.offload_optimizer": "the optimizer state stays on the device (no offload): remove it",
 	"zero_optimization.offload_param":     "the parameters stay on the device (no offload): remove it",

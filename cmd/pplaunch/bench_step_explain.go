@@ -14,15 +14,12 @@ import (
 // explain is `bench step --device cuda --explain`: the step's roofline at
 // the H200's peaks, the step measured where a GPU opens, and the prediction
 // at the other precisions.
-func (c *benchStepCmd) explain(cfg models.Config, stdout io.Writer) error {
+func (c *benchStepCmd) explain(cfg models.Config, prec models.Precision, stdout io.Writer) error {
 	if c.Device != "cuda" {
 		return exitError{code: 2, err: fmt.Errorf("bench step --explain: --device %s: the roofline is of a CUDA step on an H200; "+
 			"give --device cuda (where no GPU is present it prints the prediction and says that nothing ran)", c.Device)}
 	}
-	precision := "fp32"
-	if c.TF32 {
-		precision = "tf32"
-	}
+	precision := string(prec)
 	hd := cfg.Width / max(cfg.Heads, 1)
 	fused := hd >= tensor.FlashMinHead && hd <= tensor.FlashMaxHead // the CUDA backend's FusedAttention
 	r, err := bench.Explain(cfg, c.Batch, precision, fused, bench.H200)
@@ -30,7 +27,7 @@ func (c *benchStepCmd) explain(cfg models.Config, stdout io.Writer) error {
 		return exitError{code: 2, err: fmt.Errorf("bench step: %w", err)}
 	}
 	rep, err := bench.Step(bench.StepOptions{Model: cfg, Batch: c.Batch, Threads: c.Threads,
-		Steps: c.Steps, Warmup: c.Warmup, BLAS: c.BLAS, Seed: 1, Device: c.Device, TF32: c.TF32})
+		Steps: c.Steps, Warmup: c.Warmup, BLAS: c.BLAS, Seed: 1, Device: c.Device, Precision: prec})
 	var de *bench.DeviceError
 	switch {
 	case errors.As(err, &de):

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/alexflint/go-arg"
 
+	"github.com/pplaunch/pplaunch/models"
 	"github.com/pplaunch/pplaunch/ranks"
 	"github.com/pplaunch/pplaunch/runconfig"
 )
@@ -83,6 +85,18 @@ func TestConfigFileMapping(t *testing.T) {
 		{"flags win over the file", dsExample, 2, []string{"--steps", "3", "--seed=4", "--schedule", "1f1b"}, func(c ranks.TrainConfig) string {
 			if c.Steps != 3 || c.Seed != 4 || c.Schedule != "1f1b" || c.LR != 0.001 {
 				return "flags not applied over the file"
+			}
+			return ""
+		}},
+		{"DeepSpeed's bf16 block", `{"bf16": {"enabled": true}}`, 1, nil, func(c ranks.TrainConfig) string {
+			if c.Precision != models.BF16 {
+				return fmt.Sprintf("precision %q, want bf16", c.Precision)
+			}
+			return ""
+		}},
+		{"bf16 disabled, the flag wins", `{"bf16": {"enabled": false}}`, 1, []string{"--precision", "bf16"}, func(c ranks.TrainConfig) string {
+			if c.Precision != models.BF16 {
+				return fmt.Sprintf("precision %q, want bf16 from the flag", c.Precision)
 			}
 			return ""
 		}},
@@ -204,7 +218,7 @@ func TestConfigFileErrors(t *testing.T) {
 		{"unknown nested key", `{"optimizer": {"type": "AdamW", "params": {"weight_decai": 0.1}}}`, 1, nil,
 			[]string{"optimizer.params.weight_decai", "optimizer.params.weight_decay"}},
 		{"unknown pipeline key", `{"pipeline": {"num_stage": 2}}`, 1, nil, []string{"pipeline.num_stage", "did you mean pipeline.num_stages"}},
-		{"unsupported DeepSpeed key", `{"fp16": {"enabled": true}}`, 1, nil, []string{"fp16 is not supported", "float32"}},
+		{"unsupported DeepSpeed key", `{"fp16": {"enabled": true}}`, 1, nil, []string{"fp16 is not supported", "bf16.enabled"}},
 		{"ZeRO stage 2", `{"zero_optimization": {"stage": 2}}`, 1, nil, []string{"zero_optimization.stage 2", "pipelines allow only stage 0 (off) or 1"}},
 		{"ZeRO stage 3 as a flag", `{}`, 1, []string{"--zero", "3"}, []string{"--zero 3", "pipelines allow only stage 0 (off) or 1"}},
 		{"ZeRO offload", `{"zero_optimization": {"stage": 1, "offload_optimizer": {"device": "cpu"}}}`, 1, nil,

@@ -76,6 +76,7 @@ var roundTrip = map[string]struct {
 	"--trace-svg":        {args: []string{"--trace-svg", "DIR/trace.svg"}},
 	"--trace-steps":      {args: []string{"--trace-svg", "DIR/trace.svg", "--trace-steps", "all"}},
 	"--device":           {args: []string{"--device", "cuda"}, noRun: "needs a GPU"},
+	"--precision":        {args: []string{"--precision", "bf16"}},
 	"--tf32":             {args: []string{"--device", "cuda", "--tf32"}, noRun: "needs a GPU"},
 	"--backend":          {args: []string{"--backend", "auto"}},
 	"--check-transfers":  {args: []string{"--check-transfers"}},

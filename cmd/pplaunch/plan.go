@@ -41,6 +41,7 @@ type planCmd struct {
 	GlobalBatch  int     `arg:"--global-batch" placeholder:"SEQ" help:"with --profile: sequences per step to search for [default: the profiled run's]"`
 	Zero         int     `arg:"--zero" placeholder:"STAGE" help:"with a search: predict train --zero STAGE (1: the optimizer state sharded over the data-parallel replicas; 0 off)"`
 	Top          int     `arg:"--top" default:"5" placeholder:"N" help:"with a search: how many kept and how many rejected layouts to print"`
+	Precision    string  `arg:"--precision" placeholder:"P" help:"with --profile: predict for train --precision P (fp32, tf32 or bf16: bf16 keeps and sends 2-byte activations) [default: the profile's]"`
 }
 
 // run exits 2 when the flags (or the schedule they name) are wrong, as

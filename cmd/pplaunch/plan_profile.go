@@ -7,6 +7,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/pplaunch/pplaunch/models"
 	"github.com/pplaunch/pplaunch/plan"
 )
 
@@ -30,6 +31,15 @@ func (c *planCmd) profilePlan(w io.Writer) error {
 	p, err := readProfile(c.Profile)
 	if err != nil {
 		return fmt.Errorf("plan: --profile %w", err)
+	}
+	if c.Precision != "" {
+		q, err := models.ParsePrecision(c.Precision)
+		if err != nil {
+			return fmt.Errorf("plan: %w", err)
+		}
+		if p, err = p.AtPrecision(q); err != nil {
+			return fmt.Errorf("plan: --profile %s: %w", c.Profile, err)
+		}
 	}
 	if c.World == 0 && c.MemoryBudget == "" {
 		return c.cutComparison(w, p)

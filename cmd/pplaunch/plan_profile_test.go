@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -91,5 +92,51 @@ func TestBalanceProfile(t *testing.T) {
 	f.Balance = "profile:" + filepath.Join(t.TempDir(), "none.json")
 	if _, err := f.cut(cfg, 2); err == nil || !strings.Contains(err.Error(), "--balance profile:") {
 		t.Errorf("a missing profile: %v", err)
+	}
+}
+
+// TestPlanPrecision: plan --precision bf16 predicts an fp32 profile's
+// layouts with half the activation bytes: without recomputation, the same
+// layout's activation part of its memory halves; an unknown precision is
+// refused.
+func TestPlanPrecision(t *testing.T) {
+	args := []string{"--profile", profileFile, "--world", "4", "--memory-budget", "1GiB", "--top", "100", "--json"}
+	layouts := func(extra ...string) map[string]int64 {
+		code, out, errOut := runPlan(t, append(args, extra...)...)
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		var res struct {
+			Layouts []struct {
+				PP, DP    int
+				Micro     int `json:"microbatches"`
+				Schedule  string
+				Recompute bool
+				Parts     struct{ Activations int64 } `json:"memory_parts"`
+			} `json:"layouts"`
+		}
+		if err := json.Unmarshal([]byte(out), &res); err != nil {
+			t.Fatalf("%v in %s", err, out)
+		}
+		m := map[string]int64{}
+		for _, l := range res.Layouts {
+			if l.Recompute { // a recomputing stage keeps its token ids, which stay 4 bytes
+				continue
+			}
+			m[fmt.Sprintf("%s pp%d dp%d m%d rc=%v", l.Schedule, l.PP, l.DP, l.Micro, l.Recompute)] = l.Parts.Activations
+		}
+		return m
+	}
+	f32, bf16 := layouts(), layouts("--precision", "bf16")
+	if len(f32) == 0 || len(f32) != len(bf16) {
+		t.Fatalf("%d layouts in fp32, %d in bf16", len(f32), len(bf16))
+	}
+	for k, a := range f32 {
+		if b := bf16[k]; a == 0 || b*2 > a+2 || b*2 < a-2 {
+			t.Errorf("%s: activations %d bytes in fp32, %d in bf16: want half", k, a, b)
+		}
+	}
+	if code, _, errOut := runPlan(t, "--profile", profileFile, "--precision", "fp8"); code == 0 || !strings.Contains(errOut, `--precision "fp8"`) {
+		t.Errorf("--precision fp8: exit %d, %q", code, errOut)
 	}
 }

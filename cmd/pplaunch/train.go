@@ -61,7 +61,8 @@ type trainCmd struct {
 	TraceSVG        string        `arg:"--trace-svg" placeholder:"FILE" help:"measured timeline as an SVG Gantt picture, of the steps --trace-steps chooses"`
 	TraceSteps      string        `arg:"--trace-steps" default:"last" placeholder:"N|A-B|last|all" help:"the steps --trace-svg draws, counted from 1 as the console: one, a range, the last or all"`
 	Device          string        `arg:"--device" default:"cpu" help:"where the model computes: cpu or cuda (a rank's GPU is its LOCAL_RANK modulo the visible GPUs)"`
-	TF32            bool          `arg:"--tf32" help:"on cuda, let matrix products use TF32 tensor cores"`
+	Precision       string        `arg:"--precision" default:"fp32" help:"fp32; tf32 (cuda: float32 products on TF32 tensor cores); or bf16, mixed precision as PyTorch's autocast: activations, their gradients and the pipeline's transfers in bfloat16, products on bfloat16 operands with float32 accumulation, weights, gradients and optimizer state in float32" ds:"bf16.enabled" alias:"mixed_precision,dtype" same:"true"`
+	TF32            bool          `arg:"--tf32" help:"the same as --precision tf32"`
 	Backend         string        `arg:"--backend" default:"tcp" help:"communicator of the device tensors: tcp, nccl or auto (nccl when every rank has a GPU and NCCL loads; says which it chose); host messages always go over tcp"`
 	CheckTransfers  bool          `arg:"--check-transfers" help:"compare every rank's transfer shapes before every step (with nccl, which carries no shapes, they are compared before the first step anyway)" same:"true"`
 
@@ -80,8 +81,9 @@ func (c *trainCmd) config() (ranks.TrainConfig, error) {
 	if err := checkDevice(c.Device); err != nil {
 		return ranks.TrainConfig{}, err
 	}
-	if c.TF32 && c.Device != deviceCUDA {
-		return ranks.TrainConfig{}, fmt.Errorf("--tf32 is for --device cuda (the CPU computes in float32)")
+	prec, err := resolvePrecision(c.Precision, c.TF32, c.Device)
+	if err != nil {
+		return ranks.TrainConfig{}, err
 	}
 	var schedText string
 	if !slices.Contains(schedules.Names, c.Schedule) {
@@ -93,7 +95,7 @@ func (c *trainCmd) config() (ranks.TrainConfig, error) {
 	}
 	return ranks.TrainConfig{
 		Model: m, Schedule: c.Schedule, ScheduleText: schedText, Virtual: c.Virtual, Micro: c.Microbatches, MicroSize: c.MicrobatchSize,
-		PP: c.PP, DP: c.DP, Recompute: c.Recompute, Profile: c.Profile != "",
+		PP: c.PP, DP: c.DP, Recompute: c.Recompute, Profile: c.Profile != "", Precision: prec,
 		Cut:       func(stages int) ([]int, error) { return c.cutFlags.cut(m, stages) },
 		Optimizer: c.Optimizer, LR: c.LR, MinLR: c.MinLR, Warmup: c.Warmup, WeightDecay: c.WeightDecay, Clip: c.Clip,
 		Steps: c.Steps, EvalEvery: c.EvalEvery, EvalBatches: c.EvalBatches, Seed: c.Seed, Data: c.Data,

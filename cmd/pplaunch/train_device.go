@@ -10,6 +10,7 @@ import (
 	"github.com/pplaunch/pplaunch/collective"
 	"github.com/pplaunch/pplaunch/contract"
 	"github.com/pplaunch/pplaunch/launch"
+	"github.com/pplaunch/pplaunch/models"
 	"github.com/pplaunch/pplaunch/models/tensor"
 	"github.com/pplaunch/pplaunch/ranks"
 )
@@ -74,7 +75,11 @@ func (c *trainCmd) openBackend(localRank, localRanks int) (be tensor.Backend, wh
 		return nil, "", nil, fmt.Errorf("--device cuda: cuda backend: %w", err)
 	}
 	gpu := gpuOf(localRank, n)
-	cu, err := tensor.NewCUDA(gpu, tensor.CUDAOptions{TF32: c.TF32})
+	prec, err := resolvePrecision(c.Precision, c.TF32, c.Device)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	cu, err := tensor.NewCUDA(gpu, tensor.CUDAOptions{TF32: prec == models.TF32})
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("--device cuda (local rank %d on GPU %d of %d): %w", localRank, gpu, n, err)
 	}

@@ -322,6 +322,8 @@ func fakeSize(dt cbits.NCCLDataType) int {
 		return 4
 	case cbits.NCCLFloat64:
 		return 8
+	case cbits.NCCLBfloat16:
+		return 2
 	}
 	return 1
 }

@@ -7,6 +7,25 @@ package tensor
 //
 // Shapes use B (batch), T (sequence), D (width), H (heads), N = B·T (tokens) and
 // V (vocabulary). Linear weights are [out, in], as in PyTorch.
+//
+// Dtypes (mixed precision, as PyTorch's autocast to bfloat16). Parameters,
+// their gradients, optimizer state and master weights are Float32 in every
+// precision, and so are statistics (LayerNorm's mean and rstd), losses and
+// norms. Activations and activation gradients may be either dtype; in bf16
+// training every one is BFloat16. Every operation reads each input at its
+// dtype as float32 values, computes in float32 (sums in float32 or float64
+// in a fixed order, the same as for float32 tensors), and writes each
+// output rounded once, to nearest even, to that output's dtype. Matrix
+// products (MatMul, Linear, LinearBackwardInput, LinearBackwardWeight):
+// where either operand is BFloat16, both are read rounded to bfloat16 (a
+// float32 weight is rounded; a bfloat16 copy of the weights refreshed after
+// each optimizer step may stand in for it, having the same bits), the
+// products accumulate in float32, the bias and residual are added in
+// float32 and the output is rounded once; weight and bias gradients are
+// Float32. CrossEntropy reads bfloat16 logits and may write bfloat16
+// probabilities; its loss is float64. Scale, SumSquares and the optimizers
+// take Float32 tensors only. A dtype an operation does not allow is a panic
+// naming the operation, the tensor and its dtype.
 type Backend interface {
 	// Name says what runs the matrix products, e.g. "cpu/openblas".
 	Name() string

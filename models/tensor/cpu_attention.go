@@ -34,6 +34,11 @@ func headViews(buf []float32, b, h, T, D, hd int) (q, k, v []float32) {
 // Attention is causal multi-head self-attention; each (batch, head) pair is an
 // independent task.
 func (c *CPU) Attention(out, probs, qkv *Tensor, heads int) {
+	if m := c.mix(out, probs, qkv); m != nil { // bfloat16: computed in float32 (cpu_bf16.go)
+		defer m.done()
+		qkv = m.in(qkv)
+		out, probs = m.out(out), m.out(probs)
+	}
 	B, T, D, hd := attnDims("attention", qkv, out, probs, heads)
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	ld := 3 * D
@@ -75,6 +80,11 @@ func (c *CPU) Attention(out, probs, qkv *Tensor, heads int) {
 
 // AttentionBackward computes dqkv from dout through the saved probabilities.
 func (c *CPU) AttentionBackward(dqkv, dout, qkv, probs *Tensor, heads int) {
+	if m := c.mix(dqkv, dout, qkv, probs); m != nil { // bfloat16: computed in float32 (cpu_bf16.go)
+		defer m.done()
+		dout, qkv, probs = m.in(dout), m.in(qkv), m.in(probs)
+		dqkv = m.out(dqkv)
+	}
 	B, T, D, hd := attnDims("attention backward", qkv, dout, probs, heads)
 	mustLen("attention backward", "dqkv", dqkv, qkv.Len())
 	scale := float32(1 / math.Sqrt(float64(hd)))

@@ -9,6 +9,11 @@ const (
 
 // Gelu is GELU with the tanh approximation.
 func (c *CPU) Gelu(y, th, x *Tensor) {
+	if m := c.mix(y, th, x); m != nil {
+		defer m.done()
+		x = m.in(x)
+		y, th = m.out(y), m.out(th)
+	}
 	mustLen("gelu", "y", y, x.Len())
 	mustLen("gelu", "th", th, x.Len())
 	parallelRange(x.Len(), rowGrain*256, func(lo, hi int) {
@@ -52,6 +57,11 @@ func geluScalar(xs, ts, ys []float32) {
 
 // GeluBackward computes dx = dy·gelu'(x).
 func (c *CPU) GeluBackward(dx, dy, x, th *Tensor) {
+	if m := c.mix(dx, dy, x, th); m != nil {
+		defer m.done()
+		dy, x, th = m.in(dy), m.in(x), m.in(th)
+		dx = m.out(dx)
+	}
 	mustLen("gelu backward", "dx", dx, x.Len())
 	mustLen("gelu backward", "dy", dy, x.Len())
 	mustLen("gelu backward", "th", th, x.Len())
@@ -80,6 +90,11 @@ const geluInvSqrt2Pi = 0.3989422804014327
 // rounded once to float32 (nanoGPT's nn.GELU(); the CUDA kernel's erff agrees
 // within a few float32 ulp).
 func (c *CPU) GeluExact(y, cdf, x *Tensor) {
+	if m := c.mix(y, cdf, x); m != nil {
+		defer m.done()
+		x = m.in(x)
+		y, cdf = m.out(y), m.out(cdf)
+	}
 	mustLen("gelu exact", "y", y, x.Len())
 	mustLen("gelu exact", "cdf", cdf, x.Len())
 	parallelRange(x.Len(), rowGrain*256, func(lo, hi int) {
@@ -95,6 +110,11 @@ func (c *CPU) GeluExact(y, cdf, x *Tensor) {
 // GeluExactBackward computes dx = dy·(Φ(x) + x·φ(x)), φ the standard normal
 // density (dx may alias dy).
 func (c *CPU) GeluExactBackward(dx, dy, x, cdf *Tensor) {
+	if m := c.mix(dx, dy, x, cdf); m != nil {
+		defer m.done()
+		dy, x, cdf = m.in(dy), m.in(x), m.in(cdf)
+		dx = m.out(dx)
+	}
 	mustLen("gelu exact backward", "dx", dx, x.Len())
 	mustLen("gelu exact backward", "dy", dy, x.Len())
 	mustLen("gelu exact backward", "cdf", cdf, x.Len())

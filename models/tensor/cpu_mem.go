@@ -76,6 +76,7 @@ func (c *CPU) Copy(dst, src *Tensor) {
 
 // Scale multiplies t by s.
 func (c *CPU) Scale(t *Tensor, s float32) {
+	mustF32("scale", []string{"t"}, t)
 	mustHost("scale", t)
 	parallelRange(t.Len(), optGrain, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
@@ -86,6 +87,7 @@ func (c *CPU) Scale(t *Tensor, s float32) {
 
 // SumSquares is Σ x² in float64, in index order.
 func (c *CPU) SumSquares(t *Tensor) float64 {
+	mustF32("sum of squares", []string{"t"}, t)
 	mustHost("sum of squares", t)
 	var s float64
 	for _, v := range t.Data {
@@ -97,6 +99,7 @@ func (c *CPU) SumSquares(t *Tensor) float64 {
 // AdamW updates w, m and v elementwise in float32, as torch's CPU AdamW on
 // float32 parameters.
 func (c *CPU) AdamW(w, g, m, v *Tensor, h AdamWStep) {
+	mustF32("adamw", []string{"w", "grad", "m", "v"}, w, g, m, v)
 	mustHost("adamw", w, g, m, v)
 	n := w.Len()
 	mustLen("adamw", "grad", g, n)
@@ -119,6 +122,7 @@ func (c *CPU) AdamW(w, g, m, v *Tensor, h AdamWStep) {
 
 // SGD updates w and buf elementwise in float64.
 func (c *CPU) SGD(w, g, buf *Tensor, h SGDStep) {
+	mustF32("sgd", []string{"w", "grad", "momentum"}, w, g, buf)
 	mustHost("sgd", w, g, buf)
 	n := w.Len()
 	mustLen("sgd", "grad", g, n)

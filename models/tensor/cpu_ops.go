@@ -16,12 +16,26 @@ const colGrain = 256
 
 // MatMul computes c = alpha·op(a)·op(b) + beta·c.
 func (c *CPU) MatMul(cc, a *Tensor, ta bool, b *Tensor, tb bool, alpha, beta float32) {
+	if m := c.mix(cc, a, b); m != nil {
+		defer m.done()
+		a, b = m.operands(a, b)
+		if beta != 0 {
+			cc = m.inout(cc)
+		} else {
+			cc = m.out(cc)
+		}
+	}
 	m, n, k, lda, ldb := matMulDims(cc, a, ta, b, tb)
 	c.gemm(ta, tb, m, n, k, alpha, a.Data, lda, b.Data, ldb, beta, cc.Data, n)
 }
 
 // Linear computes y = x·wᵀ + bias (+ residual).
 func (c *CPU) Linear(y, x, w, bias, residual *Tensor) {
+	if m := c.mix(y, x, w, bias, residual); m != nil {
+		defer m.done()
+		x, w = m.operands(x, w)
+		y, bias, residual = m.out(y), m.in(bias), m.in(residual)
+	}
 	n, in := x.Rows()
 	out, _ := matDims("linear", "w", w)
 	mustShape("linear weight", w, out, in)
@@ -58,6 +72,11 @@ func (c *CPU) Linear(y, x, w, bias, residual *Tensor) {
 
 // LinearBackwardInput computes dx = dy·w.
 func (c *CPU) LinearBackwardInput(dx, dy, w *Tensor) {
+	if m := c.mix(dx, dy, w); m != nil {
+		defer m.done()
+		dy, w = m.operands(dy, w)
+		dx = m.out(dx)
+	}
 	out, in := matDims("linear backward input", "w", w)
 	n := dy.Len() / out
 	mustLen("linear backward input", "dy", dy, n*out)
@@ -67,6 +86,11 @@ func (c *CPU) LinearBackwardInput(dx, dy, w *Tensor) {
 
 // LinearBackwardWeight computes dw = dyᵀ·x and dbias = Σ_rows dy.
 func (c *CPU) LinearBackwardWeight(dw, dbias, dy, x *Tensor) {
+	mustF32("linear backward weight", []string{"dw", "dbias"}, dw, dbias)
+	if m := c.mix(dy, x); m != nil {
+		defer m.done()
+		dy, x = m.operands(dy, x)
+	}
 	out, in := matDims("linear backward weight", "dw", dw)
 	n := x.Len() / in
 	mustLen("linear backward weight", "dy", dy, n*out)
@@ -110,6 +134,11 @@ func lnDims(op string, x, mean, rstd *Tensor) (n, d int) {
 
 // LayerNorm normalises each row of x.
 func (c *CPU) LayerNorm(y, mean, rstd, x, gamma, beta *Tensor, eps float32) {
+	mustF32("layernorm", []string{"mean", "rstd"}, mean, rstd)
+	if m := c.mix(y, x, gamma, beta); m != nil {
+		defer m.done()
+		y, x, gamma, beta = m.out(y), m.in(x), m.in(gamma), m.in(beta)
+	}
 	n, d := lnDims("layernorm", x, mean, rstd)
 	mustLen("layernorm", "y", y, n*d)
 	mustLen("layernorm", "gamma", gamma, d)
@@ -167,6 +196,11 @@ func sumSq4(x []float32, m float32) float32 {
 
 // LayerNormBackwardInput computes dx = rstd·(g·dy - mean(g·dy) - x̂·mean(g·dy·x̂)).
 func (c *CPU) LayerNormBackwardInput(dx, dy, x, mean, rstd, gamma *Tensor) {
+	mustF32("layernorm backward", []string{"mean", "rstd"}, mean, rstd)
+	if m := c.mix(dx, dy, x, gamma); m != nil {
+		defer m.done()
+		dx, dy, x, gamma = m.out(dx), m.in(dy), m.in(x), m.in(gamma)
+	}
 	n, d := lnDims("layernorm backward", x, mean, rstd)
 	mustLen("layernorm backward", "dy", dy, n*d)
 	mustLen("layernorm backward", "dx", dx, n*d)
@@ -202,6 +236,11 @@ func (c *CPU) LayerNormBackwardInput(dx, dy, x, mean, rstd, gamma *Tensor) {
 
 // LayerNormBackwardWeight computes dgamma = Σ_rows dy·x̂ and dbeta = Σ_rows dy.
 func (c *CPU) LayerNormBackwardWeight(dgamma, dbeta, dy, x, mean, rstd *Tensor) {
+	mustF32("layernorm backward weight", []string{"dgamma", "dbeta", "mean", "rstd"}, dgamma, dbeta, mean, rstd)
+	if m := c.mix(dy, x); m != nil {
+		defer m.done()
+		dy, x = m.in(dy), m.in(x)
+	}
 	n, d := lnDims("layernorm backward weight", x, mean, rstd)
 	mustLen("layernorm backward weight", "dy", dy, n*d)
 	mustLen("layernorm backward weight", "dgamma", dgamma, d)
@@ -251,6 +290,10 @@ func checkIDs(op, what string, ids []int32, V int) {
 
 // Embed computes y[b,t] = wte[token] + wpe[t].
 func (c *CPU) Embed(y, wte, wpe *Tensor, tokens []int32) {
+	if m := c.mix(y, wte, wpe); m != nil {
+		defer m.done()
+		y, wte, wpe = m.out(y), m.in(wte), m.in(wpe)
+	}
 	D, T := embedDims("embed", wte, wpe, y, tokens)
 	n := len(tokens)
 	parallelRange(n, rowGrain, func(lo, hi int) {
@@ -271,6 +314,11 @@ func (c *CPU) Embed(y, wte, wpe *Tensor, tokens []int32) {
 // EmbedBackward scatter-adds dy into dwte and sums it per position into dwpe.
 // Tasks own column blocks, and rows are added in order within each.
 func (c *CPU) EmbedBackward(dwte, dwpe, dy *Tensor, tokens []int32) {
+	mustF32("embed backward", []string{"dwte", "dwpe"}, dwte, dwpe)
+	if m := c.mix(dy); m != nil {
+		defer m.done()
+		dy = m.in(dy)
+	}
 	D, T := embedDims("embed backward", dwte, dwpe, dy, tokens)
 	clear(dwte.Data)
 	if dwpe != nil {
@@ -297,6 +345,11 @@ func (c *CPU) EmbedBackward(dwte, dwpe, dy *Tensor, tokens []int32) {
 // (0: all) and the mean negative log-likelihood; the padding columns get
 // probability 0, as if their logits were -inf.
 func (c *CPU) CrossEntropy(probs, logits *Tensor, targets []int32, valid int) float64 {
+	if m := c.mix(probs, logits); m != nil {
+		defer m.done()
+		logits = m.in(logits)
+		probs = m.out(probs)
+	}
 	n, V := logits.Rows()
 	if len(targets) != n {
 		panic(fmt.Sprintf("cross entropy: %d targets for %d rows", len(targets), n))
@@ -351,6 +404,11 @@ func validCols(op string, valid, V int) int {
 
 // CrossEntropyBackward computes dlogits = scale·(p - onehot)/N.
 func (c *CPU) CrossEntropyBackward(dlogits, probs *Tensor, targets []int32, scale float32) {
+	if m := c.mix(dlogits, probs); m != nil {
+		defer m.done()
+		probs = m.in(probs)
+		dlogits = m.out(dlogits)
+	}
 	n, V := probs.Rows()
 	mustLen("cross entropy backward", "dlogits", dlogits, n*V)
 	if len(targets) != n {
@@ -371,6 +429,11 @@ func (c *CPU) CrossEntropyBackward(dlogits, probs *Tensor, targets []int32, scal
 
 // Add computes y = a + b.
 func (c *CPU) Add(y, a, b *Tensor) {
+	if m := c.mix(y, a, b); m != nil {
+		defer m.done()
+		a, b = m.in(a), m.in(b)
+		y = m.out(y)
+	}
 	mustLen("add", "a", a, y.Len())
 	mustLen("add", "b", b, y.Len())
 	parallelRange(y.Len(), 1<<14, func(lo, hi int) {

@@ -32,8 +32,10 @@ type Stager interface {
 // time.
 type Staging struct {
 	// Host holds the values: written by the copy of StageOut (after Wait),
-	// read by the copy of StageIn.
+	// read by the copy of StageIn. Half is the same memory as bfloat16
+	// values, for a bfloat16 tensor (which copies t.Bytes()).
 	Host []float32
+	Half []uint16
 	c    *CUDA
 	b    *pinned
 	up   bool // StageIn queued an upload from Host
@@ -112,7 +114,7 @@ func (c *CUDA) Pinned(n int) *Staging {
 	if err != nil {
 		panic(fmt.Sprintf("cuda backend: pinned buffer of %d bytes: %v", cl, err))
 	}
-	return &Staging{Host: unsafe.Slice((*float32)(b.p), n), c: c, b: b}
+	return &Staging{Host: unsafe.Slice((*float32)(b.p), n), Half: unsafe.Slice((*uint16)(b.p), n), c: c, b: b}
 }
 
 // StageOut queues, on the copy stream, the copy of t to a pinned buffer
@@ -120,7 +122,7 @@ func (c *CUDA) Pinned(n int) *Staging {
 func (c *CUDA) StageOut(t *Tensor) *Staging {
 	p := c.ptr("stage out", t)
 	s := c.Pinned(t.Len())
-	b, cs, n := s.b, c.stg.stream, t.Len()*4
+	b, cs, n := s.b, c.stg.stream, int(t.Bytes())
 	b.copyQueued = true
 	c.dev.enqueue("stage out", func() error {
 		if err := c.dev.api.EventRecord(b.after, c.dev.stream); err != nil {
@@ -149,7 +151,7 @@ func (c *CUDA) StageIn(t *Tensor, s *Staging) {
 	if len(s.Host) < t.Len() {
 		panic(fmt.Sprintf("stage in: %d host values into %v (%d elements)", len(s.Host), t.Shape, t.Len()))
 	}
-	b, cs, n := s.b, c.stg.stream, t.Len()*4
+	b, cs, n := s.b, c.stg.stream, int(t.Bytes())
 	s.up, b.copyQueued, b.seenDone = true, true, false
 	c.dev.enqueue("stage in", func() error {
 		if err := c.dev.api.EventRecord(b.after, c.dev.stream); err != nil {
@@ -216,7 +218,7 @@ func (s *Staging) Release() {
 	}
 	s.rel = true
 	s.b.busy = s.b.copyQueued && !s.b.seenDone
-	s.Host = nil
+	s.Host, s.Half = nil, nil
 	st := &s.c.stg
 	st.mu.Lock()
 	st.free[s.b.bytes] = append(st.free[s.b.bytes], s.b)

@@ -55,13 +55,23 @@ func FromBF16(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
 // RoundBF16 is x rounded to the nearest bfloat16, as a float32.
 func RoundBF16(x float32) float32 { return FromBF16(ToBF16(x)) }
 
+// RoundBF16s sets dst[i] = RoundBF16(src[i]) (the same length).
+func RoundBF16s(dst, src []float32) {
+	if len(dst) != len(src) {
+		panic(fmt.Sprintf("bf16: round %d values into %d", len(src), len(dst)))
+	}
+	for i := roundVector(dst, src); i < len(src); i++ {
+		dst[i] = RoundBF16(src[i])
+	}
+}
+
 // PackBF16 rounds src into dst (the same length).
 func PackBF16(dst []uint16, src []float32) {
 	if len(dst) != len(src) {
 		panic(fmt.Sprintf("bf16: pack %d values into %d", len(src), len(dst)))
 	}
-	for i, v := range src {
-		dst[i] = ToBF16(v)
+	for i := packVector(dst, src); i < len(src); i++ {
+		dst[i] = ToBF16(src[i])
 	}
 }
 
@@ -70,7 +80,7 @@ func UnpackBF16(dst []float32, src []uint16) {
 	if len(dst) != len(src) {
 		panic(fmt.Sprintf("bf16: unpack %d values into %d", len(src), len(dst)))
 	}
-	for i, h := range src {
-		dst[i] = FromBF16(h)
+	for i := unpackVector(dst, src); i < len(src); i++ {
+		dst[i] = FromBF16(src[i])
 	}
 }
