@@ -146,6 +146,7 @@ type supervisor struct {
 	// An elastic job's world re-forms after a lost node (not final) and
 	// grows for a node that asks to join while growable.
 	elastic  bool
+	etcd     bool         // the agents meet in etcd: a lost node's lease lapsed
 	members  map[int]bool // the nodes of this world; nil: 0..nnodes-1
 	growable bool         // room under MAX and a restart left (growNow)
 	draining bool         // the ranks were asked to stop at a step boundary (SIGUSR1)
@@ -155,7 +156,7 @@ func newSupervisor(c Config, host string, w World, start time.Time) *supervisor 
 	s := &supervisor{node: c.NodeRank, firstRank: w.FirstRank, nproc: c.NProc, host: host, start: start,
 		multi: c.NNodes > 1, grace: c.GracePeriod, remoteWait: remoteWait,
 		live: map[int]bool{}, cands: map[int]*candidate{}, reports: map[int]report{}, snaps: map[int]snapshot{},
-		lostNodes: map[int]bool{}, acked: map[int]int64{}}
+		lostNodes: map[int]bool{}, acked: map[int]int64{}, etcd: c.Etcd != nil}
 	for i := range c.NProc {
 		s.live[w.FirstRank+i] = true
 	}
@@ -211,8 +212,7 @@ func (s *supervisor) on(e event) []action {
 			}
 			break
 		}
-		how := fmt.Sprintf("node %d was lost: its agent sent no heartbeat for %v", e.node, heartbeatDeadline)
-		c := &candidate{f: failure{Node: e.node, Rank: -1, Code: 1, How: how, After: s.after(e.at), Final: !s.elastic, Lost: true}, at: e.at, peer: -1}
+		c := &candidate{f: failure{Node: e.node, Rank: -1, Code: 1, How: lostHow(e.node, s.etcd), After: s.after(e.at), Final: !s.elastic, Lost: true}, at: e.at, peer: -1}
 		s.agentFail = c
 		acts := s.stop(e.at, syscall.SIGTERM)
 		return append(acts, s.publish(&c.f)...)
