@@ -202,10 +202,13 @@ func (s *supervisor) on(e event) []action {
 		s.cands[e.rank] = &candidate{f: s.rankFailure(e, exitHow(e.code, e.sig, false)), class: firstHand, at: e.at, peer: -1}
 		return s.failed(e.at)
 	case evNodeLost:
-		if s.lostNodes[e.node] || (s.members != nil && !s.members[e.node]) {
+		if s.lostNodes[e.node] {
 			break
 		}
 		s.lostNodes[e.node] = true // the next round leaves it out, whatever the record says
+		if s.members != nil && !s.members[e.node] {
+			break // not of this world: a node waiting to join (etcd's leases show those), refused from now on
+		}
 		if s.winner != nil {
 			if s.draining {
 				return s.stop(e.at, syscall.SIGTERM) // no step boundary will come now
