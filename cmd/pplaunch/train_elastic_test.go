@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/pplaunch/pplaunch/launch/netns"
 	"github.com/pplaunch/pplaunch/ranks"
 	"github.com/pplaunch/pplaunch/store/etcdstore/etcdtest"
@@ -392,4 +394,60 @@ func elasticBelowMin(t *testing.T, n *netns.Net, rdzv []string) {
 	if strings.Contains(agents[0].out.String(), "re-layout:") {
 		t.Errorf("node 0 re-formed a world below MIN:\n%s", agents[0].out.String())
 	}
+}
+
+// TestTrainElasticEtcdJoinerLost: over etcd, a fourth host's agent asks to
+// join a full world (three hosts of --nnodes 2:3) and is killed while it
+// waits for a place; its member lease lapses. When node 2 is lost after
+// that, the next round refuses the dead node's request rather than admit it
+// and wait --rdzv-timeout for a node that will never announce: the job goes
+// on with two hosts and exits 0.
+func TestTrainElasticEtcdJoinerLost(t *testing.T) {
+	n := netns.New(t, "elx1", "elx2", "elx3", "elx4") // skips without root, saying why
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	srv := etcdtest.Start(t, etcdtest.Options{Host: n.Gateway.String()}) // skips without etcd, saying why
+	rdzv := []string{"--rdzv-backend", "etcd", "--rdzv-endpoint", srv.Endpoint}
+	const id = "elastic-joiner-lost"
+	args := append([]string{"--checkpoint-dir", filepath.Join(t.TempDir(), "ckpt")}, elasticArgs(16, dp2...)...)
+	hold := []string{ranks.HoldEnv + "=0:9"}
+	agents := startElasticAgents(t, ctx, n.Hosts[:3], rdzv, id, hold, args...)
+	cli := srv.Client(t)
+	joiner := startElasticAgent(t, ctx, n.Hosts[3], 3, "2:3", rdzv, id, nil, args...)
+	// The third join request: nodes 1 and 2 made the first two.
+	waitEtcdKey(t, ctx, cli, "/pplaunch/"+id+"/elastic/join/3", false)
+	joiner.cmd.Process.Kill()
+	waitEtcdKey(t, ctx, cli, "/pplaunch/"+id+"/members/3", true)
+	agents[2].cmd.Process.Kill()
+	agents[0].mustExitZero(t, "node 0")
+	agents[1].mustExitZero(t, "node 1")
+	out := agents[0].out.String()
+	for _, want := range []string{"node 3's etcd lease lapsed", "re-layout: 3 → 2 nodes (node 2 was lost), pp 3 dp 2 → pp 2 dp 2"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("node 0's output does not say %q:\n%s", want, out)
+		}
+	}
+}
+
+// waitEtcdKey waits, by watch, until key exists in etcd (or, gone, until it
+// does not); it fails the test when ctx ends first.
+func waitEtcdKey(t *testing.T, ctx context.Context, cli *clientv3.Client, key string, gone bool) {
+	t.Helper()
+	r, err := cli.Get(ctx, key)
+	if err != nil {
+		t.Fatalf("etcd: read %s: %v", key, err)
+	}
+	if (len(r.Kvs) == 0) == gone {
+		return
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for wr := range cli.Watch(wctx, key, clientv3.WithRev(r.Header.Revision+1)) {
+		for _, ev := range wr.Events {
+			if (ev.Type == clientv3.EventTypeDelete) == gone {
+				return
+			}
+		}
+	}
+	t.Fatalf("etcd key %s: not there (or still there, gone %v) when the test's time ran out: %v", key, gone, ctx.Err())
 }
