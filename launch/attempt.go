@@ -291,7 +291,7 @@ func (a *agent) awaitNodes(ctx context.Context, restart int) *failure {
 				break // not of this world
 			}
 			return publish(&failure{Node: n, Rank: -1, Code: 1, Final: !a.c.Elastic(), Lost: true,
-				How: fmt.Sprintf("node %d was lost: its agent sent no heartbeat for %v", n, heartbeatDeadline)})
+				How: lostHow(n, a.c.Etcd != nil)})
 		case s := <-a.sigs:
 			sig := s.(syscall.Signal)
 			if stopsJob(sig) {

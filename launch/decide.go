@@ -146,6 +146,7 @@ type supervisor struct {
 	// An elastic job's world re-forms after a lost node (not final) and
 	// grows for a node that asks to join while growable.
 	elastic  bool
+	etcd     bool         // the agents meet in etcd: a lost node's lease lapsed
 	members  map[int]bool // the nodes of this world; nil: 0..nnodes-1
 	growable bool         // room under MAX and a restart left (growNow)
 	draining bool         // the ranks were asked to stop at a step boundary (SIGUSR1)
@@ -155,7 +156,7 @@ func newSupervisor(c Config, host string, w World, start time.Time) *supervisor 
 	s := &supervisor{node: c.NodeRank, firstRank: w.FirstRank, nproc: c.NProc, host: host, start: start,
 		multi: c.NNodes > 1, grace: c.GracePeriod, remoteWait: remoteWait,
 		live: map[int]bool{}, cands: map[int]*candidate{}, reports: map[int]report{}, snaps: map[int]snapshot{},
-		lostNodes: map[int]bool{}, acked: map[int]int64{}}
+		lostNodes: map[int]bool{}, acked: map[int]int64{}, etcd: c.Etcd != nil}
 	for i := range c.NProc {
 		s.live[w.FirstRank+i] = true
 	}
@@ -201,18 +202,20 @@ func (s *supervisor) on(e event) []action {
 		s.cands[e.rank] = &candidate{f: s.rankFailure(e, exitHow(e.code, e.sig, false)), class: firstHand, at: e.at, peer: -1}
 		return s.failed(e.at)
 	case evNodeLost:
-		if s.lostNodes[e.node] || (s.members != nil && !s.members[e.node]) {
+		if s.lostNodes[e.node] {
 			break
 		}
 		s.lostNodes[e.node] = true // the next round leaves it out, whatever the record says
+		if s.members != nil && !s.members[e.node] {
+			break // not of this world: a node waiting to join (etcd's leases show those), refused from now on
+		}
 		if s.winner != nil {
 			if s.draining {
 				return s.stop(e.at, syscall.SIGTERM) // no step boundary will come now
 			}
 			break
 		}
-		how := fmt.Sprintf("node %d was lost: its agent sent no heartbeat for %v", e.node, heartbeatDeadline)
-		c := &candidate{f: failure{Node: e.node, Rank: -1, Code: 1, How: how, After: s.after(e.at), Final: !s.elastic, Lost: true}, at: e.at, peer: -1}
+		c := &candidate{f: failure{Node: e.node, Rank: -1, Code: 1, How: lostHow(e.node, s.etcd), After: s.after(e.at), Final: !s.elastic, Lost: true}, at: e.at, peer: -1}
 		s.agentFail = c
 		acts := s.stop(e.at, syscall.SIGTERM)
 		return append(acts, s.publish(&c.f)...)

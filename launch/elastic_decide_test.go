@@ -2,6 +2,8 @@ package launch
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -160,7 +162,8 @@ func TestRelayoutReason(t *testing.T) {
 }
 
 // An elastic job's supervisor: a lost member is not final (the world
-// re-forms), a lost node that is not a member is no news, a join (on node 0,
+// re-forms), a lost node that is not a member is no news to the ranks (but
+// is gone: the next round refuses its join request), a join (on node 0,
 // with room) drains the ranks at a step boundary, and a failure during a
 // drain stops them at once.
 func TestElasticSupervisor(t *testing.T) {
@@ -174,11 +177,12 @@ func TestElasticSupervisor(t *testing.T) {
 		done     bool
 		lost     bool // the outcome is a lost node, not final
 		joined   bool // the outcome is the join
+		gone     []int
 	}{
 		{name: "a lost member re-forms the world", events: []event{{kind: evNodeLost, node: 2}, {kind: evAgreed, f: &failure{Node: 2, Rank: -1, Code: 1, Lost: true}}},
-			acts: []string{"stop SIGTERM, publish rank -1 node 2", ""}, lost: true},
-		{name: "a lost node outside the world is no news", events: []event{{kind: evNodeLost, node: 5}},
-			acts: []string{""}},
+			acts: []string{"stop SIGTERM, publish rank -1 node 2", ""}, lost: true, gone: []int{2}},
+		{name: "a lost node outside the world is no news", events: []event{{kind: evNodeLost, node: 5}, {kind: evNodeLost, node: 5}},
+			acts: []string{"", ""}, gone: []int{5}},
 		{name: "a join with room drains the ranks", growable: true,
 			events: []event{{kind: evJoin, node: 3}, {kind: evAgreed, f: join}, exitEv(0, 0, 0, ms(50), true), exitEv(1, 0, 0, ms(60), true)},
 			acts:   []string{"publish rank -1 node 3", "stop SIGUSR1", "", ""}, done: true, joined: true},
@@ -187,7 +191,7 @@ func TestElasticSupervisor(t *testing.T) {
 			events: []event{{kind: evRemote, f: join}}, acts: []string{"stop SIGUSR1"}, joined: true},
 		{name: "a member lost during a drain stops the ranks at once", growable: true,
 			events: []event{{kind: evJoin, node: 3}, {kind: evAgreed, f: join}, {kind: evNodeLost, node: 1}},
-			acts:   []string{"publish rank -1 node 3", "stop SIGUSR1", "stop SIGTERM"}, joined: true},
+			acts:   []string{"publish rank -1 node 3", "stop SIGUSR1", "stop SIGTERM"}, joined: true, gone: []int{1}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -201,6 +205,9 @@ func TestElasticSupervisor(t *testing.T) {
 			}
 			if sv.done() != tc.done {
 				t.Errorf("done %v, want %v", sv.done(), tc.done)
+			}
+			if got := slices.Sorted(maps.Keys(sv.lostNodes)); fmt.Sprint(got) != fmt.Sprint(tc.gone) {
+				t.Errorf("nodes taken for lost %v, want %v", got, tc.gone)
 			}
 			f := sv.outcome()
 			switch {

@@ -37,6 +37,16 @@ const (
 	heartbeatDeadline = heartbeatInterval * heartbeatMisses
 )
 
+// lostHow says how node was found lost: its heartbeat stood still in the
+// built-in store, or (etcd) its member lease lapsed. Both take
+// heartbeatDeadline: the lease's time to live is that deadline.
+func lostHow(node int, etcd bool) string {
+	if etcd {
+		return fmt.Sprintf("node %d was lost: its etcd member lease lapsed (its agent kept it alive for no %v)", node, heartbeatDeadline)
+	}
+	return fmt.Sprintf("node %d was lost: its agent sent no heartbeat for %v", node, heartbeatDeadline)
+}
+
 // nodeWatch is what one agent knows of another node from the beats.
 type nodeWatch struct {
 	last      int64 // its heartbeat counter at the last read

@@ -29,3 +29,19 @@ func TestHeartbeatJudge(t *testing.T) {
 		}
 	}
 }
+
+// A lost node's reason says what was seen: the heartbeat standing still, or
+// the etcd member lease lapsing, with the deadline either way.
+func TestLostHow(t *testing.T) {
+	for _, tc := range []struct {
+		etcd bool
+		want string
+	}{
+		{false, "node 2 was lost: its agent sent no heartbeat for 3s"},
+		{true, "node 2 was lost: its etcd member lease lapsed (its agent kept it alive for no 3s)"},
+	} {
+		if got := lostHow(2, tc.etcd); got != tc.want {
+			t.Errorf("lostHow(2, etcd %v) = %q, want %q", tc.etcd, got, tc.want)
+		}
+	}
+}

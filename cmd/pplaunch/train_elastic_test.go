@@ -13,8 +13,11 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/pplaunch/pplaunch/launch/netns"
 	"github.com/pplaunch/pplaunch/ranks"
+	"github.com/pplaunch/pplaunch/store/etcdstore/etcdtest"
 )
 
 // watchedOutput is an agent's combined output, with a wait for a line
@@ -85,10 +88,10 @@ type elasticAgent struct {
 	done chan error
 }
 
-func startElasticAgent(t *testing.T, ctx context.Context, h *netns.Host, node int, nnodes, endpoint, id string, env []string, args ...string) *elasticAgent {
+func startElasticAgent(t *testing.T, ctx context.Context, h *netns.Host, node int, nnodes string, rdzv []string, id string, env []string, args ...string) *elasticAgent {
 	t.Helper()
-	argv := append([]string{"--nnodes", nnodes, "--node-rank", fmt.Sprint(node), "--rdzv-endpoint", endpoint,
-		"--rdzv-id", id, "--rdzv-timeout", "60s", "--nproc", "2", "--max-restarts", "3", "--grace-period", "10s", "train"}, args...)
+	argv := append(append([]string{"--nnodes", nnodes, "--node-rank", fmt.Sprint(node), "--rdzv-id", id, "--rdzv-timeout", "60s",
+		"--nproc", "2", "--max-restarts", "3", "--grace-period", "10s"}, rdzv...), append([]string{"train"}, args...)...)
 	a := &elasticAgent{cmd: h.Command(ctx, binary(t), argv...), out: newWatchedOutput(), done: make(chan error, 1)}
 	a.cmd.Env = append(append(os.Environ(), "PPLAUNCH_TOKEN="+id+"-secret"), env...)
 	a.cmd.Stdout, a.cmd.Stderr = a.out, a.out
@@ -103,14 +106,42 @@ func startElasticAgent(t *testing.T, ctx context.Context, h *netns.Host, node in
 	return a
 }
 
+// tcpRdzv are the launcher flags of a rendezvous at the built-in store on
+// node 0, at endpoint.
+func tcpRdzv(endpoint string) []string { return []string{"--rdzv-endpoint", endpoint} }
+
+// elasticRdzv are the launcher flags of an elastic test's rendezvous on n:
+// node 0's store at port, or (overEtcd) a real etcd, started for the test
+// on n's gateway: the hosts' namespaces do not share the machine's
+// loopback, but every host reaches the machine's side of their network.
+func elasticRdzv(t *testing.T, n *netns.Net, port int, overEtcd bool) []string {
+	t.Helper()
+	if !overEtcd {
+		return tcpRdzv(fmt.Sprintf("%s:%d", n.Hosts[0].Name, port))
+	}
+	srv := etcdtest.Start(t, etcdtest.Options{Host: n.Gateway.String()}) // skips without etcd, saying why
+	return []string{"--rdzv-backend", "etcd", "--rdzv-endpoint", srv.Endpoint}
+}
+
+// overBackends runs f as one subtest per rendezvous backend, node 0's store
+// and etcd, with its launcher flags (elasticRdzv at port).
+func overBackends(t *testing.T, n *netns.Net, port int, f func(t *testing.T, rdzv []string)) {
+	for _, tc := range []struct {
+		name string
+		etcd bool
+	}{{"built-in store", false}, {"over etcd", true}} {
+		t.Run(tc.name, func(t *testing.T) { f(t, elasticRdzv(t, n, port, tc.etcd)) })
+	}
+}
+
 // startElasticAgents starts an agent of a --nnodes 2:3 job on each of hosts,
-// node i on hosts[i], and waits (on its output) until rank 0 holds before
-// step 9 (hold must hold it there).
-func startElasticAgents(t *testing.T, ctx context.Context, hosts []*netns.Host, endpoint, id string, hold []string, args ...string) []*elasticAgent {
+// node i on hosts[i], meeting as the launcher flags rdzv say, and waits (on
+// its output) until rank 0 holds before step 9 (hold must hold it there).
+func startElasticAgents(t *testing.T, ctx context.Context, hosts []*netns.Host, rdzv []string, id string, hold []string, args ...string) []*elasticAgent {
 	t.Helper()
 	var agents []*elasticAgent
 	for i, h := range hosts {
-		agents = append(agents, startElasticAgent(t, ctx, h, i, "2:3", endpoint, id, hold, args...))
+		agents = append(agents, startElasticAgent(t, ctx, h, i, "2:3", rdzv, id, hold, args...))
 	}
 	agents[0].out.waitFor(t, ctx, 0, "waiting for a preemption signal before step 9")
 	return agents
@@ -175,16 +206,25 @@ var dp2 = []string{"--dp", "2", "--microbatches", "2"}
 // copy of the re-layout's starting point, and one process's. With dp 2 every
 // stage still has a holder after the loss: the ranks left save step 9 from
 // memory and no step is lost. With dp 1 the lost node's stages have none:
-// the world goes on from the checkpoint of step 8.
+// the world goes on from the checkpoint of step 8. Over etcd (--rdzv-backend
+// etcd, a real etcd on the machine's side of the hosts' network), the loss
+// is seen by node 2's member lease lapsing instead of by the heartbeat, and
+// the rest is the same.
 func TestTrainElasticNodeLoss(t *testing.T) {
 	n := netns.New(t, "els1", "els2", "els3") // skips without root, saying why
+	fromMemory := lossCase{name: "from memory", layout: dp2, relayout: "pp 3 dp 2 → pp 2 dp 2 (global batch 4 micro-batches), from checkpoint step 9",
+		from: ranks.Shape{PP: 3, DP: 2, Micro: 2}, to: ranks.Shape{PP: 2, DP: 2, Micro: 2}, resume: 9,
+		refLayout: []string{"--pp", "2", "--dp", "2", "--microbatches", "2"}, oneProcess: []string{"--microbatches", "4"},
+		seen: "node 2 was lost: its agent sent no heartbeat"}
+	overEtcd := fromMemory
+	overEtcd.name, overEtcd.etcd, overEtcd.seen = "over etcd", true, "node 2 was lost: its etcd member lease lapsed"
 	for i, tc := range []lossCase{
-		{name: "from memory", layout: dp2, relayout: "pp 3 dp 2 → pp 2 dp 2 (global batch 4 micro-batches), from checkpoint step 9",
-			from: ranks.Shape{PP: 3, DP: 2, Micro: 2}, to: ranks.Shape{PP: 2, DP: 2, Micro: 2}, resume: 9,
-			refLayout: []string{"--pp", "2", "--dp", "2", "--microbatches", "2"}, oneProcess: []string{"--microbatches", "4"}},
+		fromMemory,
 		{name: "from the checkpoint", layout: []string{"--dp", "1", "--microbatches", "2"}, relayout: "pp 6 dp 1 → pp 4 dp 1 (global batch 2 micro-batches), from checkpoint step 8",
 			from: ranks.Shape{PP: 6, DP: 1, Micro: 2}, to: ranks.Shape{PP: 4, DP: 1, Micro: 2}, resume: 8,
-			refLayout: []string{"--pp", "4", "--microbatches", "2"}, oneProcess: []string{"--microbatches", "2"}},
+			refLayout: []string{"--pp", "4", "--microbatches", "2"}, oneProcess: []string{"--microbatches", "2"},
+			seen: "node 2 was lost: its agent sent no heartbeat"},
+		overEtcd,
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			elasticLoss(t, n, 29410+10*i, tc)
@@ -195,6 +235,8 @@ func TestTrainElasticNodeLoss(t *testing.T) {
 // lossCase is one case of TestTrainElasticNodeLoss.
 type lossCase struct {
 	name       string
+	etcd       bool     // meet in etcd, not at node 0's store
+	seen       string   // what node 0 logs on seeing the loss
 	layout     []string // the first world's flags
 	relayout   string   // the re-layout line, after the nodes
 	from, to   ranks.Shape
@@ -214,7 +256,7 @@ func elasticLoss(t *testing.T, n *netns.Net, port int, c lossCase) {
 	const steps = 16
 	args := append([]string{"--metrics", metrics, "--checkpoint-dir", ckpt}, elasticArgs(steps, layout...)...)
 	hold := []string{ranks.HoldEnv + "=0:9"} // before the 10th step, first round only
-	agents := startElasticAgents(t, ctx, n.Hosts, fmt.Sprintf("%s:%d", n.Hosts[0].Name, port), fmt.Sprintf("elastic-loss-%d", port), hold, args...)
+	agents := startElasticAgents(t, ctx, n.Hosts, elasticRdzv(t, n, port, c.etcd), fmt.Sprintf("elastic-loss-%d", port), hold, args...)
 	agents[2].cmd.Process.Kill()
 	lostAt := time.Now()
 	agents[0].mustExitZero(t, "node 0")
@@ -222,6 +264,9 @@ func elasticLoss(t *testing.T, n *netns.Net, port int, c lossCase) {
 	out := agents[0].out
 	i, line := out.waitFor(t, ctx, 0, "re-layout: 3 → 2 nodes (node 2 was lost), "+relayout)
 	_, first := out.waitFor(t, ctx, i, fmt.Sprintf("step %d/", resume+1))
+	if !strings.Contains(out.String(), c.seen) {
+		t.Errorf("node 0 did not log %q on the loss:\n%s", c.seen, out.String())
+	}
 	stepRecs, rels, before := elasticRecords(t, metrics)
 	if testing.Verbose() {
 		t.Logf("node 0's output:\n%s", out.String())
@@ -247,7 +292,7 @@ func elasticLoss(t *testing.T, n *netns.Net, port int, c lossCase) {
 	refArgs := append([]string{"--checkpoint-dir", ref, "--resume"}, elasticArgs(steps, c.refLayout...)...)
 	var refs []*elasticAgent
 	for i, h := range n.Hosts[:2] {
-		refs = append(refs, startElasticAgent(t, ctx, h, i, "2", fmt.Sprintf("%s:%d", n.Hosts[0].Name, port+1), fmt.Sprintf("elastic-ref-%d", port), nil, refArgs...))
+		refs = append(refs, startElasticAgent(t, ctx, h, i, "2", tcpRdzv(fmt.Sprintf("%s:%d", n.Hosts[0].Name, port+1)), fmt.Sprintf("elastic-ref-%d", port), nil, refArgs...))
 	}
 	for i, a := range refs {
 		a.mustExitZero(t, fmt.Sprintf("reference node %d", i))
@@ -266,9 +311,16 @@ func elasticLoss(t *testing.T, n *netns.Net, port int, c lossCase) {
 // that step boundary with a checkpoint, the world grows back to three hosts
 // (pp 3 × dp 2) from it, with no step lost, every live agent ends with exit
 // 0, and the final checkpoint equals one process's with the same global
-// batch, bit for bit.
+// batch, bit for bit. Over etcd, the join request and its admission go
+// through etcd's keys instead of node 0's store.
 func TestTrainElasticJoin(t *testing.T) {
 	n := netns.New(t, "elj1", "elj2", "elj3", "elj4") // skips without root, saying why
+	overBackends(t, n, 29412, func(t *testing.T, rdzv []string) { elasticJoin(t, n, rdzv) })
+}
+
+// elasticJoin runs TestTrainElasticJoin's job on n's hosts, meeting as the
+// launcher flags rdzv say.
+func elasticJoin(t *testing.T, n *netns.Net, rdzv []string) {
 	dir := t.TempDir()
 	ckpt, metrics := filepath.Join(dir, "ckpt"), filepath.Join(dir, "metrics.jsonl")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -276,14 +328,13 @@ func TestTrainElasticJoin(t *testing.T) {
 	const steps = 16
 	args := append([]string{"--metrics", metrics, "--checkpoint-dir", ckpt}, elasticArgs(steps, dp2...)...)
 	hold := []string{ranks.HoldEnv + "=0:9,0:12:1"} // the first world before step 10, the second before 13
-	endpoint := n.Hosts[0].Name + ":29412"
-	agents := startElasticAgents(t, ctx, n.Hosts[:3], endpoint, "elastic-join", hold, args...)
+	agents := startElasticAgents(t, ctx, n.Hosts[:3], rdzv, "elastic-join", hold, args...)
 	out := agents[0].out
 	agents[2].cmd.Process.Kill()
 	i, _ := out.waitFor(t, ctx, 0, "re-layout: 3 → 2 nodes (node 2 was lost), pp 3 dp 2 → pp 2 dp 2")
 	out.waitFor(t, ctx, i, "waiting for a preemption signal before step 12")
 	joinAt := time.Now()
-	agents[2] = startElasticAgent(t, ctx, n.Hosts[3], 3, "2:3", endpoint, "elastic-join", hold, args...)
+	agents[2] = startElasticAgent(t, ctx, n.Hosts[3], 3, "2:3", rdzv, "elastic-join", hold, args...)
 	for i, a := range agents {
 		a.mustExitZero(t, fmt.Sprintf("agent %d", i))
 	}
@@ -311,16 +362,22 @@ func TestTrainElasticJoin(t *testing.T) {
 
 // TestTrainElasticBelowMin: three simulated hosts with --nnodes 2:3 lose
 // two of them mid-training; node 0 alone is fewer than MIN, so the job stops
-// with that reason and a failing exit code instead of re-forming.
+// with that reason and a failing exit code instead of re-forming, whether
+// the losses are seen by the heartbeat or by etcd's leases.
 func TestTrainElasticBelowMin(t *testing.T) {
 	n := netns.New(t, "elm1", "elm2", "elm3") // skips without root, saying why
+	overBackends(t, n, 29413, func(t *testing.T, rdzv []string) { elasticBelowMin(t, n, rdzv) })
+}
+
+// elasticBelowMin runs TestTrainElasticBelowMin's job on n's hosts, meeting
+// as the launcher flags rdzv say.
+func elasticBelowMin(t *testing.T, n *netns.Net, rdzv []string) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	args := append([]string{"--checkpoint-dir", filepath.Join(dir, "ckpt")}, elasticArgs(16, dp2...)...)
 	hold := []string{ranks.HoldEnv + "=0:9"}
-	endpoint := n.Hosts[0].Name + ":29413"
-	agents := startElasticAgents(t, ctx, n.Hosts, endpoint, "elastic-min", hold, args...)
+	agents := startElasticAgents(t, ctx, n.Hosts, rdzv, "elastic-min", hold, args...)
 	agents[1].cmd.Process.Kill()
 	agents[2].cmd.Process.Kill()
 	err := <-agents[0].done
@@ -337,4 +394,60 @@ func TestTrainElasticBelowMin(t *testing.T) {
 	if strings.Contains(agents[0].out.String(), "re-layout:") {
 		t.Errorf("node 0 re-formed a world below MIN:\n%s", agents[0].out.String())
 	}
+}
+
+// TestTrainElasticEtcdJoinerLost: over etcd, a fourth host's agent asks to
+// join a full world (three hosts of --nnodes 2:3) and is killed while it
+// waits for a place; its member lease lapses. When node 2 is lost after
+// that, the next round refuses the dead node's request rather than admit it
+// and wait --rdzv-timeout for a node that will never announce: the job goes
+// on with two hosts and exits 0.
+func TestTrainElasticEtcdJoinerLost(t *testing.T) {
+	n := netns.New(t, "elx1", "elx2", "elx3", "elx4") // skips without root, saying why
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	srv := etcdtest.Start(t, etcdtest.Options{Host: n.Gateway.String()}) // skips without etcd, saying why
+	rdzv := []string{"--rdzv-backend", "etcd", "--rdzv-endpoint", srv.Endpoint}
+	const id = "elastic-joiner-lost"
+	args := append([]string{"--checkpoint-dir", filepath.Join(t.TempDir(), "ckpt")}, elasticArgs(16, dp2...)...)
+	hold := []string{ranks.HoldEnv + "=0:9"}
+	agents := startElasticAgents(t, ctx, n.Hosts[:3], rdzv, id, hold, args...)
+	cli := srv.Client(t)
+	joiner := startElasticAgent(t, ctx, n.Hosts[3], 3, "2:3", rdzv, id, nil, args...)
+	// The third join request: nodes 1 and 2 made the first two.
+	waitEtcdKey(t, ctx, cli, "/pplaunch/"+id+"/elastic/join/3", false)
+	joiner.cmd.Process.Kill()
+	waitEtcdKey(t, ctx, cli, "/pplaunch/"+id+"/members/3", true)
+	agents[2].cmd.Process.Kill()
+	agents[0].mustExitZero(t, "node 0")
+	agents[1].mustExitZero(t, "node 1")
+	out := agents[0].out.String()
+	for _, want := range []string{"node 3's etcd lease lapsed", "re-layout: 3 → 2 nodes (node 2 was lost), pp 3 dp 2 → pp 2 dp 2"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("node 0's output does not say %q:\n%s", want, out)
+		}
+	}
+}
+
+// waitEtcdKey waits, by watch, until key exists in etcd (or, gone, until it
+// does not); it fails the test when ctx ends first.
+func waitEtcdKey(t *testing.T, ctx context.Context, cli *clientv3.Client, key string, gone bool) {
+	t.Helper()
+	r, err := cli.Get(ctx, key)
+	if err != nil {
+		t.Fatalf("etcd: read %s: %v", key, err)
+	}
+	if (len(r.Kvs) == 0) == gone {
+		return
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for wr := range cli.Watch(wctx, key, clientv3.WithRev(r.Header.Revision+1)) {
+		for _, ev := range wr.Events {
+			if (ev.Type == clientv3.EventTypeDelete) == gone {
+				return
+			}
+		}
+	}
+	t.Fatalf("etcd key %s: not there (or still there, gone %v) when the test's time ran out: %v", key, gone, ctx.Err())
 }

@@ -33,6 +33,10 @@ import (
 // Options says how to start the server.
 type Options struct {
 	TLS bool // serve TLS only, and ask for client certificates
+	// Host is the address etcd serves clients on: 127.0.0.1 by default; a
+	// test network's gateway (launch/netns) for agents in its namespaces,
+	// which do not share the machine's loopback.
+	Host string
 }
 
 // Server is a running etcd.
@@ -72,8 +76,12 @@ func Start(t testing.TB, o Options) *Server {
 		tlsArgs = []string{"--cert-file", filepath.Join(dir, "server.pem"), "--key-file", filepath.Join(dir, "server-key.pem"),
 			"--trusted-ca-file", s.CACert, "--client-cert-auth"}
 	}
-	client, peer := freePort(t), freePort(t)
-	s.Endpoint = "127.0.0.1:" + strconv.Itoa(client)
+	host := o.Host
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	client, peer := freePort(t, host), freePort(t, "127.0.0.1")
+	s.Endpoint = net.JoinHostPort(host, strconv.Itoa(client))
 	curl := scheme + "://" + s.Endpoint
 	purl := "http://127.0.0.1:" + strconv.Itoa(peer)
 	args := append([]string{"--name", "test", "--data-dir", filepath.Join(dir, "data"),
@@ -170,8 +178,8 @@ func (s *Server) EnableAuth(t testing.TB, rootPassword, user, password string) {
 // Log is what the server printed.
 func (s *Server) Log() string { return s.log.String() }
 
-func freePort(t testing.TB) int {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+func freePort(t testing.TB, host string) int {
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
 		t.Fatal(err)
 	}
