@@ -25,6 +25,21 @@ static int pp_bl_sgemm_sb(void *f, size_t h, int ta, int tb, int m, int n, int k
 	return ((pp_sgemm_sb)f)((void *)h, ta, tb, m, n, k, &alpha, (const float *)a, lda, sa,
 		(const float *)b, ldb, sb, &beta, (float *)c, ldc, sc, batch);
 }
+typedef int (*pp_gemm_ex)(void *, int, int, int, int, int, const void *, const void *, int, int,
+	const void *, int, int, const void *, void *, int, int, int, int);
+typedef int (*pp_gemm_sbex)(void *, int, int, int, int, int, const void *, const void *, int, int, long long,
+	const void *, int, int, long long, const void *, void *, int, int, long long, int, int, int);
+// pp_bl_gemm_ex is cublasGemmEx (batch <= 1) or cublasGemmStridedBatchedEx
+// with float32 scalars, compute type c and the default algorithm.
+static int pp_bl_gemm_ex(void *ex, void *sbex, size_t h, int ta, int tb, int m, int n, int k, float alpha,
+		size_t a, int at, int lda, long long sa, size_t b, int bt, int ldb, long long sb, float beta,
+		size_t c, int ct, int ldc, long long sc, int batch, int compute) {
+	if (batch <= 1)
+		return ((pp_gemm_ex)ex)((void *)h, ta, tb, m, n, k, &alpha, (const void *)a, at, lda,
+			(const void *)b, bt, ldb, &beta, (void *)c, ct, ldc, compute, -1);
+	return ((pp_gemm_sbex)sbex)((void *)h, ta, tb, m, n, k, &alpha, (const void *)a, at, lda, sa,
+		(const void *)b, bt, ldb, sb, &beta, (void *)c, ct, ldc, sc, batch, compute, -1);
+}
 */
 import "C"
 
@@ -39,6 +54,7 @@ const (
 	blasOpT           = 1 // CUBLAS_OP_T
 	blasDefaultMath   = 0 // CUBLAS_DEFAULT_MATH
 	blasTF32TensorOps = 3 // CUBLAS_TF32_TENSOR_OP_MATH
+	blasCompute32F    = 68 // CUBLAS_COMPUTE_32F: float32 accumulation, no reduced-precision shortcut
 )
 
 // blasErr is the error for a cuBLAS status, with cuBLAS's own name and text.
@@ -141,6 +157,30 @@ func (c *CUDALibs) SgemmStridedBatched(h BlasHandle, transA, transB bool, m, n, 
 	if st != 0 {
 		return c.blasErr(st, fmt.Sprintf("cublasSgemmStridedBatched(%s%s, m=%d n=%d k=%d, lda=%d ldb=%d ldc=%d, strides %d %d %d, batch %d)",
 			opName(transA), opName(transB), m, n, k, lda, ldb, ldc, strideA, strideB, strideC, batch))
+	}
+	return nil
+}
+
+// GemmEx is cublasGemmEx (g.Batch <= 1) or cublasGemmStridedBatchedEx: the
+// product g describes with operands of their own types (bfloat16 A and B
+// with a bfloat16 or float32 C), accumulated in float32
+// (CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT); with Beta 0, C is not read.
+func (c *CUDALibs) GemmEx(h BlasHandle, g Gemm) error {
+	name := "cublasGemmEx"
+	if g.Batch > 1 {
+		name = "cublasGemmStridedBatchedEx"
+	}
+	if err := checkInts(name, g.M, g.N, g.K, g.A.LD, g.B.LD, g.C.LD, g.Batch); err != nil {
+		return err
+	}
+	st := C.pp_bl_gemm_ex(c.bl[blGemmEx], c.bl[blGemmStridedBatchedEx], C.size_t(h), blasOp(g.TransA), blasOp(g.TransB),
+		C.int(g.M), C.int(g.N), C.int(g.K), C.float(g.Alpha),
+		C.size_t(g.A.Ptr), C.int(g.A.Type), C.int(g.A.LD), C.longlong(g.A.Stride),
+		C.size_t(g.B.Ptr), C.int(g.B.Type), C.int(g.B.LD), C.longlong(g.B.Stride), C.float(g.Beta),
+		C.size_t(g.C.Ptr), C.int(g.C.Type), C.int(g.C.LD), C.longlong(g.C.Stride), C.int(g.Batch), blasCompute32F)
+	if st != 0 {
+		return c.blasErr(st, fmt.Sprintf("%s(%s%s, m=%d n=%d k=%d, A %v lda=%d, B %v ldb=%d, C %v ldc=%d, batch %d)",
+			name, opName(g.TransA), opName(g.TransB), g.M, g.N, g.K, g.A.Type, g.A.LD, g.B.Type, g.B.LD, g.C.Type, g.C.LD, g.Batch))
 	}
 	return nil
 }
