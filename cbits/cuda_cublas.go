@@ -50,10 +50,10 @@ import (
 
 // cuBLAS enum values the binding passes.
 const (
-	blasOpN           = 0 // CUBLAS_OP_N
-	blasOpT           = 1 // CUBLAS_OP_T
-	blasDefaultMath   = 0 // CUBLAS_DEFAULT_MATH
-	blasTF32TensorOps = 3 // CUBLAS_TF32_TENSOR_OP_MATH
+	blasOpN           = 0  // CUBLAS_OP_N
+	blasOpT           = 1  // CUBLAS_OP_T
+	blasDefaultMath   = 0  // CUBLAS_DEFAULT_MATH
+	blasTF32TensorOps = 3  // CUBLAS_TF32_TENSOR_OP_MATH
 	blasCompute32F    = 68 // CUBLAS_COMPUTE_32F: float32 accumulation, no reduced-precision shortcut
 )
 

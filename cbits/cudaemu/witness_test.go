@@ -169,7 +169,7 @@ func layerNorm(t *testing.T, c *cbits.CUDALibs, src string) ([]float32, error) {
 	k := kernels(t, c, src, "layernorm_forward")[0]
 	x, g, b := upload(t, c, seq(rows*d, 7)), upload(t, c, ones(d)), upload(t, c, make([]float32, d))
 	y, mean, rstd := upload(t, c, make([]float32, rows*d)), upload(t, c, make([]float32, rows)), upload(t, c, make([]float32, rows))
-	if err := c.Launch(k, [3]uint32{rows, 1, 1}, [3]uint32{256, 1, 1}, 0, 0, y, mean, rstd, x, g, b, int32(d), float32(1e-5)); err != nil {
+	if err := c.Launch(k, [3]uint32{rows, 1, 1}, [3]uint32{256, 1, 1}, 0, 0, y, mean, rstd, x, g, b, int32(d), float32(1e-5), int32(0)); err != nil {
 		return nil, err
 	}
 	if err := c.DeviceSynchronize(); err != nil {
@@ -185,7 +185,7 @@ func sumSquares(t *testing.T, c *cbits.CUDALibs, src string, final bool) (float6
 	part, x := upload(t, c, make([]float32, 2*(blocks+1))), upload(t, c, seq(n, 8))
 	ks := kernels(t, c, src, "sumsq_partial", "sumsq_final")
 	k, kf := ks[0], ks[1]
-	if err := c.Launch(k, [3]uint32{blocks, 1, 1}, [3]uint32{256, 1, 1}, 0, 0, part, x, int64(n), int64(chunk)); err != nil {
+	if err := c.Launch(k, [3]uint32{blocks, 1, 1}, [3]uint32{256, 1, 1}, 0, 0, part, x, int64(n), int64(chunk), int32(0)); err != nil {
 		return 0, err
 	}
 	if err := c.DeviceSynchronize(); err != nil || !final {

@@ -152,6 +152,18 @@ func (c *CUDA) ptrAny(op string, t *Tensor) devPtr {
 	return t.dev.ptr
 }
 
+// dtBits is a kernel's dt argument (kernels/00_common.cu): bit k is set where
+// ts[k], the kernel's k-th void pointer, is bfloat16 (nil counts as float32).
+func dtBits(ts ...*Tensor) int32 {
+	var b int32
+	for k, t := range ts {
+		if t != nil && t.dtype == BFloat16 {
+			b |= 1 << k
+		}
+	}
+	return b
+}
+
 // launch runs kernel name on the stream. A failure panics with the kernel's name.
 func (c *CUDA) launch(name string, grid, block [3]uint32, smem int, args ...any) {
 	if err := checkBlock(name, block); err != nil {

@@ -46,3 +46,37 @@ __device__ __forceinline__ double block_sum_d(double v, double* sh) {
 	}
 	return sh[0];
 }
+
+// Storage dtypes. A kernel that takes tensors of either dtype has them as void
+// pointers and a last argument dt: bit k is set when its k-th void pointer
+// (in parameter order, from 0) holds bfloat16, clear for float32. Every value
+// is read as float32 and computed in float32; a bfloat16 output is written
+// rounded once to nearest even. Header-free NVRTC has no cuda_bf16.h, so a
+// bfloat16 is its raw 16 bits: the top half of a float32.
+
+__device__ __forceinline__ float bf16_to_f32(unsigned short h) { return __uint_as_float((unsigned)h << 16); }
+
+// f32_to_bf16 rounds to nearest even, as the host's ToBF16 does: NaN stays NaN
+// (quiet, sign kept), a finite value past the largest bfloat16 becomes ±inf.
+__device__ __forceinline__ unsigned short f32_to_bf16(float x) {
+	unsigned u = __float_as_uint(x);
+	if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x40u);
+	u += 0x7fffu + ((u >> 16) & 1u);
+	return (unsigned short)(u >> 16);
+}
+
+#define IS_BF16(dt, k) (((dt) >> (k)) & 1)
+
+// ld_any reads element i of a tensor of either dtype as float32.
+__device__ __forceinline__ float ld_any(const void* p, long long i, int bf) {
+	return bf ? bf16_to_f32(((const unsigned short*)p)[i]) : ((const float*)p)[i];
+}
+
+// st_any writes v to element i, rounded where the tensor is bfloat16.
+__device__ __forceinline__ void st_any(void* p, long long i, int bf, float v) {
+	if (bf) ((unsigned short*)p)[i] = f32_to_bf16(v);
+	else ((float*)p)[i] = v;
+}
+
+// GRID_STRIDE runs i over [0, n) in a grid-stride loop, one element a thread.
+#define GRID_STRIDE(i, n) for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < (n); i += (long long)gridDim.x * blockDim.x)

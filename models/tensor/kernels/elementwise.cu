@@ -1,23 +1,45 @@
-// Elementwise kernels: one thread per element, grid-stride loops.
+// Elementwise kernels: one thread per element, grid-stride loops; dt gives
+// each void pointer's dtype (00_common.cu), in parameter order.
 
-extern "C" __global__ void add_f32(float* y, const float* a, const float* b, long long n) {
-	for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
-		y[i] = a[i] + b[i];
+extern "C" __global__ void add(void* y, const void* a, const void* b, long long n, int dt) {
+	GRID_STRIDE(i, n) st_any(y, i, IS_BF16(dt, 0), ld_any(a, i, IS_BF16(dt, 1)) + ld_any(b, i, IS_BF16(dt, 2)));
 }
 
-extern "C" __global__ void scale_f32(float* x, float s, long long n) {
-	for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
-		x[i] = x[i] * s;
+extern "C" __global__ void scale(void* x, float s, long long n, int dt) {
+	GRID_STRIDE(i, n) st_any(x, i, IS_BF16(dt, 0), ld_any(x, i, IS_BF16(dt, 0)) * s);
 }
 
-// bias_residual sets y[r,j] = residual[r,j] + bias[j]; either may be null
-// (not both). The GEMM then adds x·wᵀ onto y.
-extern "C" __global__ void bias_residual(float* y, const float* bias, const float* residual, int rows, int cols) {
+// convert copies src into dst, converting between dtypes (rounding to nearest
+// even into bfloat16; widening is exact).
+extern "C" __global__ void convert(void* dst, const void* src, long long n, int dt) {
+	GRID_STRIDE(i, n) st_any(dst, i, IS_BF16(dt, 0), ld_any(src, i, IS_BF16(dt, 1)));
+}
+
+// bias_residual sets the float32 y[r,j] = residual[r,j] + bias[j]; either may
+// be null (not both). The GEMM then adds x·wᵀ onto y.
+extern "C" __global__ void bias_residual(float* y, const void* bias, const void* residual, int rows, int cols, int dt) {
 	long long n = (long long)rows * cols;
-	for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+	int bb = IS_BF16(dt, 0), br = IS_BF16(dt, 1);
+	GRID_STRIDE(i, n) {
 		int j = (int)(i % cols);
-		if (residual == 0) y[i] = bias[j];
-		else if (bias == 0) y[i] = residual[i];
-		else y[i] = residual[i] + bias[j];
+		if (residual == 0) y[i] = ld_any(bias, j, bb);
+		else if (bias == 0) y[i] = ld_any(residual, i, br);
+		else y[i] = ld_any(residual, i, br) + ld_any(bias, j, bb);
+	}
+}
+
+// linear_epilogue finishes a product accumulated in float32 (acc) into y of
+// its own dtype: y = acc + (residual + bias), each optional, in the order of
+// bias_residual followed by a GEMM with beta 1, and rounded once.
+extern "C" __global__ void linear_epilogue(void* y, const float* acc, const void* bias, const void* residual, int rows, int cols, int dt) {
+	long long n = (long long)rows * cols;
+	int by = IS_BF16(dt, 0), bb = IS_BF16(dt, 1), br = IS_BF16(dt, 2);
+	GRID_STRIDE(i, n) {
+		int j = (int)(i % cols);
+		float v = acc[i];
+		if (residual == 0 && bias != 0) v = v + ld_any(bias, j, bb);
+		else if (bias == 0 && residual != 0) v = v + ld_any(residual, i, br);
+		else if (bias != 0) v = v + (ld_any(residual, i, br) + ld_any(bias, j, bb));
+		st_any(y, i, by, v);
 	}
 }

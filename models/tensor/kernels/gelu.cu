@@ -25,38 +25,41 @@ __device__ __forceinline__ float gelu_tanh(float u) {
 	return u * p / q;
 }
 
-extern "C" __global__ void gelu_forward(float* y, float* th, const float* x, long long n) {
-	for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
-		float v = x[i];
+// dt gives each void pointer's dtype in parameter order (00_common.cu).
+
+extern "C" __global__ void gelu_forward(void* y, void* th, const void* x, long long n, int dt) {
+	GRID_STRIDE(i, n) {
+		float v = ld_any(x, i, IS_BF16(dt, 2));
 		float t = gelu_tanh(GELU_C * (v + GELU_A * v * v * v));
-		th[i] = t;
-		y[i] = 0.5f * v * (1.0f + t);
+		st_any(th, i, IS_BF16(dt, 1), t);
+		st_any(y, i, IS_BF16(dt, 0), 0.5f * v * (1.0f + t));
 	}
 }
 
-extern "C" __global__ void gelu_backward(float* dx, const float* dy, const float* x, const float* th, long long n) {
-	for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
-		float v = x[i], t = th[i];
+// gelu_backward reads the saved th as stored (rounded where it is bfloat16).
+extern "C" __global__ void gelu_backward(void* dx, const void* dy, const void* x, const void* th, long long n, int dt) {
+	GRID_STRIDE(i, n) {
+		float v = ld_any(x, i, IS_BF16(dt, 2)), t = ld_any(th, i, IS_BF16(dt, 3));
 		float g = 0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * GELU_C * (1.0f + GELU_3A * v * v);
-		dx[i] = dy[i] * g;
+		st_any(dx, i, IS_BF16(dt, 0), ld_any(dy, i, IS_BF16(dt, 1)) * g);
 	}
 }
 
 // Exact GELU: y = x·Φ(x), Φ(x) = (1 + erf(x/√2))/2, saving Φ; the backward is
 // dy·(Φ(x) + x·φ(x)) with φ the standard normal density.
-extern "C" __global__ void gelu_exact_forward(float* y, float* cdf, const float* x, long long n) {
-	for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
-		float v = x[i];
+extern "C" __global__ void gelu_exact_forward(void* y, void* cdf, const void* x, long long n, int dt) {
+	GRID_STRIDE(i, n) {
+		float v = ld_any(x, i, IS_BF16(dt, 2));
 		float p = 0.5f * (1.0f + erff(v * 0.70710678118654752f));
-		cdf[i] = p;
-		y[i] = v * p;
+		st_any(cdf, i, IS_BF16(dt, 1), p);
+		st_any(y, i, IS_BF16(dt, 0), v * p);
 	}
 }
 
-extern "C" __global__ void gelu_exact_backward(float* dx, const float* dy, const float* x, const float* cdf, long long n) {
-	for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
-		float v = x[i];
+extern "C" __global__ void gelu_exact_backward(void* dx, const void* dy, const void* x, const void* cdf, long long n, int dt) {
+	GRID_STRIDE(i, n) {
+		float v = ld_any(x, i, IS_BF16(dt, 2));
 		float pdf = 0.3989422804014327f * expf(-0.5f * v * v);
-		dx[i] = dy[i] * (cdf[i] + v * pdf);
+		st_any(dx, i, IS_BF16(dt, 0), ld_any(dy, i, IS_BF16(dt, 1)) * (ld_any(cdf, i, IS_BF16(dt, 3)) + v * pdf));
 	}
 }

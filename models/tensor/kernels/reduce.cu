@@ -1,37 +1,39 @@
 // Reductions in fixed orders: column sums (bias gradients) and Σx² (the global
-// gradient norm), each in two passes whose cut depends on the shape only.
+// gradient norm), each in two passes whose cut depends on the shape only. dt
+// gives each void pointer's dtype in parameter order (00_common.cu); partial
+// sums are float32 (column sums) or double (Σx²).
 
 // colsum_partial: grid (row chunks, column blocks); p[c·cols+j] is the sum of
 // column j over chunk c's rows in order.
-extern "C" __global__ void colsum_partial(float* p, const float* m, int rows, int cols, int chunk) {
+extern "C" __global__ void colsum_partial(float* p, const void* m, int rows, int cols, int chunk, int dt) {
 	int c = blockIdx.x;
 	int j = blockIdx.y * blockDim.x + threadIdx.x;
 	if (j >= cols) return;
 	int r0 = c * chunk, r1 = min(rows, r0 + chunk);
 	float s = 0.0f;
-	for (int r = r0; r < r1; r++) s += m[(long long)r * cols + j];
+	for (int r = r0; r < r1; r++) s += ld_any(m, (long long)r * cols + j, IS_BF16(dt, 0));
 	p[(long long)c * cols + j] = s;
 }
 
 // colsum_final: out[j] = Σ_c p[c·cols+j], chunks in order.
-extern "C" __global__ void colsum_final(float* out, const float* p, int chunks, int cols) {
+extern "C" __global__ void colsum_final(void* out, const float* p, int chunks, int cols, int dt) {
 	int j = blockIdx.x * blockDim.x + threadIdx.x;
 	if (j >= cols) return;
 	float s = 0.0f;
 	for (int c = 0; c < chunks; c++) s += p[(long long)c * cols + j];
-	out[j] = s;
+	st_any(out, j, IS_BF16(dt, 0), s);
 }
 
 // sumsq_partial: block b sums x² in double over elements [b·chunk, (b+1)·chunk)
 // (each thread a strided slice, then a tree); part holds one double per block
 // (the float pointer is 8-byte aligned storage). blockDim.x must be 256.
-extern "C" __global__ void sumsq_partial(float* part, const float* x, long long n, long long chunk) {
+extern "C" __global__ void sumsq_partial(float* part, const void* x, long long n, long long chunk, int dt) {
 	__shared__ double sh[256];
 	long long lo = blockIdx.x * chunk, hi = lo + chunk;
 	if (hi > n) hi = n;
 	double s = 0.0;
 	for (long long i = lo + threadIdx.x; i < hi; i += blockDim.x) {
-		double v = (double)x[i];
+		double v = (double)ld_any(x, i, IS_BF16(dt, 0));
 		s += v * v;
 	}
 	double t = block_sum_d(s, sh);
