@@ -184,13 +184,23 @@ func (c *CUDA) elementGrid(n int) [3]uint32 {
 	return [3]uint32{uint32(max(g, 1)), 1, 1}
 }
 
-// Thread-block sizes: elementwise kernels, per-row kernels (LayerNorm,
-// softmax, cross-entropy), and column kernels (a thread per column).
+// Thread-block sizes: elementwise kernels, row kernels (LayerNorm and
+// cross-entropy: a warp per row, rowBlock/32 rows a block; the attention's
+// softmax: a block per row), and column kernels (a thread per column); rowChunk
+// is the elements a lane of a row kernel takes at a time (CHUNK in
+// kernels/00_common.cu).
 const (
 	elemBlock = 256
 	rowBlock  = 256
 	colBlock  = 128
+	rowChunk  = 8
 )
+
+// rowGrid is the grid of a warp-per-row kernel over n rows.
+func rowGrid(n int) [3]uint32 {
+	per := rowBlock / 32
+	return [3]uint32{uint32((n + per - 1) / per), 1, 1}
+}
 
 func blk(n int) [3]uint32 { return [3]uint32{uint32(n), 1, 1} }
 

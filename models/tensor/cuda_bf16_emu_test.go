@@ -2,6 +2,7 @@ package tensor
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -174,4 +175,46 @@ func TestCUDABF16Conversions(t *testing.T) {
 		}
 	}()
 	c.StageIn(x, c.Pinned(4))
+}
+
+// TestCUDARowKernelsIgnoreAlignment: the row kernels read 16 bytes at a time
+// only where a row lies aligned, with the same additions in the same order
+// as element by element, so the same values give the same bits in a tensor
+// of their own and in a view one element into another (never aligned).
+func TestCUDARowKernelsIgnoreAlignment(t *testing.T) {
+	c := emuCUDA(t)
+	r := rand.New(rand.NewPCG(71, 72))
+	for _, act := range acts {
+		for _, sh := range [][2]int{{5, 64}, {3, 100}, {9, 8}} {
+			n, d := sh[0], sh[1]
+			x, g, b, dy := randTensor(r, n, d), randTensor(r, d), randTensor(r, d), randTensor(r, n, d)
+			targets := make([]int32, n)
+			for i := range targets {
+				targets[i] = int32(r.IntN(d - 1))
+			}
+			cg, cb := up(c, g), up(c, b)
+			// at gives the values in a tensor of their own (off 0) or one
+			// element into a larger one.
+			at := func(h *Tensor, off int) *Tensor {
+				whole := c.AllocAs(act, h.Len()+off)
+				v := whole.View(off, h.Shape...)
+				c.Upload(v, h.Data)
+				return v
+			}
+			run := func(off int) [][]float32 {
+				cx, cdy := at(x, off), at(dy, off)
+				y, mean, rstd, dx := at(x, off), c.Alloc(n), c.Alloc(n), at(x, off)
+				c.LayerNorm(y, mean, rstd, cx, cg, cb, 1e-5)
+				c.LayerNormBackwardInput(dx, cdy, cx, mean, rstd, cg)
+				probs, dl := at(x, off), at(x, off)
+				loss := c.CrossEntropy(probs, cx, targets, d-1)
+				c.CrossEntropyBackward(dl, probs, targets, 0.5)
+				return [][]float32{down(c, y), down(c, mean), down(c, rstd), down(c, dx), down(c, probs), down(c, dl), {float32(loss)}}
+			}
+			a, u := run(0), run(1)
+			for i := range a {
+				check(t, fmt.Sprintf("%v %v output %d aligned against one element in", act, sh, i), u[i], a[i], 0)
+			}
+		}
+	}
 }

@@ -6,7 +6,7 @@ import (
 	"unsafe"
 )
 
-// LayerNorm normalises each row of x, one block per row.
+// LayerNorm normalises each row of x, a warp per row.
 func (c *CUDA) LayerNorm(y, mean, rstd, x, gamma, beta *Tensor, eps float32) {
 	const op = "layernorm"
 	n, d := lnDims(op, x, mean, rstd)
@@ -16,8 +16,8 @@ func (c *CUDA) LayerNorm(y, mean, rstd, x, gamma, beta *Tensor, eps float32) {
 	if n == 0 {
 		return
 	}
-	c.launch("layernorm_forward", blk(n), blk(rowBlock), 0, c.ptrAny(op, y), c.ptr(op, mean), c.ptr(op, rstd),
-		c.ptrAny(op, x), c.ptrAny(op, gamma), c.ptrAny(op, beta), int32(d), eps, dtBits(y, x, gamma, beta))
+	c.launch("layernorm_forward", rowGrid(n), blk(rowBlock), 0, c.ptrAny(op, y), c.ptr(op, mean), c.ptr(op, rstd),
+		c.ptrAny(op, x), c.ptrAny(op, gamma), c.ptrAny(op, beta), int32(n), int32(d), eps, dtBits(y, x, gamma, beta))
 }
 
 // LayerNormBackwardInput computes dx from dy and the saved statistics.
@@ -30,8 +30,8 @@ func (c *CUDA) LayerNormBackwardInput(dx, dy, x, mean, rstd, gamma *Tensor) {
 	if n == 0 {
 		return
 	}
-	c.launch("layernorm_backward_input", blk(n), blk(rowBlock), 0, c.ptrAny(op, dx), c.ptrAny(op, dy), c.ptrAny(op, x),
-		c.ptr(op, mean), c.ptr(op, rstd), c.ptrAny(op, gamma), int32(d), dtBits(dx, dy, x, gamma))
+	c.launch("layernorm_backward_input", rowGrid(n), blk(rowBlock), 0, c.ptrAny(op, dx), c.ptrAny(op, dy), c.ptrAny(op, x),
+		c.ptr(op, mean), c.ptr(op, rstd), c.ptrAny(op, gamma), int32(n), int32(d), dtBits(dx, dy, x, gamma))
 }
 
 // LayerNormBackwardWeight computes dgamma = Σ_rows dy·x̂ and dbeta = Σ_rows dy
@@ -165,8 +165,8 @@ func (c *CUDA) CrossEntropy(probs, logits *Tensor, targets []int32, valid int) f
 	}
 	ids := c.uploadInts("cross entropy", targets)
 	loss := c.tmp(2 * n) // doubles
-	c.launch("crossentropy_forward", blk(n), blk(rowBlock), 0, c.ptrAny("cross entropy", probs), loss.ptr,
-		c.ptrAny("cross entropy", logits), ids.ptr, int32(V), int32(valid), dtBits(probs, logits))
+	c.launch("crossentropy_forward", rowGrid(n), blk(rowBlock), 0, c.ptrAny("cross entropy", probs), loss.ptr,
+		c.ptrAny("cross entropy", logits), ids.ptr, int32(n), int32(V), int32(valid), dtBits(probs, logits))
 	rows := make([]float64, n)
 	c.download(unsafe.Pointer(&rows[0]), loss.ptr, n*8)
 	c.alloc.put(ids)
@@ -191,7 +191,7 @@ func (c *CUDA) CrossEntropyBackward(dlogits, probs *Tensor, targets []int32, sca
 		return
 	}
 	ids := c.uploadInts(op, targets)
-	grid := [3]uint32{uint32(n), uint32(min((V+elemBlock-1)/elemBlock, 64)), 1}
+	grid := [3]uint32{uint32(n), uint32(min((V+elemBlock*rowChunk-1)/(elemBlock*rowChunk), 64)), 1}
 	c.launch("crossentropy_backward", grid, blk(elemBlock), 0, c.ptrAny(op, dlogits), c.ptrAny(op, probs), ids.ptr, int32(V), scale/float32(n),
 		dtBits(dlogits, probs))
 	c.alloc.put(ids)

@@ -1,47 +1,79 @@
-// LayerNorm over rows of width D: one block per row for the forward pass and
-// the input gradient; the weight gradient is a column reduction in two fixed
-// passes (partial sums over chunks of rows, then the chunks in order). The
+// LayerNorm over rows of width D: a warp per row for the forward pass and the
+// input gradient (00_common.cu's row kernels: fixed chunks per lane, a
+// butterfly); the weight gradient is a column reduction in two fixed passes
+// (partial sums over chunks of rows, then the chunks in order). The
 // statistics (mean, rstd) are float32 whatever the rows' dtype; dt gives each
-// void pointer's dtype in parameter order (00_common.cu).
+// void pointer's dtype in parameter order. The mean and the variance are two
+// passes over the row (the second from cache), as the CPU computes them.
 
-extern "C" __global__ void layernorm_forward(void* y, float* mean, float* rstd, const void* x, const void* g, const void* b, int D, float eps, int dt) {
-	__shared__ float sh[32];
-	long long r = blockIdx.x, o = r * D;
+extern "C" __global__ void layernorm_forward(void* y, float* mean, float* rstd, const void* x, const void* g, const void* b, int N, int D, float eps, int dt) {
+	long long r = row_of();
+	if (r >= N) return; // the whole warp: its lanes share r
+	long long o = r * D;
 	int by = IS_BF16(dt, 0), bx = IS_BF16(dt, 1), bg = IS_BF16(dt, 2), bb = IS_BF16(dt, 3);
-	float s = 0.0f;
-	for (int j = threadIdx.x; j < D; j += blockDim.x) s += ld_any(x, o + j, bx);
-	float m = block_sum(s, sh) / (float)D;
-	float v = 0.0f;
-	for (int j = threadIdx.x; j < D; j += blockDim.x) {
-		float d = ld_any(x, o + j, bx) - m;
-		v += d * d;
+	bool vy = vec_ok(y, o, by), vx = vec_ok(x, o, bx), vg = vec_ok(g, 0, bg), vb = vec_ok(b, 0, bb);
+	float v[CHUNK], s = 0.0f;
+	ROW_CHUNKS(j0, w, D) {
+		ldc(v, x, o + j0, w, bx, vx);
+		for (int e = 0; e < CHUNK; e++)
+			if (e < w) s += v[e];
 	}
-	float var = block_sum(v, sh) / (float)D;
-	float rs = 1.0f / sqrtf(var + eps);
-	if (threadIdx.x == 0) {
+	float m = warp_sum(s) / (float)D;
+	float q = 0.0f;
+	ROW_CHUNKS(j0, w, D) {
+		ldc(v, x, o + j0, w, bx, vx);
+		for (int e = 0; e < CHUNK; e++)
+			if (e < w) {
+				float d = v[e] - m;
+				q += d * d;
+			}
+	}
+	float rs = 1.0f / sqrtf(warp_sum(q) / (float)D + eps);
+	if ((threadIdx.x & 31) == 0) {
 		mean[r] = m;
 		rstd[r] = rs;
 	}
-	for (int j = threadIdx.x; j < D; j += blockDim.x) st_any(y, o + j, by, (ld_any(x, o + j, bx) - m) * rs * ld_any(g, j, bg) + ld_any(b, j, bb));
+	float gv[CHUNK], bv[CHUNK];
+	ROW_CHUNKS(j0, w, D) {
+		ldc(v, x, o + j0, w, bx, vx);
+		ldc(gv, g, j0, w, bg, vg);
+		ldc(bv, b, j0, w, bb, vb);
+		for (int e = 0; e < CHUNK; e++) v[e] = (v[e] - m) * rs * gv[e] + bv[e];
+		stc(y, o + j0, w, by, vy, v);
+	}
 }
 
 // layernorm_backward_input: dx = rstd·(g·dy - mean(g·dy) - x̂·mean(g·dy·x̂)).
-extern "C" __global__ void layernorm_backward_input(void* dx, const void* dy, const void* x, const float* mean, const float* rstd, const void* g, int D, int dt) {
-	__shared__ float sh[32];
-	long long r = blockIdx.x, o = r * D;
+extern "C" __global__ void layernorm_backward_input(void* dx, const void* dy, const void* x, const float* mean, const float* rstd, const void* g, int N, int D, int dt) {
+	long long r = row_of();
+	if (r >= N) return;
+	long long o = r * D;
 	int bdx = IS_BF16(dt, 0), bdy = IS_BF16(dt, 1), bx = IS_BF16(dt, 2), bg = IS_BF16(dt, 3);
+	bool vdx = vec_ok(dx, o, bdx), vdy = vec_ok(dy, o, bdy), vx = vec_ok(x, o, bx), vg = vec_ok(g, 0, bg);
 	float m = mean[r], rs = rstd[r];
-	float a = 0.0f, b = 0.0f;
-	for (int j = threadIdx.x; j < D; j += blockDim.x) {
-		float gd = ld_any(dy, o + j, bdy) * ld_any(g, j, bg);
-		a += gd;
-		b += gd * (ld_any(x, o + j, bx) - m);
+	float dv[CHUNK], xv[CHUNK], gv[CHUNK], a = 0.0f, b = 0.0f;
+	ROW_CHUNKS(j0, w, D) {
+		ldc(dv, dy, o + j0, w, bdy, vdy);
+		ldc(xv, x, o + j0, w, bx, vx);
+		ldc(gv, g, j0, w, bg, vg);
+		for (int e = 0; e < CHUNK; e++)
+			if (e < w) {
+				float gd = dv[e] * gv[e];
+				a += gd;
+				b += gd * (xv[e] - m);
+			}
 	}
-	a = block_sum(a, sh) / (float)D;
-	b = block_sum(b, sh) * rs / (float)D;
-	for (int j = threadIdx.x; j < D; j += blockDim.x) {
-		float xh = (ld_any(x, o + j, bx) - m) * rs;
-		st_any(dx, o + j, bdx, rs * (ld_any(dy, o + j, bdy) * ld_any(g, j, bg) - a - xh * b));
+	a = warp_sum(a) / (float)D;
+	b = warp_sum(b) * rs / (float)D;
+	ROW_CHUNKS(j0, w, D) {
+		ldc(dv, dy, o + j0, w, bdy, vdy);
+		ldc(xv, x, o + j0, w, bx, vx);
+		ldc(gv, g, j0, w, bg, vg);
+		for (int e = 0; e < CHUNK; e++) {
+			float xh = (xv[e] - m) * rs;
+			dv[e] = rs * (dv[e] * gv[e] - a - xh * b);
+		}
+		stc(dx, o + j0, w, bdx, vdx, dv);
 	}
 }
 
