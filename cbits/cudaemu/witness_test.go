@@ -197,11 +197,11 @@ func causalSoftmax(t *testing.T, c *cbits.CUDALibs, src string) ([]float32, erro
 }
 
 // sumSquares runs sumsq_partial of src over 1000 values in 4 blocks of 256
-// and, when final, sumsq_final over the partials; it returns Σx².
+// and, when final, sum_f64 over the partials; it returns Σx².
 func sumSquares(t *testing.T, c *cbits.CUDALibs, src string, final bool) (float64, error) {
 	const n, chunk, blocks = 1000, 256, 4
 	part, x := upload(t, c, make([]float32, 2*(blocks+1))), upload(t, c, seq(n, 8))
-	ks := kernels(t, c, src, "sumsq_partial", "sumsq_final")
+	ks := kernels(t, c, src, "sumsq_partial", "sum_f64")
 	k, kf := ks[0], ks[1]
 	if err := c.Launch(k, [3]uint32{blocks, 1, 1}, [3]uint32{256, 1, 1}, 0, 0, part, x, int64(n), int64(chunk), int32(0)); err != nil {
 		return 0, err

@@ -169,7 +169,7 @@ func (c *CUDA) SumSquares(t *Tensor) float64 {
 	part := c.tmp(2*blocks + 2) // doubles; the last two floats take the total
 	total := part.ptr + devPtr(blocks)*8
 	c.launch("sumsq_partial", blk(blocks), blk(elemBlock), 0, part.ptr, p, int64(n), int64(chunk), dtBits(t))
-	c.launch("sumsq_final", blk(1), blk(elemBlock), 0, total, part.ptr, int32(blocks))
+	c.launch("sum_f64", blk(1), blk(elemBlock), 0, total, part.ptr, int32(blocks))
 	var s float64
 	c.download(unsafe.Pointer(&s), total, 8)
 	c.alloc.put(part)

@@ -150,8 +150,9 @@ func (c *CUDA) EmbedBackward(dwte, dwpe, dy *Tensor, tokens []int32) {
 
 // CrossEntropy writes the softmax of each row over its first valid columns
 // (0: all; the padding columns get probability 0) and returns the mean over
-// rows of -log p[target]; the per-row losses, in float64 with the softmax
-// denominator summed in float64, come to the host and are added in row order.
+// rows of -log p[target]: the per-row losses, in float64 with the softmax
+// denominator summed in float64, are added on the device in an order fixed
+// by the row count, and the sum alone comes to the host.
 func (c *CUDA) CrossEntropy(probs, logits *Tensor, targets []int32, valid int) float64 {
 	n, V := logits.Rows()
 	if len(targets) != n {
@@ -164,17 +165,15 @@ func (c *CUDA) CrossEntropy(probs, logits *Tensor, targets []int32, valid int) f
 		return 0
 	}
 	ids := c.uploadInts("cross entropy", targets)
-	loss := c.tmp(2 * n) // doubles
+	loss := c.tmp(2*n + 2) // doubles: the rows', then their sum
+	sum := loss.ptr + devPtr(n)*8
 	c.launch("crossentropy_forward", rowGrid(n), blk(rowBlock), 0, c.ptrAny("cross entropy", probs), loss.ptr,
 		c.ptrAny("cross entropy", logits), ids.ptr, int32(n), int32(V), int32(valid), dtBits(probs, logits))
-	rows := make([]float64, n)
-	c.download(unsafe.Pointer(&rows[0]), loss.ptr, n*8)
+	c.launch("sum_f64", blk(1), blk(elemBlock), 0, sum, loss.ptr, int32(n))
+	var total float64
+	c.download(unsafe.Pointer(&total), sum, 8)
 	c.alloc.put(ids)
 	c.alloc.put(loss)
-	var total float64
-	for _, l := range rows {
-		total += l
-	}
 	return total / float64(n)
 }
 

@@ -161,3 +161,16 @@ __device__ __forceinline__ void stc(void* p, long long i, int n, int bf, bool ve
 // n, with w = how many of the chunk's CHUNK elements are in the row.
 #define ROW_CHUNKS(j0, w, n) for (int j0 = (threadIdx.x & 31) * CHUNK, w = min(CHUNK, (n) - j0); j0 < (n); j0 += 32 * CHUNK, w = min(CHUNK, (n) - j0))
 
+// Multi-tensor kernels run one launch over a list of tensors: tensor k has
+// the blocks first[k] .. first[k+1]), first ascending from 0 (count + 1 entries).
+// find_tensor is the tensor block b works on: the last k with first[k] <= b.
+__device__ __forceinline__ int find_tensor(const int* first, int count, int b) {
+	int lo = 0, hi = count - 1;
+	while (lo < hi) {
+		int mid = (lo + hi + 1) / 2;
+		if (first[mid] <= b) lo = mid;
+		else hi = mid - 1;
+	}
+	return lo;
+}
+

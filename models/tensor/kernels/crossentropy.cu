@@ -5,7 +5,7 @@
 // maximum grows to m'; the lanes combine their (m, s) pairs by a butterfly),
 // then once more to write probabilities (in place when probs == logits), and
 // writes each row's loss log s - (z_target - max) as a double (loss holds n
-// doubles; the host, or crossentropy_sum, adds the rows in order). The sum
+// doubles, which sum_f64 adds). The sum
 // is a double, as the CPU's: in float32, a vocabulary of 50257 terms loses
 // about 1e-6 of the loss. The backward is dlogits = scale·(p - onehot(target))/N,
 // as the CPU computes it, eight elements a thread. Only the first valid
@@ -85,3 +85,4 @@ extern "C" __global__ void crossentropy_backward(void* dlogits, const void* prob
 		stc(dlogits, o + j0, w, bd, vd, v);
 	}
 }
+

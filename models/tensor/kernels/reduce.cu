@@ -40,13 +40,55 @@ extern "C" __global__ void sumsq_partial(float* part, const void* x, long long n
 	if (threadIdx.x == 0) ((double*)part)[blockIdx.x] = t;
 }
 
-// sumsq_final: one block of 256 adds the blocks' doubles (strided, then a
-// tree) into out[0] (a double).
-extern "C" __global__ void sumsq_final(float* out, const float* part, int blocks) {
+// sum_f64: one block of 256 adds n doubles (strided, then a tree: an order
+// fixed by n) into out[0] (a double): Σx²'s partials, the cross-entropy's rows.
+extern "C" __global__ void sum_f64(float* out, const float* part, int blocks) {
 	__shared__ double sh[256];
 	const double* p = (const double*)part;
 	double s = 0.0;
 	for (int i = threadIdx.x; i < blocks; i += blockDim.x) s += p[i];
 	double t = block_sum_d(s, sh);
 	if (threadIdx.x == 0) ((double*)out)[0] = t;
+}
+
+// sumsq_tensor is one tensor of sumsq_multi_partial, as the host lays it out
+// (32 bytes): its values, length and dtype, and the chunk SumSquares cuts it
+// into (sumsqBlocks).
+struct sumsq_tensor {
+	const void* x;
+	long long n;
+	long long chunk;
+	int dt;
+	int pad;
+};
+
+// sumsq_multi_partial is sumsq_partial over count tensors in one launch:
+// tensor k has blocks first[k] .. first[k+1]) and block b sums its chunk
+// exactly as sumsq_partial's block b - first[k] would, into part[b].
+extern "C" __global__ void sumsq_multi_partial(float* part, const sumsq_tensor* ts, const int* first, int count) {
+	__shared__ double sh[256];
+	int b = blockIdx.x, k = find_tensor(first, count, b);
+	sumsq_tensor t = ts[k];
+	long long lo = (long long)(b - first[k]) * t.chunk, hi = lo + t.chunk;
+	if (hi > t.n) hi = t.n;
+	double s = 0.0;
+	for (long long i = lo + threadIdx.x; i < hi; i += blockDim.x) {
+		double v = (double)ld_any(t.x, i, t.dt);
+		s += v * v;
+	}
+	double tot = block_sum_d(s, sh);
+	if (threadIdx.x == 0) ((double*)part)[b] = tot;
+}
+
+// sumsq_multi_final: block k adds tensor k's partials as sum_f64 adds a
+// tensor's, into out[k] (doubles): each tensor's Σx² has SumSquares' bits.
+extern "C" __global__ void sumsq_multi_final(float* out, const float* part, const int* first) {
+	__shared__ double sh[256];
+	int k = blockIdx.x;
+	const double* p = (const double*)part + first[k];
+	int blocks = first[k + 1] - first[k];
+	double s = 0.0;
+	for (int i = threadIdx.x; i < blocks; i += blockDim.x) s += p[i];
+	double tot = block_sum_d(s, sh);
+	if (threadIdx.x == 0) ((double*)out)[k] = tot;
 }
