@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"sync"
 	"testing"
+	"unsafe"
 )
 
 // TestCUDAMultiTensor: SumSquaresAll gives each tensor the bits SumSquares
@@ -49,5 +51,76 @@ func TestCUDAMultiTensor(t *testing.T) {
 		for j, x := range []*Tensor{u.W, u.M, u.V} {
 			check(t, fmt.Sprintf("adamw tensor %d (%d values) output %d", i, lens[i], j), down(c, x), want[3*i+j], 0)
 		}
+	}
+}
+
+// countAPI counts the kernel launches and the copies to the host, with the
+// bytes of the largest copy.
+type countAPI struct {
+	cudaAPI
+	mu                       sync.Mutex
+	launches, downs, maxDown int
+}
+
+func (a *countAPI) Launch(k cuKernel, grid, block [3]uint32, smem int, s cuStream, args ...any) error {
+	a.mu.Lock()
+	a.launches++
+	a.mu.Unlock()
+	return a.cudaAPI.Launch(k, grid, block, smem, s, args...)
+}
+
+func (a *countAPI) MemcpyDtoHAsync(dst unsafe.Pointer, src devPtr, bytes int, s cuStream) error {
+	a.mu.Lock()
+	a.downs++
+	a.maxDown = max(a.maxDown, bytes)
+	a.mu.Unlock()
+	return a.cudaAPI.MemcpyDtoHAsync(dst, src, bytes, s)
+}
+
+// take waits for c's queued work and returns the counts so far, starting them over.
+func (a *countAPI) take(t *testing.T, c *CUDA) (launches, downs, maxDown int) {
+	t.Helper()
+	if err := c.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	l, d, m := a.launches, a.downs, a.maxDown
+	a.launches, a.downs, a.maxDown = 0, 0, 0
+	return l, d, m
+}
+
+// TestCUDAStepScalarsTrips: the optimizer's update of 150 tensors is one
+// launch and no download, all their Σx² two launches and one download of
+// their sums, and a cross-entropy's loss one download of one double, what
+// ever the row count.
+func TestCUDAStepScalarsTrips(t *testing.T) {
+	api := &countAPI{cudaAPI: emuCUDA(t).dev.api}
+	c, err := newCUDAWith(api, 0, CUDAOptions{KernelCache: "-"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var us []AdamWUpdate
+	var gs []*Tensor
+	for i := range 150 {
+		n := 1 + 37*i
+		u := AdamWUpdate{W: c.Zeros(n), G: c.Zeros(n), M: c.Zeros(n), V: c.Zeros(n), H: AdamWStep{Beta1: 0.9, Beta2: 0.95, Eps: 1e-8, Decay: 1, InvBC2: 1}}
+		us = append(us, u)
+		gs = append(gs, u.G)
+	}
+	api.take(t, c) // the kernels' loading and the zeros
+	c.AdamWAll(us)
+	if l, d, _ := api.take(t, c); l != 1 || d != 0 {
+		t.Errorf("AdamWAll of %d tensors: %d launches and %d downloads, want 1 and 0", len(us), l, d)
+	}
+	c.SumSquaresAll(gs)
+	if l, d, m := api.take(t, c); l != 2 || d != 1 || m != 8*len(gs) {
+		t.Errorf("SumSquaresAll of %d tensors: %d launches, %d downloads (largest %d bytes), want 2, 1 of %d bytes", len(gs), l, d, m, 8*len(gs))
+	}
+	logits := c.Zeros(300, 37)
+	c.CrossEntropy(logits, logits, make([]int32, 300), 0)
+	if l, d, m := api.take(t, c); l != 2 || d != 1 || m != 8 {
+		t.Errorf("cross entropy of 300 rows: %d launches, %d downloads (largest %d bytes), want 2, 1 of 8 bytes", l, d, m)
 	}
 }
