@@ -55,6 +55,8 @@ const (
 	blasDefaultMath   = 0  // CUBLAS_DEFAULT_MATH
 	blasTF32TensorOps = 3  // CUBLAS_TF32_TENSOR_OP_MATH
 	blasCompute32F    = 68 // CUBLAS_COMPUTE_32F: float32 accumulation, no reduced-precision shortcut
+	// CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION, a flag of the math mode
+	blasNoReducedReduction = 16
 )
 
 // blasErr is the error for a cuBLAS status, with cuBLAS's own name and text.
@@ -85,13 +87,17 @@ func (c *CUDALibs) BlasSetStream(h BlasHandle, s Stream) error {
 }
 
 // BlasSetTF32 lets h's fp32 GEMMs use TF32 tensor cores (on), or keeps them
-// full fp32 (off, cuBLAS's default math).
+// full fp32 (off, cuBLAS's default math). Either way the mode carries
+// CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION: a product with a bfloat16
+// C reduces split-K partial sums in float32, not in bfloat16, so its output
+// is rounded once.
 func (c *CUDALibs) BlasSetTF32(h BlasHandle, on bool) error {
 	mode, name := blasDefaultMath, "CUBLAS_DEFAULT_MATH"
 	if on {
 		mode, name = blasTF32TensorOps, "CUBLAS_TF32_TENSOR_OP_MATH"
 	}
-	return c.blasErr(C.pp_bl_hi(c.bl[blSetMathMode], C.size_t(h), C.int(mode)), "cublasSetMathMode("+name+")")
+	mode |= blasNoReducedReduction
+	return c.blasErr(C.pp_bl_hi(c.bl[blSetMathMode], C.size_t(h), C.int(mode)), "cublasSetMathMode("+name+" | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)")
 }
 
 // BlasSetWorkspace gives h its own workspace (one per stream keeps results

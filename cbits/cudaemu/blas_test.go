@@ -217,6 +217,7 @@ func TestGemmExBF16(t *testing.T) {
 	h, err := c.BlasCreate()
 	must(t, err)
 	defer c.BlasDestroy(h)
+	must(t, c.BlasSetTF32(h, false)) // with float32 reductions
 	half := func(v []float32) []uint16 {
 		o := make([]uint16, len(v))
 		for i, x := range v {
@@ -296,8 +297,9 @@ func TestGemmExBF16(t *testing.T) {
 	}
 }
 
-// TestGemmExRefusesMixedTypes: a float32 A with a bfloat16 B, or a compute
-// type other than float32, is CUBLAS_STATUS_NOT_SUPPORTED naming the call.
+// TestGemmExRefusesMixedTypes: a float32 A with a bfloat16 B, or a bfloat16
+// C on a handle that allows reductions in bfloat16, is
+// CUBLAS_STATUS_NOT_SUPPORTED naming the call.
 func TestGemmExRefusesMixedTypes(t *testing.T) {
 	c := load(t)
 	h, err := c.BlasCreate()
@@ -312,5 +314,12 @@ func TestGemmExRefusesMixedTypes(t *testing.T) {
 		t.Fatalf("mixed types: %v, want CUBLAS_STATUS_NOT_SUPPORTED from cublasGemmEx", err)
 	}
 	g.B.Type = cbits.DataFloat32
+	must(t, c.GemmEx(h, g))
+	// A bfloat16 C needs float32 reductions in the math mode.
+	g.A.Type, g.B.Type, g.C.Type = cbits.DataBFloat16, cbits.DataBFloat16, cbits.DataBFloat16
+	if err := c.GemmEx(h, g); err == nil || !strings.Contains(err.Error(), "CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION") {
+		t.Fatalf("bfloat16 C on the default math mode: %v, want a refusal naming the mode", err)
+	}
+	must(t, c.BlasSetTF32(h, false))
 	must(t, c.GemmEx(h, g))
 }

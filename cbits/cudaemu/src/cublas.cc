@@ -9,7 +9,9 @@
 // cublasGemmStridedBatchedEx take bfloat16 A and B (exact in fp32, so the
 // same sums) and write a bfloat16 C rounded once to nearest even from the
 // fp32 result, under CUBLAS_COMPUTE_32F only; other types or compute types
-// are CUBLAS_STATUS_NOT_SUPPORTED.
+// are CUBLAS_STATUS_NOT_SUPPORTED, and so is a bfloat16 C on a handle whose
+// math mode lacks CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION (a GPU
+// could then reduce in bfloat16).
 #include <mutex>
 #include <set>
 #include <stdio.h>
@@ -143,7 +145,7 @@ static size_t extent(int rows, int cols, int ld) {
 }
 
 // Operand element types (cudaDataType) and compute types the emulator takes.
-enum { R_32F = 0, R_16BF = 14, COMPUTE_32F = 68, COMPUTE_32F_PEDANTIC = 69, NOT_SUPPORTED = 15 };
+enum { R_32F = 0, R_16BF = 14, COMPUTE_32F = 68, COMPUTE_32F_PEDANTIC = 69, NOT_SUPPORTED = 15, NO_REDUCED_REDUCTION = 16 };
 
 static size_t type_size(int t) { return t == R_16BF ? 2 : 4; }
 
@@ -299,6 +301,11 @@ static int gemm(void *h, int ta, int tb, int m, int n, int k, const float *alpha
 		if (int e = check_operand("B", B, extent(brows, TB ? k : n, ldb), sb, batch, bt)) return e;
 	}
 	if (int e = check_operand("C", C, extent(m, n, ldc), sc, batch, ct)) return e;
+	// A GPU may add split-K partial sums in C's type unless told not to; the
+	// emulator always adds in float32, so it refuses what it cannot match.
+	if (ct == R_16BF && !(((Handle *)h)->math & NO_REDUCED_REDUCTION))
+		return fail(NOT_SUPPORTED, "a CUDA_R_16BF C without CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION in the math mode: "
+					   "cuBLAS may then reduce in bfloat16, which the emulator does not compute");
 	// Queued on the handle's stream, like the GPU's kernel; the scalars are read now.
 	bool t32 = (((Handle *)h)->math & 0xf) == 3 && at == R_32F;
 	Gemm *g = new Gemm{TA, TB, t32, readAB, m, n, k, al, be, A, at, lda, sa, B, bt, ldb, sb, C, ct, ldc, sc, batch};
