@@ -156,7 +156,7 @@ shared() { # shared NAME LIMIT CMD...
 }
 
 # ---------------------------------------------------------------- backend ops
-say "backend ops: CUDA against CPU on the same inputs (fp32 <= 1e-5 relative, TF32 <= 2e-3; same bits run to run)"
+say "backend ops: CUDA against CPU on the same inputs (fp32 <= 1e-5 relative, TF32 <= 2e-3, bf16 one bf16 step more; same bits run to run)"
 dryskip=()
 [ "$DRY" = 1 ] && dryskip=(-test.skip 'Real') # the emulator stands in for the device; the real libraries' own tests are CI's
 ops() { # ops NAME PKGDIR BINARY LIMIT ARGS...: a test binary in its package's folder, as go test runs it
@@ -282,7 +282,7 @@ fi
 
 # ---------------------------------------------------------------- compute-sanitizer
 say "compute-sanitizer over the CUDA op tests"
-SANTESTS='^TestCUDA(MatMulAndLinear|LayerNorm|GeluAddScaleCopy|Attention|EmbedAndCrossEntropy|MemoryAndOptimizers|GeluExact|CrossEntropyMasksPadding)$'
+SANTESTS='^TestCUDA(MatMulAndLinear|LayerNorm|GeluAddScaleCopy|Attention|EmbedAndCrossEntropy|MemoryAndOptimizers|GeluExact|CrossEntropyMasksPadding|MultiTensor)$'
 SANLIM=75
 if [ "$QUICK" = 1 ]; then
 	SANTESTS='^TestCUDA(LayerNorm|Attention|EmbedAndCrossEntropy|MemoryAndOptimizers)$'
