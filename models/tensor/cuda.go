@@ -184,6 +184,10 @@ func (c *CUDA) elementGrid(n int) [3]uint32 {
 	return [3]uint32{uint32(max(g, 1)), 1, 1}
 }
 
+// chunkGrid is elementGrid for a kernel that takes rowChunk elements a
+// thread (GRID_CHUNKS in kernels/00_common.cu).
+func (c *CUDA) chunkGrid(n int) [3]uint32 { return c.elementGrid((n + rowChunk - 1) / rowChunk) }
+
 // Thread-block sizes: elementwise kernels, row kernels (LayerNorm and
 // cross-entropy: a warp per row, rowBlock/32 rows a block; the attention's
 // softmax: a block per row), and column kernels (a thread per column); rowChunk

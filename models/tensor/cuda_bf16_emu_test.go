@@ -177,11 +177,12 @@ func TestCUDABF16Conversions(t *testing.T) {
 	c.StageIn(x, c.Pinned(4))
 }
 
-// TestCUDARowKernelsIgnoreAlignment: the row kernels read 16 bytes at a time
-// only where a row lies aligned, with the same additions in the same order
-// as element by element, so the same values give the same bits in a tensor
-// of their own and in a view one element into another (never aligned).
-func TestCUDARowKernelsIgnoreAlignment(t *testing.T) {
+// TestCUDAKernelsIgnoreAlignment: the row and elementwise kernels read 16
+// bytes at a time only where a tensor lies aligned, with the same additions
+// in the same order as element by element, so the same values give the same
+// bits in a tensor of their own and in a view one element into another
+// (never aligned).
+func TestCUDAKernelsIgnoreAlignment(t *testing.T) {
 	c := emuCUDA(t)
 	r := rand.New(rand.NewPCG(71, 72))
 	for _, act := range acts {
@@ -209,7 +210,14 @@ func TestCUDARowKernelsIgnoreAlignment(t *testing.T) {
 				probs, dl := at(x, off), at(x, off)
 				loss := c.CrossEntropy(probs, cx, targets, d-1)
 				c.CrossEntropyBackward(dl, probs, targets, 0.5)
-				return [][]float32{down(c, y), down(c, mean), down(c, rstd), down(c, dx), down(c, probs), down(c, dl), {float32(loss)}}
+				gy, th, gdx, sum, cp := at(x, off), at(x, off), at(x, off), at(x, off), at(x, off)
+				c.Gelu(gy, th, cx)
+				c.GeluBackward(gdx, cdy, cx, th)
+				c.Add(sum, cx, cdy)
+				c.Copy(cp, cx)
+				c.Scale(cp, 0.37)
+				return [][]float32{down(c, y), down(c, mean), down(c, rstd), down(c, dx), down(c, probs), down(c, dl), {float32(loss)},
+					down(c, gy), down(c, th), down(c, gdx), down(c, sum), down(c, cp)}
 			}
 			a, u := run(0), run(1)
 			for i := range a {

@@ -83,7 +83,7 @@ func (c *CUDA) bf16Operand(op string, t *Tensor, ld int) (gemmOperand, *devBlock
 	n := t.Len()
 	b := c.tmp((n + 1) / 2)
 	if n > 0 {
-		c.launch("convert", c.elementGrid(n), blk(elemBlock), 0, b.ptr, p, int64(n), int32(1)) // bfloat16 from float32
+		c.launch("convert", c.chunkGrid(n), blk(elemBlock), 0, b.ptr, p, int64(n), int32(1)) // bfloat16 from float32
 	}
 	return gemmOperand{p: b.ptr, dt: BFloat16, ld: ld}, b
 }

@@ -131,7 +131,7 @@ func (c *CUDA) Copy(dst, src *Tensor) {
 	mustLen("copy", "src", src, dst.Len())
 	if dst.dtype != src.dtype {
 		if n := dst.Len(); n > 0 {
-			c.launch("convert", c.elementGrid(n), blk(elemBlock), 0, d, s, int64(n), dtBits(dst, src))
+			c.launch("convert", c.chunkGrid(n), blk(elemBlock), 0, d, s, int64(n), dtBits(dst, src))
 		}
 		return
 	}
@@ -144,7 +144,7 @@ func (c *CUDA) Copy(dst, src *Tensor) {
 func (c *CUDA) Scale(t *Tensor, s float32) {
 	p := c.ptrAny("scale", t)
 	if n := t.Len(); n > 0 {
-		c.launch("scale", c.elementGrid(n), blk(elemBlock), 0, p, s, int64(n), dtBits(t))
+		c.launch("scale", c.chunkGrid(n), blk(elemBlock), 0, p, s, int64(n), dtBits(t))
 	}
 }
 

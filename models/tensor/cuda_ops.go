@@ -214,6 +214,6 @@ func (c *CUDA) elementwise(op, kernel string, n int, ops ...operand) {
 		ts[i] = o.t
 	}
 	if n > 0 {
-		c.launch(kernel, c.elementGrid(n), blk(elemBlock), 0, append(args, int64(n), dtBits(ts...))...)
+		c.launch(kernel, c.chunkGrid(n), blk(elemBlock), 0, append(args, int64(n), dtBits(ts...))...)
 	}
 }

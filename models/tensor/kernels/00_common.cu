@@ -174,3 +174,12 @@ __device__ __forceinline__ int find_tensor(const int* first, int count, int b) {
 	return lo;
 }
 
+
+// GRID_CHUNKS runs j0 over [0, n) a chunk of CHUNK elements a thread in a
+// grid-stride loop, with w = how many of the chunk's elements are below n:
+// elementwise kernels read and write a chunk with ldc and stc (16-byte
+// accesses where a tensor is aligned; an element's result does not depend on
+// how it is read).
+#define GRID_CHUNKS(j0, w, n)                                                                            \
+	for (long long j0 = (blockIdx.x * (long long)blockDim.x + threadIdx.x) * CHUNK, w = min((long long)CHUNK, (n) - j0); \
+	     j0 < (n); j0 += (long long)gridDim.x * blockDim.x * CHUNK, w = min((long long)CHUNK, (n) - j0))

@@ -1,18 +1,40 @@
-// Elementwise kernels: one thread per element, grid-stride loops; dt gives
-// each void pointer's dtype (00_common.cu), in parameter order.
+// Elementwise kernels: a chunk of CHUNK elements a thread (GRID_CHUNKS),
+// grid-stride loops; dt gives each void pointer's dtype (00_common.cu), in
+// parameter order.
 
 extern "C" __global__ void add(void* y, const void* a, const void* b, long long n, int dt) {
-	GRID_STRIDE(i, n) st_any(y, i, IS_BF16(dt, 0), ld_any(a, i, IS_BF16(dt, 1)) + ld_any(b, i, IS_BF16(dt, 2)));
+	int by = IS_BF16(dt, 0), ba = IS_BF16(dt, 1), bb = IS_BF16(dt, 2);
+	bool vy = vec_ok(y, 0, by), va = vec_ok(a, 0, ba), vb = vec_ok(b, 0, bb);
+	float u[CHUNK], v[CHUNK];
+	GRID_CHUNKS(j0, w, n) {
+		ldc(u, a, j0, (int)w, ba, va);
+		ldc(v, b, j0, (int)w, bb, vb);
+		for (int e = 0; e < CHUNK; e++) u[e] = u[e] + v[e];
+		stc(y, j0, (int)w, by, vy, u);
+	}
 }
 
 extern "C" __global__ void scale(void* x, float s, long long n, int dt) {
-	GRID_STRIDE(i, n) st_any(x, i, IS_BF16(dt, 0), ld_any(x, i, IS_BF16(dt, 0)) * s);
+	int bx = IS_BF16(dt, 0);
+	bool vx = vec_ok(x, 0, bx);
+	float u[CHUNK];
+	GRID_CHUNKS(j0, w, n) {
+		ldc(u, x, j0, (int)w, bx, vx);
+		for (int e = 0; e < CHUNK; e++) u[e] = u[e] * s;
+		stc(x, j0, (int)w, bx, vx, u);
+	}
 }
 
 // convert copies src into dst, converting between dtypes (rounding to nearest
 // even into bfloat16; widening is exact).
 extern "C" __global__ void convert(void* dst, const void* src, long long n, int dt) {
-	GRID_STRIDE(i, n) st_any(dst, i, IS_BF16(dt, 0), ld_any(src, i, IS_BF16(dt, 1)));
+	int bd = IS_BF16(dt, 0), bs = IS_BF16(dt, 1);
+	bool vd = vec_ok(dst, 0, bd), vs = vec_ok(src, 0, bs);
+	float u[CHUNK];
+	GRID_CHUNKS(j0, w, n) {
+		ldc(u, src, j0, (int)w, bs, vs);
+		stc(dst, j0, (int)w, bd, vd, u);
+	}
 }
 
 // bias_residual sets the float32 y[r,j] = residual[r,j] + bias[j]; either may
