@@ -25,6 +25,21 @@ static int pp_bl_sgemm_sb(void *f, size_t h, int ta, int tb, int m, int n, int k
 	return ((pp_sgemm_sb)f)((void *)h, ta, tb, m, n, k, &alpha, (const float *)a, lda, sa,
 		(const float *)b, ldb, sb, &beta, (float *)c, ldc, sc, batch);
 }
+typedef int (*pp_gemm_ex)(void *, int, int, int, int, int, const void *, const void *, int, int,
+	const void *, int, int, const void *, void *, int, int, int, int);
+typedef int (*pp_gemm_sbex)(void *, int, int, int, int, int, const void *, const void *, int, int, long long,
+	const void *, int, int, long long, const void *, void *, int, int, long long, int, int, int);
+// pp_bl_gemm_ex is cublasGemmEx (batch <= 1) or cublasGemmStridedBatchedEx
+// with float32 scalars, compute type c and the default algorithm.
+static int pp_bl_gemm_ex(void *ex, void *sbex, size_t h, int ta, int tb, int m, int n, int k, float alpha,
+		size_t a, int at, int lda, long long sa, size_t b, int bt, int ldb, long long sb, float beta,
+		size_t c, int ct, int ldc, long long sc, int batch, int compute) {
+	if (batch <= 1)
+		return ((pp_gemm_ex)ex)((void *)h, ta, tb, m, n, k, &alpha, (const void *)a, at, lda,
+			(const void *)b, bt, ldb, &beta, (void *)c, ct, ldc, compute, -1);
+	return ((pp_gemm_sbex)sbex)((void *)h, ta, tb, m, n, k, &alpha, (const void *)a, at, lda, sa,
+		(const void *)b, bt, ldb, sb, &beta, (void *)c, ct, ldc, sc, batch, compute, -1);
+}
 */
 import "C"
 
@@ -35,10 +50,13 @@ import (
 
 // cuBLAS enum values the binding passes.
 const (
-	blasOpN           = 0 // CUBLAS_OP_N
-	blasOpT           = 1 // CUBLAS_OP_T
-	blasDefaultMath   = 0 // CUBLAS_DEFAULT_MATH
-	blasTF32TensorOps = 3 // CUBLAS_TF32_TENSOR_OP_MATH
+	blasOpN           = 0  // CUBLAS_OP_N
+	blasOpT           = 1  // CUBLAS_OP_T
+	blasDefaultMath   = 0  // CUBLAS_DEFAULT_MATH
+	blasTF32TensorOps = 3  // CUBLAS_TF32_TENSOR_OP_MATH
+	blasCompute32F    = 68 // CUBLAS_COMPUTE_32F: float32 accumulation, no reduced-precision shortcut
+	// CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION, a flag of the math mode
+	blasNoReducedReduction = 16
 )
 
 // blasErr is the error for a cuBLAS status, with cuBLAS's own name and text.
@@ -69,13 +87,17 @@ func (c *CUDALibs) BlasSetStream(h BlasHandle, s Stream) error {
 }
 
 // BlasSetTF32 lets h's fp32 GEMMs use TF32 tensor cores (on), or keeps them
-// full fp32 (off, cuBLAS's default math).
+// full fp32 (off, cuBLAS's default math). Either way the mode carries
+// CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION: a product with a bfloat16
+// C reduces split-K partial sums in float32, not in bfloat16, so its output
+// is rounded once.
 func (c *CUDALibs) BlasSetTF32(h BlasHandle, on bool) error {
 	mode, name := blasDefaultMath, "CUBLAS_DEFAULT_MATH"
 	if on {
 		mode, name = blasTF32TensorOps, "CUBLAS_TF32_TENSOR_OP_MATH"
 	}
-	return c.blasErr(C.pp_bl_hi(c.bl[blSetMathMode], C.size_t(h), C.int(mode)), "cublasSetMathMode("+name+")")
+	mode |= blasNoReducedReduction
+	return c.blasErr(C.pp_bl_hi(c.bl[blSetMathMode], C.size_t(h), C.int(mode)), "cublasSetMathMode("+name+" | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)")
 }
 
 // BlasSetWorkspace gives h its own workspace (one per stream keeps results
@@ -141,6 +163,30 @@ func (c *CUDALibs) SgemmStridedBatched(h BlasHandle, transA, transB bool, m, n, 
 	if st != 0 {
 		return c.blasErr(st, fmt.Sprintf("cublasSgemmStridedBatched(%s%s, m=%d n=%d k=%d, lda=%d ldb=%d ldc=%d, strides %d %d %d, batch %d)",
 			opName(transA), opName(transB), m, n, k, lda, ldb, ldc, strideA, strideB, strideC, batch))
+	}
+	return nil
+}
+
+// GemmEx is cublasGemmEx (g.Batch <= 1) or cublasGemmStridedBatchedEx: the
+// product g describes with operands of their own types (bfloat16 A and B
+// with a bfloat16 or float32 C), accumulated in float32
+// (CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT); with Beta 0, C is not read.
+func (c *CUDALibs) GemmEx(h BlasHandle, g Gemm) error {
+	name := "cublasGemmEx"
+	if g.Batch > 1 {
+		name = "cublasGemmStridedBatchedEx"
+	}
+	if err := checkInts(name, g.M, g.N, g.K, g.A.LD, g.B.LD, g.C.LD, g.Batch); err != nil {
+		return err
+	}
+	st := C.pp_bl_gemm_ex(c.bl[blGemmEx], c.bl[blGemmStridedBatchedEx], C.size_t(h), blasOp(g.TransA), blasOp(g.TransB),
+		C.int(g.M), C.int(g.N), C.int(g.K), C.float(g.Alpha),
+		C.size_t(g.A.Ptr), C.int(g.A.Type), C.int(g.A.LD), C.longlong(g.A.Stride),
+		C.size_t(g.B.Ptr), C.int(g.B.Type), C.int(g.B.LD), C.longlong(g.B.Stride), C.float(g.Beta),
+		C.size_t(g.C.Ptr), C.int(g.C.Type), C.int(g.C.LD), C.longlong(g.C.Stride), C.int(g.Batch), blasCompute32F)
+	if st != 0 {
+		return c.blasErr(st, fmt.Sprintf("%s(%s%s, m=%d n=%d k=%d, A %v lda=%d, B %v ldb=%d, C %v ldc=%d, batch %d)",
+			name, opName(g.TransA), opName(g.TransB), g.M, g.N, g.K, g.A.Type, g.A.LD, g.B.Type, g.B.LD, g.C.Type, g.C.LD, g.Batch))
 	}
 	return nil
 }

@@ -68,6 +68,7 @@ func (c *CUDALibs) SgemmStridedBatched(h BlasHandle, transA, transB bool, m, n, 
 	Cm DevPtr, ldc int, strideC int64, batch int) error {
 	return errNoCgo
 }
+func (c *CUDALibs) GemmEx(h BlasHandle, g Gemm) error { return errNoCgo }
 func (c *CUDALibs) Compile(src, name, arch string, opts ...string) ([]byte, string, error) {
 	return nil, "", errNoCgo
 }

@@ -96,6 +96,8 @@ const (
 	blSetWorkspace
 	blSgemm
 	blSgemmStridedBatched
+	blGemmEx
+	blGemmStridedBatchedEx
 	blGetStatusName
 	blGetStatusString
 	blGetProperty
@@ -103,16 +105,18 @@ const (
 )
 
 var cublasSymbols = [blCount]string{
-	blCreate:              "cublasCreate_v2",
-	blDestroy:             "cublasDestroy_v2",
-	blSetStream:           "cublasSetStream_v2",
-	blSetMathMode:         "cublasSetMathMode",
-	blSetWorkspace:        "cublasSetWorkspace_v2",
-	blSgemm:               "cublasSgemm_v2",
-	blSgemmStridedBatched: "cublasSgemmStridedBatched",
-	blGetStatusName:       "cublasGetStatusName",
-	blGetStatusString:     "cublasGetStatusString",
-	blGetProperty:         "cublasGetProperty",
+	blCreate:               "cublasCreate_v2",
+	blDestroy:              "cublasDestroy_v2",
+	blSetStream:            "cublasSetStream_v2",
+	blSetMathMode:          "cublasSetMathMode",
+	blSetWorkspace:         "cublasSetWorkspace_v2",
+	blSgemm:                "cublasSgemm_v2",
+	blSgemmStridedBatched:  "cublasSgemmStridedBatched",
+	blGemmEx:               "cublasGemmEx",
+	blGemmStridedBatchedEx: "cublasGemmStridedBatchedEx",
+	blGetStatusName:        "cublasGetStatusName",
+	blGetStatusString:      "cublasGetStatusString",
+	blGetProperty:          "cublasGetProperty",
 }
 
 // cuBLASLt is loaded only so that cuBLAS finds it; one symbol proves it is cuBLASLt.

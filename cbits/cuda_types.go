@@ -20,6 +20,46 @@ type Kernel uintptr
 // BlasHandle is a cublasHandle_t.
 type BlasHandle uintptr
 
+// DataType is a cudaDataType_t: how a GemmEx operand stores its elements.
+type DataType int
+
+// The operand types GemmEx passes.
+const (
+	DataFloat32  DataType = 0  // CUDA_R_32F
+	DataBFloat16 DataType = 14 // CUDA_R_16BF
+)
+
+func (d DataType) String() string {
+	switch d {
+	case DataFloat32:
+		return "CUDA_R_32F"
+	case DataBFloat16:
+		return "CUDA_R_16BF"
+	}
+	return fmt.Sprintf("cudaDataType(%d)", int(d))
+}
+
+// GemmOperand is one matrix of a GemmEx call: its address, element type,
+// leading dimension and (batched) stride in elements.
+type GemmOperand struct {
+	Ptr    DevPtr
+	Type   DataType
+	LD     int
+	Stride int64
+}
+
+// Gemm is one column-major product C = Alpha·op(A)·op(B) + Beta·C, C M×N,
+// op(A) M×K, op(B) K×N, computed in float32 (CUBLAS_COMPUTE_32F) whatever
+// the operands' types; Batch > 1 makes it Batch products, the i-th on each
+// operand's Ptr + i·Stride.
+type Gemm struct {
+	TransA, TransB bool
+	M, N, K        int
+	Alpha, Beta    float32
+	A, B, C        GemmOperand
+	Batch          int
+}
+
 // Device attributes for DeviceAttribute (cudaDeviceAttr values).
 const (
 	AttrMaxThreadsPerBlock           = 1

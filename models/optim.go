@@ -153,24 +153,49 @@ func NewAdamW(weightDecay float64) *AdamW {
 }
 
 // Step updates every parameter in params (each element independently) on the
-// parameter's backend.
+// parameter's backend, all of a backend's parameters in one AdamWAll.
 func (o *AdamW) Step(params []*Param, lr, gradScale float64) error {
 	o.steps++
 	bc1 := 1 - math.Pow(o.Beta1, float64(o.steps))
 	bc2 := math.Sqrt(1 - math.Pow(o.Beta2, float64(o.steps)))
-	for _, p := range params {
-		m, _ := o.m.of(p)
-		v, _ := o.v.of(p)
-		decay := 1.0
-		if p.Decay {
-			decay = 1 - lr*o.WeightDecay
+	bes, groups := byBackend(params)
+	for i, be := range bes {
+		us := make([]tensor.AdamWUpdate, len(groups[i]))
+		for j, p := range groups[i] {
+			m, _ := o.m.of(p)
+			v, _ := o.v.of(p)
+			decay := 1.0
+			if p.Decay {
+				decay = 1 - lr*o.WeightDecay
+			}
+			// float32 arithmetic, as torch's CPU AdamW on float32 parameters.
+			us[j] = tensor.AdamWUpdate{W: p.Value, G: p.Grad, M: m, V: v, H: tensor.AdamWStep{
+				Beta1: float32(o.Beta1), Beta2: float32(o.Beta2), GradScale: float32(gradScale),
+				Decay: float32(decay), Step: float32(lr / bc1), InvBC2: float32(1 / bc2), Eps: float32(o.Eps)}}
 		}
-		// float32 arithmetic, as torch's CPU AdamW on float32 parameters.
-		p.backend().AdamW(p.Value, p.Grad, m, v, tensor.AdamWStep{
-			Beta1: float32(o.Beta1), Beta2: float32(o.Beta2), GradScale: float32(gradScale),
-			Decay: float32(decay), Step: float32(lr / bc1), InvBC2: float32(1 / bc2), Eps: float32(o.Eps)})
+		be.AdamWAll(us)
 	}
 	return nil
+}
+
+// byBackend groups params by the backend that holds them, each group and the
+// order of the groups as in params.
+func byBackend(params []*Param) ([]tensor.Backend, [][]*Param) {
+	var bes []tensor.Backend
+	var groups [][]*Param
+	at := map[tensor.Backend]int{}
+	for _, p := range params {
+		be := p.backend()
+		i, ok := at[be]
+		if !ok {
+			i = len(bes)
+			at[be] = i
+			bes = append(bes, be)
+			groups = append(groups, nil)
+		}
+		groups[i] = append(groups[i], p)
+	}
+	return bes, groups
 }
 
 // State exports a copy of the moments.
@@ -273,12 +298,24 @@ func (s LRSchedule) At(step int) float64 {
 }
 
 // GradSumSquares gives each parameter's Σ grad² by name, leaving out tied
-// copies (their gradient is the same sum as the parameter they copy).
+// copies (their gradient is the same sum as the parameter they copy): one
+// SumSquaresAll per backend, each sum the bits of Param.GradSumSquares.
 func GradSumSquares(params []*Param) map[string]float64 {
-	m := map[string]float64{}
+	var own []*Param
 	for _, p := range params {
 		if p.TiedTo == "" {
-			m[p.Name] = p.GradSumSquares()
+			own = append(own, p)
+		}
+	}
+	m := map[string]float64{}
+	bes, groups := byBackend(own)
+	for i, be := range bes {
+		grads := make([]*tensor.Tensor, len(groups[i]))
+		for j, p := range groups[i] {
+			grads[j] = p.Grad
+		}
+		for j, s := range be.SumSquaresAll(grads) {
+			m[groups[i][j].Name] = s
 		}
 	}
 	return m

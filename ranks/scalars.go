@@ -43,19 +43,16 @@ func (t *trainer) reduceScalars(ctx context.Context, step int, losses map[int]fl
 }
 
 // gradSumSquares is Σgrad² of each parameter whose share of the global norm
-// this replica gives (normOwner), by name.
+// this replica gives (normOwner), by name: the parameters of all this rank's
+// stages together, so a backend sums them in one pass and one download.
 func (t *trainer) gradSumSquares() map[string]float64 {
-	sums := map[string]float64{}
+	var mine []*models.Param
 	for _, s := range t.order {
-		var mine []*models.Param
 		for _, p := range t.stages[s].Params() {
 			if t.normOwner(t.stages[s], p) == t.dRank {
 				mine = append(mine, p)
 			}
 		}
-		for name, v := range models.GradSumSquares(mine) {
-			sums[name] = v
-		}
 	}
-	return sums
+	return models.GradSumSquares(mine)
 }

@@ -17,7 +17,8 @@
 # of its own, never a PASS; the script exits 1 if any step FAILed.
 #
 # Knobs: ROUNDS (2) alternating rounds of the speed comparison beside PyTorch (skipped with
-# QUICK=1); COMPILE=1 adds one torch.compile graph; TRAIN_ARGS adds train flags to every
+# QUICK=1; fp32, TF32 and bf16 rows, pplaunch's bf16 one a SKIP where bench step has no
+# --precision); COMPILE=1 adds a torch.compile graph for TF32 and one for bf16; TRAIN_ARGS adds train flags to every
 # training run; NCCL_MAX (16M) the largest message of the NCCL rows on one GPU; DRY=1 is
 # the dry run over the CPU emulator (`make gpu-dry`), which sets PPLAUNCH_CUDA_LIBS and
 # SLOW=4 (every step's limit times four: the emulator is no GPU).
@@ -155,7 +156,7 @@ shared() { # shared NAME LIMIT CMD...
 }
 
 # ---------------------------------------------------------------- backend ops
-say "backend ops: CUDA against CPU on the same inputs (fp32 <= 1e-5 relative, TF32 <= 2e-3; same bits run to run)"
+say "backend ops: CUDA against CPU on the same inputs (fp32 <= 1e-5 relative, TF32 <= 2e-3, bf16 one bf16 step more; same bits run to run)"
 dryskip=()
 [ "$DRY" = 1 ] && dryskip=(-test.skip 'Real') # the emulator stands in for the device; the real libraries' own tests are CI's
 ops() { # ops NAME PKGDIR BINARY LIMIT ARGS...: a test binary in its package's folder, as go test runs it
@@ -281,7 +282,7 @@ fi
 
 # ---------------------------------------------------------------- compute-sanitizer
 say "compute-sanitizer over the CUDA op tests"
-SANTESTS='^TestCUDA(MatMulAndLinear|LayerNorm|GeluAddScaleCopy|Attention|FlashAttention|EmbedAndCrossEntropy|MemoryAndOptimizers|GeluExact|CrossEntropyMasksPadding)$'
+SANTESTS='^TestCUDA(MatMulAndLinear|LayerNorm|GeluAddScaleCopy|Attention|FlashAttention|EmbedAndCrossEntropy|MemoryAndOptimizers|GeluExact|CrossEntropyMasksPadding|MultiTensor)$'
 SANLIM=75
 if [ "$QUICK" = 1 ]; then
 	SANTESTS='^TestCUDA(LayerNorm|Attention|FlashAttention|EmbedAndCrossEntropy|MemoryAndOptimizers)$'
@@ -309,12 +310,19 @@ elif ! timeout 60 python3 -c 'import torch' 2>/dev/null; then
 	verdict SKIP speed "torch is not importable by python3: no PyTorch to compare with"
 else
 	shape=(--batch 8 --vocab 50304 --steps 6 --warmup 2)
+	# bf16 rows: pplaunch's once bench step has --precision, PyTorch's with autocast and SDPA.
+	if "$B" bench step --help 2>&1 | grep -q -- '--precision'; then pbf16=(--precision bf16); else pbf16=(); fi
 	for r in $(seq "$ROUNDS"); do
-		for prec in fp32 tf32; do
-			tf=()
-			[ $prec = tf32 ] && tf=(--tf32)
-			FIGURE='tokens_per_s' step "speed-pplaunch-$prec-$r" 90 "$B" bench step --device cuda --model gpt2 "${shape[@]}" "${tf[@]}" --json &&
-				grep -E '^\{' "$WORK/logs/speed-pplaunch-$prec-$r.log" | tail -n 1 >>"$RUN/speed-pplaunch-50304-$prec.jsonl"
+		for prec in fp32 tf32 bf16; do
+			tf=() pf=()
+			[ $prec = tf32 ] && tf=(--tf32) pf=(--tf32)
+			[ $prec = bf16 ] && tf=(--bf16) pf=("${pbf16[@]}")
+			if [ $prec = bf16 ] && [ ${#pf[@]} = 0 ]; then
+				verdict SKIP "speed-pplaunch-$prec-$r" "bench step has no --precision flag in this build: no bf16 row for pplaunch"
+			else
+				FIGURE='tokens_per_s' step "speed-pplaunch-$prec-$r" 90 "$B" bench step --device cuda --model gpt2 "${shape[@]}" "${pf[@]}" --json &&
+					grep -E '^\{' "$WORK/logs/speed-pplaunch-$prec-$r.log" | tail -n 1 >>"$RUN/speed-pplaunch-50304-$prec.jsonl"
+			fi
 			FIGURE='tokens_per_s' step "speed-eager-$prec-$r" 90 python3 bench/gpu/step_torch_gpu.py "${shape[@]}" "${tf[@]}" --json &&
 				grep -E '^\{' "$WORK/logs/speed-eager-$prec-$r.log" | tail -n 1 >>"$RUN/speed-eager-50304-$prec.jsonl"
 		done
@@ -327,9 +335,11 @@ else
 			echo
 		} >>"$WORK/tables"
 	fi
-	if [ "${COMPILE:-0}" = 1 ]; then # one graph: compiling takes about a minute
-		step speed-compile-tf32 180 python3 bench/gpu/step_torch_gpu.py "${shape[@]}" --tf32 --compile --json &&
-			grep -E '^\{' "$WORK/logs/speed-compile-tf32.log" | tail -n 1 >>"$RUN/speed-compile-50304-tf32.jsonl"
+	if [ "${COMPILE:-0}" = 1 ]; then # one graph each: compiling takes about a minute
+		for prec in tf32 bf16; do
+			step speed-compile-$prec 180 python3 bench/gpu/step_torch_gpu.py "${shape[@]}" --$prec --compile --json &&
+				grep -E '^\{' "$WORK/logs/speed-compile-$prec.log" | tail -n 1 >>"$RUN/speed-compile-50304-$prec.jsonl"
+		done
 	fi
 	if step speed-table 30 python3 bench/gpu/speed_table.py "$RUN"; then
 		{

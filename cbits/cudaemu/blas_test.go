@@ -5,6 +5,9 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"unsafe"
+
+	"github.com/pplaunch/pplaunch/cbits"
 )
 
 // refGemm is the column-major definition, in float64:
@@ -182,4 +185,141 @@ func TestTF32(t *testing.T) {
 			t.Errorf("tf32=%v: %v, want %v", tf, got, want)
 		}
 	}
+}
+
+// toBF16 is float32 -> bfloat16 to nearest even (finite values).
+func toBF16(x float32) uint16 {
+	b := math.Float32bits(x)
+	b += 0x7fff + (b>>16)&1
+	return uint16(b >> 16)
+}
+
+func fromBF16(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
+
+// uploadHalf copies bfloat16 values to a new device buffer.
+func uploadHalf(t *testing.T, c *cbits.CUDALibs, v []uint16) cbits.DevPtr {
+	t.Helper()
+	p, err := c.Malloc(2 * len(v))
+	must(t, err)
+	must(t, c.MemcpyHtoDAsync(p, unsafe.Pointer(&v[0]), 2*len(v), 0))
+	must(t, c.StreamSynchronize(0))
+	t.Cleanup(func() { c.Free(p) })
+	return p
+}
+
+// TestGemmExBF16: bfloat16 A and B are read as the float32 values they are,
+// each element sums over k in order in float32 (as SGEMM), and a bfloat16 C
+// is the float32 result alpha·acc + beta·C rounded once to nearest even; a
+// float32 C is that result unrounded. The reference does the same float32
+// operations, so the bits must match.
+func TestGemmExBF16(t *testing.T) {
+	c := load(t)
+	h, err := c.BlasCreate()
+	must(t, err)
+	defer c.BlasDestroy(h)
+	must(t, c.BlasSetTF32(h, false)) // with float32 reductions
+	half := func(v []float32) []uint16 {
+		o := make([]uint16, len(v))
+		for i, x := range v {
+			o[i] = toBF16(x)
+		}
+		return o
+	}
+	for i, g := range gemmCases(true) {
+		for _, ct := range []cbits.DataType{cbits.DataBFloat16, cbits.DataFloat32} {
+			acols, bcols := g.k, g.n
+			if g.ta {
+				acols = g.m
+			}
+			if g.tb {
+				bcols = g.k
+			}
+			na, nb, nc := g.sa*(g.batch-1)+g.lda*acols, g.sb*(g.batch-1)+g.ldb*bcols, g.sc*(g.batch-1)+g.ldc*g.n
+			a, b, cc := half(seq(na, uint32(3*i+1))), half(seq(nb, uint32(3*i+2))), half(seq(nc, uint32(3*i+3)))
+			var dc cbits.DevPtr
+			cf := make([]float32, nc)
+			for j := range cf {
+				cf[j] = fromBF16(cc[j])
+			}
+			if ct == cbits.DataBFloat16 {
+				dc = uploadHalf(t, c, cc)
+			} else {
+				dc = upload(t, c, cf)
+			}
+			op := func(p cbits.DevPtr, ty cbits.DataType, ld, s int) cbits.GemmOperand {
+				return cbits.GemmOperand{Ptr: p, Type: ty, LD: ld, Stride: int64(s)}
+			}
+			must(t, c.GemmEx(h, cbits.Gemm{TransA: g.ta, TransB: g.tb, M: g.m, N: g.n, K: g.k, Alpha: g.alpha, Beta: g.beta,
+				A: op(uploadHalf(t, c, a), cbits.DataBFloat16, g.lda, g.sa), B: op(uploadHalf(t, c, b), cbits.DataBFloat16, g.ldb, g.sb),
+				C: op(dc, ct, g.ldc, g.sc), Batch: g.batch}))
+			must(t, c.DeviceSynchronize())
+			var got []float32
+			if ct == cbits.DataBFloat16 {
+				gh := make([]uint16, nc)
+				must(t, c.MemcpyDtoHAsync(unsafe.Pointer(&gh[0]), dc, 2*nc, 0))
+				must(t, c.DeviceSynchronize())
+				got = make([]float32, nc)
+				for j, x := range gh {
+					got[j] = fromBF16(x)
+				}
+			} else {
+				got = download(t, c, dc, nc)
+			}
+			for bi := 0; bi < g.batch; bi++ {
+				for j := 0; j < g.n; j++ {
+					for r := 0; r < g.m; r++ {
+						var s float32
+						for l := 0; l < g.k; l++ {
+							ai, bi2 := bi*g.sa+r+l*g.lda, bi*g.sb+l+j*g.ldb
+							if g.ta {
+								ai = bi*g.sa + l + r*g.lda
+							}
+							if g.tb {
+								bi2 = bi*g.sb + j + l*g.ldb
+							}
+							s += float32(fromBF16(a[ai]) * fromBF16(b[bi2]))
+						}
+						ci := bi*g.sc + r + j*g.ldc
+						w := float32(g.alpha * s)
+						if g.beta != 0 {
+							w = float32(w + float32(g.beta*cf[ci]))
+						}
+						if ct == cbits.DataBFloat16 {
+							w = fromBF16(toBF16(w))
+						}
+						if math.Float32bits(got[ci]) != math.Float32bits(w) {
+							t.Fatalf("%+v C %v: C[%d] = %v, want %v", g, ct, ci, got[ci], w)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestGemmExRefusesMixedTypes: a float32 A with a bfloat16 B, or a bfloat16
+// C on a handle that allows reductions in bfloat16, is
+// CUBLAS_STATUS_NOT_SUPPORTED naming the call.
+func TestGemmExRefusesMixedTypes(t *testing.T) {
+	c := load(t)
+	h, err := c.BlasCreate()
+	must(t, err)
+	defer c.BlasDestroy(h)
+	p := upload(t, c, make([]float32, 16))
+	g := cbits.Gemm{M: 2, N: 2, K: 2, Alpha: 1,
+		A: cbits.GemmOperand{Ptr: p, Type: cbits.DataFloat32, LD: 2}, B: cbits.GemmOperand{Ptr: p, Type: cbits.DataBFloat16, LD: 2},
+		C: cbits.GemmOperand{Ptr: p, Type: cbits.DataFloat32, LD: 2}}
+	err = c.GemmEx(h, g)
+	if err == nil || !strings.Contains(err.Error(), "CUBLAS_STATUS_NOT_SUPPORTED (15)") || !strings.Contains(err.Error(), "cublasGemmEx(NN") {
+		t.Fatalf("mixed types: %v, want CUBLAS_STATUS_NOT_SUPPORTED from cublasGemmEx", err)
+	}
+	g.B.Type = cbits.DataFloat32
+	must(t, c.GemmEx(h, g))
+	// A bfloat16 C needs float32 reductions in the math mode.
+	g.A.Type, g.B.Type, g.C.Type = cbits.DataBFloat16, cbits.DataBFloat16, cbits.DataBFloat16
+	if err := c.GemmEx(h, g); err == nil || !strings.Contains(err.Error(), "CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION") {
+		t.Fatalf("bfloat16 C on the default math mode: %v, want a refusal naming the mode", err)
+	}
+	must(t, c.BlasSetTF32(h, false))
+	must(t, c.GemmEx(h, g))
 }

@@ -63,11 +63,14 @@ var plantedBugs = []struct {
 	{
 		// block_sum's first barrier keeps a second call from overwriting
 		// sh while other warps still read the first call's sums.
-		name:   "reuse barrier removed from block_sum",
-		old:    "\t__syncthreads(); // sh may still be read from a previous call\n",
-		new:    "",
-		launch: func(t *testing.T, c *cbits.CUDALibs, src string) error { _, err := layerNorm(t, c, src); return err },
-		want:   []string{"kernel layernorm_forward", "shared-memory race", "at layernorm_forward::sh+", "thread (", "CUDAEMU_SEED=1"},
+		name: "reuse barrier removed from block_sum",
+		old:  "\t__syncthreads(); // sh may still be read from a previous call\n",
+		new:  "",
+		launch: func(t *testing.T, c *cbits.CUDALibs, src string) error {
+			_, err := causalSoftmax(t, c, src)
+			return err
+		},
+		want: []string{"kernel causal_softmax_forward", "shared-memory race", "at causal_softmax_forward::sh+", "thread (", "CUDAEMU_SEED=1"},
 	},
 	{
 		// Summing the other blocks' partials in the last block needs a
@@ -89,11 +92,14 @@ var plantedBugs = []struct {
 	{
 		// Summing all 32 slots reads the slots of warps the block does not
 		// have: zeros on the old emulator, garbage on a GPU.
-		name:   "block_sum reads slots no warp wrote",
-		old:    "\tfloat t = 0.0f;\n\tfor (int i = 0; i < nw; i++) t += sh[i];",
-		new:    "\tfloat t = 0.0f;\n\tfor (int i = 0; i < 32; i++) t += sh[i];",
-		launch: func(t *testing.T, c *cbits.CUDALibs, src string) error { _, err := layerNorm(t, c, src); return err },
-		want:   []string{"kernel layernorm_forward", "uninitialised shared memory", "reads layernorm_forward::sh+32", "no thread of the block has written"},
+		name: "block_sum reads slots no warp wrote",
+		old:  "\tfloat t = 0.0f;\n\tfor (int i = 0; i < nw; i++) t += sh[i];",
+		new:  "\tfloat t = 0.0f;\n\tfor (int i = 0; i < 32; i++) t += sh[i];",
+		launch: func(t *testing.T, c *cbits.CUDALibs, src string) error {
+			_, err := causalSoftmax(t, c, src)
+			return err
+		},
+		want: []string{"kernel causal_softmax_forward", "uninitialised shared memory", "reads causal_softmax_forward::sh+32", "no thread of the block has written"},
 	},
 }
 
@@ -139,16 +145,26 @@ func TestPlantedKernelBugsAreReported(t *testing.T) {
 func TestRealKernelsPassTheChecks(t *testing.T) {
 	c := load(t)
 	src := kernelSource(t)
-	stats, err := layerNorm(t, c, src)
+	p, err := causalSoftmax(t, c, src)
 	must(t, err)
-	x := seq(3*300, 7)
-	for r := 0; r < 3; r++ {
-		var s float64
-		for _, v := range x[r*300 : (r+1)*300] {
-			s += float64(v)
+	x := seq(softmaxT*softmaxT, 7)
+	for r := 0; r < softmaxT; r++ {
+		row, mx := x[r*softmaxT:(r+1)*softmaxT], math.Inf(-1)
+		for _, v := range row[:r+1] {
+			mx = math.Max(mx, float64(v))
 		}
-		if !near(stats[r], float32(s/300), 1e-5) {
-			t.Errorf("layernorm row %d: mean %v, want %v", r, stats[r], s/300)
+		var s float64
+		for _, v := range row[:r+1] {
+			s += math.Exp(float64(v) - mx)
+		}
+		for j, v := range p[r*softmaxT : (r+1)*softmaxT] {
+			want := 0.0
+			if j <= r {
+				want = math.Exp(float64(row[j])-mx) / s
+			}
+			if !near(v, float32(want), 1e-5) {
+				t.Fatalf("causal softmax row %d column %d: %v, want %v", r, j, v, want)
+			}
 		}
 	}
 	got, err := sumSquares(t, c, src, true)
@@ -162,30 +178,32 @@ func TestRealKernelsPassTheChecks(t *testing.T) {
 	}
 }
 
-// layerNorm runs layernorm_forward of src over 3 rows of 300 with 256
-// threads (8 warps) a block, and returns the rows' means.
-func layerNorm(t *testing.T, c *cbits.CUDALibs, src string) ([]float32, error) {
-	const rows, d = 3, 300
-	k := kernels(t, c, src, "layernorm_forward")[0]
-	x, g, b := upload(t, c, seq(rows*d, 7)), upload(t, c, ones(d)), upload(t, c, make([]float32, d))
-	y, mean, rstd := upload(t, c, make([]float32, rows*d)), upload(t, c, make([]float32, rows)), upload(t, c, make([]float32, rows))
-	if err := c.Launch(k, [3]uint32{rows, 1, 1}, [3]uint32{256, 1, 1}, 0, 0, y, mean, rstd, x, g, b, int32(d), float32(1e-5)); err != nil {
+// softmaxT is the rows and columns causalSoftmax runs over.
+const softmaxT = 40
+
+// causalSoftmax runs causal_softmax_forward of src over the softmaxT rows of
+// softmaxT scores of one head with 256 threads (8 warps) a block, each row
+// reduced by block_max and block_sum, and returns the probabilities.
+func causalSoftmax(t *testing.T, c *cbits.CUDALibs, src string) ([]float32, error) {
+	k := kernels(t, c, src, "causal_softmax_forward")[0]
+	p := upload(t, c, seq(softmaxT*softmaxT, 7))
+	if err := c.Launch(k, [3]uint32{softmaxT, 1, 1}, [3]uint32{256, 1, 1}, 0, 0, p, int32(softmaxT)); err != nil {
 		return nil, err
 	}
 	if err := c.DeviceSynchronize(); err != nil {
 		return nil, err
 	}
-	return download(t, c, mean, rows), nil
+	return download(t, c, p, softmaxT*softmaxT), nil
 }
 
 // sumSquares runs sumsq_partial of src over 1000 values in 4 blocks of 256
-// and, when final, sumsq_final over the partials; it returns Σx².
+// and, when final, sum_f64 over the partials; it returns Σx².
 func sumSquares(t *testing.T, c *cbits.CUDALibs, src string, final bool) (float64, error) {
 	const n, chunk, blocks = 1000, 256, 4
 	part, x := upload(t, c, make([]float32, 2*(blocks+1))), upload(t, c, seq(n, 8))
-	ks := kernels(t, c, src, "sumsq_partial", "sumsq_final")
+	ks := kernels(t, c, src, "sumsq_partial", "sum_f64")
 	k, kf := ks[0], ks[1]
-	if err := c.Launch(k, [3]uint32{blocks, 1, 1}, [3]uint32{256, 1, 1}, 0, 0, part, x, int64(n), int64(chunk)); err != nil {
+	if err := c.Launch(k, [3]uint32{blocks, 1, 1}, [3]uint32{256, 1, 1}, 0, 0, part, x, int64(n), int64(chunk), int32(0)); err != nil {
 		return 0, err
 	}
 	if err := c.DeviceSynchronize(); err != nil || !final {
@@ -198,14 +216,6 @@ func sumSquares(t *testing.T, c *cbits.CUDALibs, src string, final bool) (float6
 	var s float64
 	must(t, c.MemcpyDtoHAsync(unsafe.Pointer(&s), out, 8, 0))
 	return s, c.DeviceSynchronize()
-}
-
-func ones(n int) []float32 {
-	v := make([]float32, n)
-	for i := range v {
-		v[i] = 1
-	}
-	return v
 }
 
 // kernels compiles src once and returns the named kernels.

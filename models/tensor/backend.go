@@ -125,9 +125,16 @@ type Memory interface {
 	// SumSquares is Σ x² accumulated in float64 in an order fixed by the
 	// length alone, so the same tensor gives the same bits every time.
 	SumSquares(t *Tensor) float64
+	// SumSquaresAll is SumSquares of each tensor (the same bits), in one
+	// pass over all of them where the backend can (one launch and one
+	// download on a GPU instead of one of each per tensor).
+	SumSquaresAll(ts []*Tensor) []float64
 	// AdamW applies one torch.optim.AdamW update (float32 arithmetic) to w
 	// from gradient g, updating the moments m and v in place.
 	AdamW(w, g, m, v *Tensor, h AdamWStep)
+	// AdamWAll applies each update as AdamW would (the same bits), in one
+	// pass over all of them where the backend can.
+	AdamWAll(us []AdamWUpdate)
 	// SGD applies one SGD-with-momentum update (float64 arithmetic per
 	// element) to w from g, keeping the momentum in buf.
 	SGD(w, g, buf *Tensor, h SGDStep)
@@ -138,6 +145,12 @@ type Memory interface {
 // v = β2·v + (1-β2)·g'², w = w·Decay - Step·m/(√v·InvBC2 + Eps).
 type AdamWStep struct {
 	Beta1, Beta2, GradScale, Decay, Step, InvBC2, Eps float32
+}
+
+// AdamWUpdate is one tensor's AdamW update for AdamWAll.
+type AdamWUpdate struct {
+	W, G, M, V *Tensor
+	H          AdamWStep
 }
 
 // SGDStep is one SGD update's scalars: per element, in float64,

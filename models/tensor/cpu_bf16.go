@@ -14,16 +14,6 @@ import (
 // the float32 code path (its sums, their order, its threading) is the one
 // that gives the bits in both precisions.
 
-// anyBF16 reports whether any of ts (nil ones skipped) is bfloat16.
-func anyBF16(ts ...*Tensor) bool {
-	for _, t := range ts {
-		if t != nil && t.dtype == BFloat16 {
-			return true
-		}
-	}
-	return false
-}
-
 // mustF32 panics unless every tensor named is float32 (nil ones skipped):
 // statistics, parameters, their gradients and optimizer state stay float32.
 func mustF32(op string, names []string, ts ...*Tensor) {

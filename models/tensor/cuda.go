@@ -152,6 +152,18 @@ func (c *CUDA) ptrAny(op string, t *Tensor) devPtr {
 	return t.dev.ptr
 }
 
+// dtBits is a kernel's dt argument (kernels/00_common.cu): bit k is set where
+// ts[k], the kernel's k-th void pointer, is bfloat16 (nil counts as float32).
+func dtBits(ts ...*Tensor) int32 {
+	var b int32
+	for k, t := range ts {
+		if t != nil && t.dtype == BFloat16 {
+			b |= 1 << k
+		}
+	}
+	return b
+}
+
 // launch runs kernel name on the stream. A failure panics with the kernel's name.
 func (c *CUDA) launch(name string, grid, block [3]uint32, smem int, args ...any) {
 	if err := checkBlock(name, block); err != nil {
@@ -172,13 +184,27 @@ func (c *CUDA) elementGrid(n int) [3]uint32 {
 	return [3]uint32{uint32(max(g, 1)), 1, 1}
 }
 
-// Thread-block sizes: elementwise kernels, per-row kernels (LayerNorm,
-// softmax, cross-entropy), and column kernels (a thread per column).
+// chunkGrid is elementGrid for a kernel that takes rowChunk elements a
+// thread (GRID_CHUNKS in kernels/00_common.cu).
+func (c *CUDA) chunkGrid(n int) [3]uint32 { return c.elementGrid((n + rowChunk - 1) / rowChunk) }
+
+// Thread-block sizes: elementwise kernels, row kernels (LayerNorm and
+// cross-entropy: a warp per row, rowBlock/32 rows a block; the attention's
+// softmax: a block per row), and column kernels (a thread per column); rowChunk
+// is the elements a lane of a row kernel takes at a time (CHUNK in
+// kernels/00_common.cu).
 const (
 	elemBlock = 256
 	rowBlock  = 256
 	colBlock  = 128
+	rowChunk  = 8
 )
+
+// rowGrid is the grid of a warp-per-row kernel over n rows.
+func rowGrid(n int) [3]uint32 {
+	per := rowBlock / 32
+	return [3]uint32{uint32((n + per - 1) / per), 1, 1}
+}
 
 func blk(n int) [3]uint32 { return [3]uint32{uint32(n), 1, 1} }
 

@@ -1,6 +1,10 @@
 package tensor
 
-import "unsafe"
+import (
+	"unsafe"
+
+	"github.com/pplaunch/pplaunch/cbits"
+)
 
 // The CUDA backend calls the NVIDIA libraries through cudaAPI, the subset of
 // cbits.CUDALibs it uses, with cbits' handle types mirrored here; cuda_cbits.go
@@ -64,5 +68,8 @@ type cudaAPI interface {
 	SgemmStridedBatched(h blasHandle, transA, transB bool, m, n, k int, alpha float32,
 		A devPtr, lda int, strideA int64, B devPtr, ldb int, strideB int64, beta float32,
 		C devPtr, ldc int, strideC int64, batch int) error
+	// GemmEx is a column-major product with operands of their own types,
+	// accumulated in float32 (cbits.CUDALibs.GemmEx).
+	GemmEx(h blasHandle, g cbits.Gemm) error
 	Compile(src, name, arch string, opts ...string) (cubin []byte, log string, err error)
 }

@@ -7,14 +7,6 @@ import (
 	"testing"
 )
 
-// upAs copies a host float32 tensor to a device tensor of dtype dt (rounded
-// to nearest even for bfloat16).
-func upAs(c *CUDA, dt DType, h *Tensor) *Tensor {
-	d := c.AllocAs(dt, h.Shape...)
-	c.Upload(d, h.Data)
-	return d
-}
-
 // fusedCUDA runs the CUDA fused attention and its backward with every
 // activation at dt and returns out, lse and dqkv.
 func fusedCUDA(c *CUDA, qkv, dout *Tensor, H int, dt DType) [][]float32 {
@@ -25,7 +17,7 @@ func fusedCUDA(c *CUDA, qkv, dout *Tensor, H int, dt DType) [][]float32 {
 // given.
 func fusedCUDAAs(c *CUDA, qkv, dout *Tensor, H int, dt [4]DType) [][]float32 {
 	B, T, D := qkv.Shape[0], qkv.Shape[1], qkv.Shape[2]/3
-	q, do := upAs(c, dt[0], qkv), upAs(c, dt[2], dout)
+	q, do := upAs(c, qkv, dt[0]), upAs(c, dout, dt[2])
 	o, l, d := c.AllocAs(dt[1], B, T, D), c.Alloc(B, H, T), c.AllocAs(dt[3], B, T, 3*D)
 	c.FlashAttention(o, l, q, H)
 	c.FlashAttentionBackward(d, do, q, o, l, H)

@@ -4,7 +4,7 @@ import "fmt"
 
 // exactBlock are the kernels that need one block size: their shared array
 // holds a double per thread and block_sum_d adds it as a tree.
-var exactBlock = map[string]uint32{"sumsq_partial": 256, "sumsq_final": 256, "crossentropy_forward": 256}
+var exactBlock = map[string]uint32{"sumsq_partial": 256, "sum_f64": 256, "sumsq_multi_partial": 256, "sumsq_multi_final": 256}
 
 // checkBlock is the host-side check of the block shape every kernel
 // assumes: one dimension, a whole number of warps (the warp reductions read

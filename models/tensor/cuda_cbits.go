@@ -120,6 +120,7 @@ func (a cbitsAPI) SgemmStridedBatched(h blasHandle, transA, transB bool, m, n, k
 	return a.l.SgemmStridedBatched(cbits.BlasHandle(h), transA, transB, m, n, k, alpha, cbits.DevPtr(A), lda, strideA,
 		cbits.DevPtr(B), ldb, strideB, beta, cbits.DevPtr(C), ldc, strideC, batch)
 }
+func (a cbitsAPI) GemmEx(h blasHandle, g cbits.Gemm) error { return a.l.GemmEx(cbits.BlasHandle(h), g) }
 func (a cbitsAPI) Compile(src, name, arch string, opts ...string) ([]byte, string, error) {
 	return a.l.Compile(src, name, arch, opts...)
 }

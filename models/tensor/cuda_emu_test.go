@@ -161,89 +161,117 @@ const (
 	rowTol  = 1e-5
 )
 
+// The op tests below run each operation with float32 activations and with
+// bfloat16 ones (acts), against the CPU's float32 operations: for bfloat16,
+// on the rounded inputs, with bfloat16 outputs rounded (cuda_bf16_emu_test.go).
+var acts = []DType{Float32, BFloat16}
+
 func TestCUDAMatMulAndLinear(t *testing.T) {
 	c, cpu := emuCUDA(t), gonumCPU()
 	r := rand.New(rand.NewPCG(31, 32))
-	for _, sh := range [][3]int{{1, 1, 1}, {3, 5, 7}, {65, 33, 129}} {
-		for _, ta := range []bool{false, true} {
-			for _, tb := range []bool{false, true} {
-				m, n, k := sh[0], sh[1], sh[2]
-				a, b := randTensor(r, m, k), randTensor(r, k, n)
-				if ta {
-					a = randTensor(r, k, m)
+	for _, act := range acts {
+		for _, sh := range [][3]int{{1, 1, 1}, {3, 5, 7}, {65, 33, 129}} {
+			for _, ta := range []bool{false, true} {
+				for _, tb := range []bool{false, true} {
+					m, n, k := sh[0], sh[1], sh[2]
+					a, b := randTensor(r, m, k), randTensor(r, k, n)
+					if ta {
+						a = randTensor(r, k, m)
+					}
+					if tb {
+						b = randTensor(r, n, k)
+					}
+					// a and c have the activations' dtype; b stays float32
+					// (a bfloat16 product rounds it).
+					c0 := randTensor(r, m, n)
+					want := rbIf(act, c0)
+					cpu.MatMul(want, rbIf(act, a), ta, rbIf(act, b), tb, 0.5, 2)
+					da, db := upAs(c, a, act), up(c, b)
+					got := twice(t, "matmul", func() [][]float32 {
+						dc := upAs(c, c0, act)
+						c.MatMul(dc, da, ta, db, tb, 0.5, 2)
+						return [][]float32{down(c, dc)}
+					})
+					checkOut(t, fmt.Sprintf("matmul %v %v ta=%v tb=%v", act, sh, ta, tb), act, got[0], want.Data, gemmTol)
 				}
-				if tb {
-					b = randTensor(r, n, k)
-				}
-				c0 := randTensor(r, m, n)
-				want := c0.Clone()
-				cpu.MatMul(want, a, ta, b, tb, 0.5, 2)
-				da, db := up(c, a), up(c, b)
-				got := twice(t, "matmul", func() [][]float32 {
-					dc := up(c, c0)
-					c.MatMul(dc, da, ta, db, tb, 0.5, 2)
-					return [][]float32{down(c, dc)}
-				})
-				check(t, fmt.Sprintf("matmul %v ta=%v tb=%v", sh, ta, tb), got[0], want.Data, gemmTol)
 			}
 		}
-	}
-	for _, sh := range [][3]int{{1, 1, 1}, {7, 33, 45}, {130, 100, 257}} {
-		n, in, out := sh[0], sh[1], sh[2]
-		x, w, bias, res, dy := randTensor(r, n, in), randTensor(r, out, in), randTensor(r, out), randTensor(r, n, out), randTensor(r, n, out)
-		dx, dw, wy := up(c, x), up(c, w), up(c, dy)
-		for _, bc := range []struct {
-			name      string
-			bias, res *Tensor
-		}{{"neither", nil, nil}, {"bias", bias, nil}, {"residual", nil, res}, {"both", bias, res}} {
-			want := New(n, out)
-			cpu.Linear(want, x, w, bc.bias, bc.res)
-			db, dr := up(c, bc.bias), up(c, bc.res)
-			got := twice(t, "linear", func() [][]float32 {
-				y := c.Alloc(n, out)
-				c.Linear(y, dx, dw, db, dr)
-				return [][]float32{down(c, y)}
-			})
-			check(t, fmt.Sprintf("linear %v with %s", sh, bc.name), got[0], want.Data, gemmTol)
+		for _, sh := range [][3]int{{1, 1, 1}, {7, 33, 45}, {130, 100, 257}} {
+			testLinear(t, c, cpu, r, act, sh)
 		}
-		wdx, wdw, wdb := New(n, in), New(out, in), New(out)
-		cpu.LinearBackwardInput(wdx, dy, w)
-		cpu.LinearBackwardWeight(wdw, wdb, dy, x)
-		got := twice(t, "linear backward", func() [][]float32 {
-			gx, gw, gb := c.Alloc(n, in), c.Alloc(out, in), c.Alloc(out)
-			c.LinearBackwardInput(gx, wy, dw)
-			c.LinearBackwardWeight(gw, gb, wy, dx)
-			return [][]float32{down(c, gx), down(c, gw), down(c, gb)}
-		})
-		check(t, fmt.Sprintf("linear dx %v", sh), got[0], wdx.Data, gemmTol)
-		check(t, fmt.Sprintf("linear dw %v", sh), got[1], wdw.Data, gemmTol)
-		check(t, fmt.Sprintf("linear dbias %v", sh), got[2], wdb.Data, gemmTol)
 	}
+}
+
+// testLinear checks Linear and its backward at one shape: x, y, dy and dx in
+// act, w, bias and the weight gradients float32.
+func testLinear(t *testing.T, c *CUDA, cpu Backend, r *rand.Rand, act DType, sh [3]int) {
+	t.Helper()
+	n, in, out := sh[0], sh[1], sh[2]
+	x, w, bias, res, dy := randTensor(r, n, in), randTensor(r, out, in), randTensor(r, out), randTensor(r, n, out), randTensor(r, n, out)
+	bx, bw, bdy := rbIf(act, x), rbIf(act, w), rbIf(act, dy)
+	dx, dw, wy := upAs(c, x, act), up(c, w), upAs(c, dy, act)
+	cases := []struct {
+		name      string
+		bias, res *Tensor
+		ydt       DType
+	}{{"neither", nil, nil, act}, {"bias", bias, nil, act}, {"residual", nil, res, act}, {"both", bias, res, act},
+		{"both into float32", bias, res, Float32}}
+	for _, bc := range cases {
+		want := New(n, out)
+		cpu.Linear(want, bx, bw, bc.bias, rbIf(act, bc.res))
+		db, dr := up(c, bc.bias), upAs(c, bc.res, act)
+		got := twice(t, "linear", func() [][]float32 {
+			y := c.AllocAs(bc.ydt, n, out)
+			c.Linear(y, dx, dw, db, dr)
+			return [][]float32{down(c, y)}
+		})
+		checkOut(t, fmt.Sprintf("linear %v %v with %s", act, sh, bc.name), bc.ydt, got[0], want.Data, gemmTol)
+	}
+	wdx, wdw, wdb := New(n, in), New(out, in), New(out)
+	cpu.LinearBackwardInput(wdx, bdy, bw)
+	cpu.LinearBackwardWeight(wdw, wdb, bdy, bx)
+	got := twice(t, "linear backward", func() [][]float32 {
+		gx, gw, gb := c.AllocAs(act, n, in), c.Alloc(out, in), c.Alloc(out)
+		c.LinearBackwardInput(gx, wy, dw)
+		c.LinearBackwardWeight(gw, gb, wy, dx)
+		return [][]float32{down(c, gx), down(c, gw), down(c, gb)}
+	})
+	checkOut(t, fmt.Sprintf("linear dx %v %v", act, sh), act, got[0], wdx.Data, gemmTol)
+	check(t, fmt.Sprintf("linear dw %v %v", act, sh), got[1], wdw.Data, gemmTol)
+	check(t, fmt.Sprintf("linear dbias %v %v", act, sh), got[2], wdb.Data, gemmTol)
 }
 
 func TestCUDALayerNorm(t *testing.T) {
 	c, cpu := emuCUDA(t), gonumCPU()
 	r := rand.New(rand.NewPCG(33, 34))
-	for _, sh := range [][2]int{{1, 33}, {70, 100}, {130, 300}} {
-		n, d := sh[0], sh[1]
-		x, g, b, dy := randTensor(r, n, d), randTensor(r, d), randTensor(r, d), randTensor(r, n, d)
-		y, mean, rstd := New(n, d), New(n), New(n)
-		cpu.LayerNorm(y, mean, rstd, x, g, b, 1e-5)
-		dx, dg, db := New(n, d), New(d), New(d)
-		cpu.LayerNormBackwardInput(dx, dy, x, mean, rstd, g)
-		cpu.LayerNormBackwardWeight(dg, db, dy, x, mean, rstd)
-		cx, cg, cb, cdy := up(c, x), up(c, g), up(c, b), up(c, dy)
-		cmean, crstd := up(c, mean), up(c, rstd) // the backward starts from the CPU's statistics
-		got := twice(t, "layernorm", func() [][]float32 {
-			gy, gm, gr := c.Alloc(n, d), c.Alloc(n), c.Alloc(n)
-			c.LayerNorm(gy, gm, gr, cx, cg, cb, 1e-5)
-			gdx, gdg, gdb := c.Alloc(n, d), c.Alloc(d), c.Alloc(d)
-			c.LayerNormBackwardInput(gdx, cdy, cx, cmean, crstd, cg)
-			c.LayerNormBackwardWeight(gdg, gdb, cdy, cx, cmean, crstd)
-			return [][]float32{down(c, gy), down(c, gm), down(c, gr), down(c, gdx), down(c, gdg), down(c, gdb)}
-		})
-		for i, w := range [][]float32{y.Data, mean.Data, rstd.Data, dx.Data, dg.Data, db.Data} {
-			check(t, fmt.Sprintf("layernorm %v output %d", sh, i), got[i], w, rowTol)
+	for _, act := range acts {
+		for _, sh := range [][2]int{{1, 33}, {70, 100}, {130, 300}} {
+			n, d := sh[0], sh[1]
+			x, g, b, dy := randTensor(r, n, d), randTensor(r, d), randTensor(r, d), randTensor(r, n, d)
+			bx, bdy := rbIf(act, x), rbIf(act, dy)
+			y, mean, rstd := New(n, d), New(n), New(n)
+			cpu.LayerNorm(y, mean, rstd, bx, g, b, 1e-5)
+			dx, dg, db := New(n, d), New(d), New(d)
+			cpu.LayerNormBackwardInput(dx, bdy, bx, mean, rstd, g)
+			cpu.LayerNormBackwardWeight(dg, db, bdy, bx, mean, rstd)
+			cx, cg, cb, cdy := upAs(c, x, act), up(c, g), up(c, b), upAs(c, dy, act)
+			cmean, crstd := up(c, mean), up(c, rstd) // the backward starts from the CPU's statistics
+			got := twice(t, "layernorm", func() [][]float32 {
+				gy, gm, gr := c.AllocAs(act, n, d), c.Alloc(n), c.Alloc(n)
+				c.LayerNorm(gy, gm, gr, cx, cg, cb, 1e-5)
+				gdx, gdg, gdb := c.AllocAs(act, n, d), c.Alloc(d), c.Alloc(d)
+				c.LayerNormBackwardInput(gdx, cdy, cx, cmean, crstd, cg)
+				c.LayerNormBackwardWeight(gdg, gdb, cdy, cx, cmean, crstd)
+				return [][]float32{down(c, gy), down(c, gm), down(c, gr), down(c, gdx), down(c, gdg), down(c, gdb)}
+			})
+			// The statistics and the weight gradients are float32 whatever act is.
+			for i, w := range [][]float32{y.Data, mean.Data, rstd.Data, dx.Data, dg.Data, db.Data} {
+				dt := Float32
+				if i == 0 || i == 3 {
+					dt = act
+				}
+				checkOut(t, fmt.Sprintf("layernorm %v %v output %d", act, sh, i), dt, got[i], w, rowTol)
+			}
 		}
 	}
 }
@@ -251,30 +279,33 @@ func TestCUDALayerNorm(t *testing.T) {
 func TestCUDAGeluAddScaleCopy(t *testing.T) {
 	c, cpu := emuCUDA(t), gonumCPU()
 	r := rand.New(rand.NewPCG(35, 36))
-	for _, n := range []int{1, 1001} {
-		x, dy, b := randTensor(r, n), randTensor(r, n), randTensor(r, n)
-		for i := range x.Data {
-			x.Data[i] *= 4 // reach the clamp of the tanh
-		}
-		y, th, dx, sum := New(n), New(n), New(n), New(n)
-		cpu.Gelu(y, th, x)
-		cpu.GeluBackward(dx, dy, x, th)
-		cpu.Add(sum, x, b)
-		sc := x.Clone()
-		cpu.Scale(sc, 0.37)
-		cx, cdy, cb := up(c, x), up(c, dy), up(c, b)
-		got := twice(t, "gelu", func() [][]float32 {
-			gy, gth, gdx, gs, cp := c.Alloc(n), c.Alloc(n), c.Alloc(n), c.Alloc(n), c.Alloc(n)
-			c.Gelu(gy, gth, cx)
-			c.GeluBackward(gdx, cdy, cx, gth)
-			c.Add(gs, cx, cb)
-			c.Copy(cp, cx)
-			c.Scale(cp, 0.37)
-			return [][]float32{down(c, gy), down(c, gth), down(c, gdx), down(c, gs), down(c, cp)}
-		})
-		// The same float32 operations in the same order: the same bits.
-		for i, w := range [][]float32{y.Data, th.Data, dx.Data, sum.Data, sc.Data} {
-			check(t, fmt.Sprintf("elementwise n=%d output %d", n, i), got[i], w, 0)
+	for _, act := range acts {
+		for _, n := range []int{1, 1001} {
+			x, dy, b := randTensor(r, n), randTensor(r, n), randTensor(r, n)
+			for i := range x.Data {
+				x.Data[i] *= 4 // reach the clamp of the tanh
+			}
+			bx, bdy := rbIf(act, x), rbIf(act, dy)
+			y, th, dx, sum := New(n), New(n), New(n), New(n)
+			cpu.Gelu(y, th, bx)
+			cpu.GeluBackward(dx, bdy, bx, rbIf(act, th)) // th is kept in act
+			cpu.Add(sum, bx, b)                          // b stays float32: mixed dtypes
+			sc := bx.Clone()
+			cpu.Scale(sc, 0.37)
+			cx, cdy, cb := upAs(c, x, act), upAs(c, dy, act), up(c, b)
+			got := twice(t, "gelu", func() [][]float32 {
+				gy, gth, gdx, gs, cp := c.AllocAs(act, n), c.AllocAs(act, n), c.AllocAs(act, n), c.AllocAs(act, n), c.AllocAs(act, n)
+				c.Gelu(gy, gth, cx)
+				c.GeluBackward(gdx, cdy, cx, gth)
+				c.Add(gs, cx, cb)
+				c.Copy(cp, cx)
+				c.Scale(cp, 0.37)
+				return [][]float32{down(c, gy), down(c, gth), down(c, gdx), down(c, gs), down(c, cp)}
+			})
+			// The same float32 operations in the same order, rounded once: the same bits.
+			for i, w := range [][]float32{y.Data, th.Data, dx.Data, sum.Data, sc.Data} {
+				check(t, fmt.Sprintf("elementwise %v n=%d output %d", act, n, i), got[i], roundIf(act, w), 0)
+			}
 		}
 	}
 }
@@ -308,50 +339,59 @@ func TestCUDAAttention(t *testing.T) {
 func TestCUDAEmbedAndCrossEntropy(t *testing.T) {
 	c, cpu := emuCUDA(t), gonumCPU()
 	r := rand.New(rand.NewPCG(39, 40))
-	for _, sh := range [][4]int{{1, 1, 37, 1}, {3, 5, 37, 33}, {2, 70, 300, 40}} {
-		B, T, V, D := sh[0], sh[1], sh[2], sh[3]
-		wte, wpe, dy := randTensor(r, V, D), randTensor(r, T+2, D), randTensor(r, B, T, D)
-		tokens := make([]int32, B*T)
-		for i := range tokens {
-			tokens[i] = int32(r.IntN(min(V, 7))) // repeats, and rows of wte no token uses
+	for _, act := range acts {
+		for _, sh := range [][4]int{{1, 1, 37, 1}, {3, 5, 37, 33}, {2, 70, 300, 40}} {
+			testEmbedAndCrossEntropy(t, c, cpu, r, act, sh)
 		}
-		y, dwte, dwpe := New(B, T, D), New(V, D), New(T+2, D)
-		cpu.Embed(y, wte, wpe, tokens)
-		cpu.EmbedBackward(dwte, dwpe, dy, tokens)
-		logits := randTensor(r, B*T, V)
-		probs, dl := New(B*T, V), New(B*T, V)
-		loss := cpu.CrossEntropy(probs, logits, tokens, 0)
-		cpu.CrossEntropyBackward(dl, probs, tokens, 0.25)
-		sevens := slices.Repeat([]float32{7}, V*D)
-		cw, cp, cdy, cl, cprobs := up(c, wte), up(c, wpe), up(c, dy), up(c, logits), up(c, probs)
-		var gloss [2]float64
-		runs := 0
-		got := twice(t, "embed", func() [][]float32 {
-			gy, gw, gp := c.Alloc(B, T, D), c.Alloc(V, D), c.Alloc(T+2, D)
-			c.Embed(gy, cw, cp, tokens)
-			c.Upload(gw, sevens) // every row is overwritten, used or not
-			c.EmbedBackward(gw, gp, cdy, tokens)
-			gprobs, gdl := c.Alloc(B*T, V), c.Alloc(B*T, V)
-			gloss[runs] = c.CrossEntropy(gprobs, cl, tokens, 0)
-			runs++
-			c.CrossEntropyBackward(gdl, cprobs, tokens, 0.25)
-			return [][]float32{down(c, gy), down(c, gw), down(c, gp), down(c, gprobs), down(c, gdl)}
-		})
-		if gloss[0] != gloss[1] {
-			t.Fatalf("cross entropy %v: loss %v then %v", sh, gloss[0], gloss[1])
-		}
-		// A float32 softmax and log per row against the CPU's own exp and its
-		// float64 log: a few float32 ulp.
-		if math.Abs(gloss[0]-loss) > 1e-6*math.Abs(loss) {
-			t.Fatalf("cross entropy %v: loss %v, want %v", sh, gloss[0], loss)
-		}
-		check(t, fmt.Sprintf("embed %v", sh), got[0], y.Data, 0)
-		check(t, fmt.Sprintf("embed dwte %v", sh), got[1], dwte.Data, 0)
-		check(t, fmt.Sprintf("embed dwpe %v", sh), got[2], dwpe.Data, 0)
-		// The CPU's exp32 polynomial against expf: within a few ulp.
-		check(t, fmt.Sprintf("cross entropy probs %v", sh), got[3], probs.Data, 1e-6)
-		check(t, fmt.Sprintf("cross entropy backward %v", sh), got[4], dl.Data, 0)
 	}
+}
+
+// testEmbedAndCrossEntropy checks at one shape the embeddings (y and dy in
+// act, the tables and their gradients float32) and the cross-entropy
+// (logits, probabilities and their gradients in act).
+func testEmbedAndCrossEntropy(t *testing.T, c *CUDA, cpu Backend, r *rand.Rand, act DType, sh [4]int) {
+	t.Helper()
+	B, T, V, D := sh[0], sh[1], sh[2], sh[3]
+	wte, wpe, dy := randTensor(r, V, D), randTensor(r, T+2, D), randTensor(r, B, T, D)
+	tokens := make([]int32, B*T)
+	for i := range tokens {
+		tokens[i] = int32(r.IntN(min(V, 7))) // repeats, and rows of wte no token uses
+	}
+	y, dwte, dwpe := New(B, T, D), New(V, D), New(T+2, D)
+	cpu.Embed(y, wte, wpe, tokens)
+	cpu.EmbedBackward(dwte, dwpe, rbIf(act, dy), tokens)
+	logits := randTensor(r, B*T, V)
+	probs, dl := New(B*T, V), New(B*T, V)
+	loss := cpu.CrossEntropy(probs, rbIf(act, logits), tokens, 0)
+	bprobs := rbIf(act, probs) // the backward starts from the CPU's probabilities, stored in act
+	cpu.CrossEntropyBackward(dl, bprobs, tokens, 0.25)
+	sevens := slices.Repeat([]float32{7}, V*D)
+	cw, cp, cdy, cl, cprobs := up(c, wte), up(c, wpe), upAs(c, dy, act), upAs(c, logits, act), upAs(c, bprobs, act)
+	var gloss []float64
+	got := twice(t, "embed", func() [][]float32 {
+		gy, gw, gp := c.AllocAs(act, B, T, D), c.Alloc(V, D), c.Alloc(T+2, D)
+		c.Embed(gy, cw, cp, tokens)
+		c.Upload(gw, sevens) // every row is overwritten, used or not
+		c.EmbedBackward(gw, gp, cdy, tokens)
+		gprobs, gdl := c.AllocAs(act, B*T, V), c.AllocAs(act, B*T, V)
+		gloss = append(gloss, c.CrossEntropy(gprobs, cl, tokens, 0))
+		c.CrossEntropyBackward(gdl, cprobs, tokens, 0.25)
+		return [][]float32{down(c, gy), down(c, gw), down(c, gp), down(c, gprobs), down(c, gdl)}
+	})
+	if gloss[0] != gloss[1] {
+		t.Fatalf("cross entropy %v %v: loss %v then %v", act, sh, gloss[0], gloss[1])
+	}
+	// A float32 softmax and log per row against the CPU's own exp and its
+	// float64 log: a few float32 ulp.
+	if math.Abs(gloss[0]-loss) > 1e-6*math.Abs(loss) {
+		t.Fatalf("cross entropy %v %v: loss %v, want %v", act, sh, gloss[0], loss)
+	}
+	check(t, fmt.Sprintf("embed %v %v", act, sh), got[0], roundIf(act, y.Data), 0)
+	check(t, fmt.Sprintf("embed dwte %v %v", act, sh), got[1], dwte.Data, 0)
+	check(t, fmt.Sprintf("embed dwpe %v %v", act, sh), got[2], dwpe.Data, 0)
+	// The CPU's exp32 polynomial against expf: within a few ulp.
+	checkOut(t, fmt.Sprintf("cross entropy probs %v %v", act, sh), act, got[3], probs.Data, 1e-6)
+	check(t, fmt.Sprintf("cross entropy backward %v %v", act, sh), got[4], roundIf(act, dl.Data), 0)
 }
 
 func TestCUDAMemoryAndOptimizers(t *testing.T) {

@@ -124,13 +124,16 @@ func (c *CUDA) download(dst unsafe.Pointer, p devPtr, bytes int) {
 	})
 }
 
-// Copy sets dst = src on the device; both must have one dtype (a conversion
-// between dtypes is a kernel of its own).
+// Copy sets dst = src on the device: a copy of the bytes within one dtype, a
+// conversion kernel between dtypes (rounding to nearest even into bfloat16).
 func (c *CUDA) Copy(dst, src *Tensor) {
 	d, s := c.ptrAny("copy", dst), c.ptrAny("copy", src)
 	mustLen("copy", "src", src, dst.Len())
 	if dst.dtype != src.dtype {
-		panic(fmt.Sprintf("copy: %v into %v: the CUDA backend copies within one dtype", src, dst))
+		if n := dst.Len(); n > 0 {
+			c.launch("convert", c.chunkGrid(n), blk(elemBlock), 0, d, s, int64(n), dtBits(dst, src))
+		}
+		return
 	}
 	if n := int(dst.Bytes()); n > 0 && d != s {
 		c.dev.enqueue("copy", func() error { return c.dev.api.MemcpyDtoDAsync(d, s, n, c.dev.stream) })
@@ -139,9 +142,9 @@ func (c *CUDA) Copy(dst, src *Tensor) {
 
 // Scale multiplies t by s.
 func (c *CUDA) Scale(t *Tensor, s float32) {
-	p := c.ptr("scale", t)
+	p := c.ptrAny("scale", t)
 	if n := t.Len(); n > 0 {
-		c.launch("scale_f32", c.elementGrid(n), blk(elemBlock), 0, p, s, int64(n))
+		c.launch("scale", c.chunkGrid(n), blk(elemBlock), 0, p, s, int64(n), dtBits(t))
 	}
 }
 
@@ -157,7 +160,7 @@ func sumsqBlocks(n int) (blocks, chunk int) {
 // SumSquares is Σ x² in double: per-block partial sums over fixed chunks, then
 // one block adds them in a fixed tree.
 func (c *CUDA) SumSquares(t *Tensor) float64 {
-	p := c.ptr("sum of squares", t)
+	p := c.ptrAny("sum of squares", t)
 	n := t.Len()
 	if n == 0 {
 		return 0
@@ -165,8 +168,8 @@ func (c *CUDA) SumSquares(t *Tensor) float64 {
 	blocks, chunk := sumsqBlocks(n)
 	part := c.tmp(2*blocks + 2) // doubles; the last two floats take the total
 	total := part.ptr + devPtr(blocks)*8
-	c.launch("sumsq_partial", blk(blocks), blk(elemBlock), 0, part.ptr, p, int64(n), int64(chunk))
-	c.launch("sumsq_final", blk(1), blk(elemBlock), 0, total, part.ptr, int32(blocks))
+	c.launch("sumsq_partial", blk(blocks), blk(elemBlock), 0, part.ptr, p, int64(n), int64(chunk), dtBits(t))
+	c.launch("sum_f64", blk(1), blk(elemBlock), 0, total, part.ptr, int32(blocks))
 	var s float64
 	c.download(unsafe.Pointer(&s), total, 8)
 	c.alloc.put(part)

@@ -1,9 +1,11 @@
 package tensor
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -15,8 +17,9 @@ import (
 const realNVRTCEnv = "PPLAUNCH_TEST_REAL_NVRTC"
 
 // TestKernelsCompileWithRealNVRTC compiles every kernel with NVIDIA's NVRTC to
-// CUBIN for sm_80 and sm_90, in a child process, logs registers and spills as
-// ptxas reports them, and fails on a spill. It skips, naming the pip packages, where the
+// CUBIN for sm_80 and sm_90, in a child process, logs each kernel's registers
+// as ptxas reports them, and fails on a kernel with no report, a stack frame
+// or a spill. It skips, naming the pip packages, where the
 // libraries are not installed.
 func TestKernelsCompileWithRealNVRTC(t *testing.T) {
 	if os.Getenv(realNVRTCEnv) == "" {
@@ -39,7 +42,6 @@ func TestKernelsCompileWithRealNVRTC(t *testing.T) {
 	v := libs.Versions()
 	t.Logf("NVRTC %d.%d from %v", v.NVRTCMajor, v.NVRTCMinor, v.Dirs)
 	src := KernelSource()
-	registers := map[string]string{}
 	for _, arch := range []string{"sm_80", "sm_90"} {
 		cubin, log, err := libs.Compile(src, "pplaunch_kernels.cu", arch, append(kernelOptions, "--ptxas-options=-v")...)
 		if err != nil {
@@ -48,38 +50,61 @@ func TestKernelsCompileWithRealNVRTC(t *testing.T) {
 		if len(cubin) < 4 || string(cubin[1:4]) != "ELF" {
 			t.Fatalf("%s: %d bytes that are not an ELF CUBIN", arch, len(cubin))
 		}
-		entries := regexp.MustCompile(`Compiling entry function '(\w+)'`).FindAllStringSubmatch(log, -1)
+		usage := ptxasUsage(log)
 		for _, k := range KernelNames() {
-			if !strings.Contains(log, "'"+k+"'") {
-				t.Errorf("%s: ptxas reports no entry %s (%d entries)", arch, k, len(entries))
-			}
-		}
-		// ptxas reports each entry's registers (the fused attention's are
-		// the most: its accumulators live there).
-		for _, chunk := range strings.Split(log, "Compiling entry function '")[1:] {
-			name, rest, _ := strings.Cut(chunk, "'")
-			if m := regexp.MustCompile(`Used (\d+) registers`).FindStringSubmatch(rest); m != nil {
-				registers[arch+" "+name] = m[1]
-			}
-		}
-		for _, k := range KernelNames() {
-			if registers[arch+" "+k] == "" {
-				t.Errorf("%s: ptxas reports no register count for %s", arch, k)
-			}
-		}
-		// Every kernel is small enough to live in registers: a spill is a
-		// regression (ptxas: "N bytes spill stores, M bytes spill loads").
-		for _, m := range regexp.MustCompile(`(\d+) bytes spill stores, (\d+) bytes spill loads`).FindAllStringSubmatch(log, -1) {
-			if m[1] != "0" || m[2] != "0" {
-				t.Errorf("%s: a kernel spills registers: %s", arch, m[0])
+			u, ok := usage[k]
+			switch {
+			case !ok || u.registers == 0:
+				t.Errorf("%s: ptxas reports no registers for %s (%d entries)", arch, k, len(usage))
+			case u.stack != 0 || u.spillStores != 0 || u.spillLoads != 0:
+				// Every kernel lives in registers: a stack frame (a local
+				// array indexed at run time) or a spill is a regression.
+				t.Errorf("%s: %s uses %d bytes of stack, spills %d bytes and reloads %d", arch, k, u.stack, u.spillStores, u.spillLoads)
 			}
 		}
 		var report []string
-		for _, l := range strings.Split(log, "\n") {
-			if strings.Contains(l, "Compiling entry") || strings.Contains(l, "registers") || strings.Contains(l, "spill") {
-				report = append(report, strings.TrimSpace(l))
-			}
+		for _, k := range KernelNames() {
+			report = append(report, fmt.Sprintf("%s: %d registers", k, usage[k].registers))
 		}
 		t.Logf("%s: %d bytes of CUBIN\n%s", arch, len(cubin), strings.Join(report, "\n"))
 	}
+}
+
+// kernelUsage is what ptxas -v says of one entry function.
+type kernelUsage struct{ registers, stack, spillStores, spillLoads int }
+
+var (
+	ptxasEntry = regexp.MustCompile(`Compiling entry function '(\w+)'`)
+	ptxasFrame = regexp.MustCompile(`(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads`)
+	ptxasRegs  = regexp.MustCompile(`Used (\d+) registers`)
+)
+
+// ptxasUsage reads ptxas's -v log: each "Compiling entry function" line
+// starts an entry, whose stack frame, spill and register lines follow it.
+func ptxasUsage(log string) map[string]kernelUsage {
+	out := map[string]kernelUsage{}
+	entry := ""
+	for _, l := range strings.Split(log, "\n") {
+		if m := ptxasEntry.FindStringSubmatch(l); m != nil {
+			entry = m[1]
+			continue
+		}
+		if entry == "" {
+			continue
+		}
+		u := out[entry]
+		if m := ptxasFrame.FindStringSubmatch(l); m != nil {
+			u.stack, u.spillStores, u.spillLoads = atoi(m[1]), atoi(m[2]), atoi(m[3])
+		}
+		if m := ptxasRegs.FindStringSubmatch(l); m != nil {
+			u.registers = atoi(m[1])
+		}
+		out[entry] = u
+	}
+	return out
+}
+
+func atoi(s string) int {
+	n, _ := strconv.Atoi(s) // the patterns match digits only
+	return n
 }

@@ -6,7 +6,7 @@ import (
 	"unsafe"
 )
 
-// LayerNorm normalises each row of x, one block per row.
+// LayerNorm normalises each row of x, a warp per row.
 func (c *CUDA) LayerNorm(y, mean, rstd, x, gamma, beta *Tensor, eps float32) {
 	const op = "layernorm"
 	n, d := lnDims(op, x, mean, rstd)
@@ -16,8 +16,8 @@ func (c *CUDA) LayerNorm(y, mean, rstd, x, gamma, beta *Tensor, eps float32) {
 	if n == 0 {
 		return
 	}
-	c.launch("layernorm_forward", blk(n), blk(rowBlock), 0, c.ptr(op, y), c.ptr(op, mean), c.ptr(op, rstd),
-		c.ptr(op, x), c.ptr(op, gamma), c.ptr(op, beta), int32(d), eps)
+	c.launch("layernorm_forward", rowGrid(n), blk(rowBlock), 0, c.ptrAny(op, y), c.ptr(op, mean), c.ptr(op, rstd),
+		c.ptrAny(op, x), c.ptrAny(op, gamma), c.ptrAny(op, beta), int32(n), int32(d), eps, dtBits(y, x, gamma, beta))
 }
 
 // LayerNormBackwardInput computes dx from dy and the saved statistics.
@@ -30,8 +30,8 @@ func (c *CUDA) LayerNormBackwardInput(dx, dy, x, mean, rstd, gamma *Tensor) {
 	if n == 0 {
 		return
 	}
-	c.launch("layernorm_backward_input", blk(n), blk(rowBlock), 0, c.ptr(op, dx), c.ptr(op, dy), c.ptr(op, x),
-		c.ptr(op, mean), c.ptr(op, rstd), c.ptr(op, gamma), int32(d))
+	c.launch("layernorm_backward_input", rowGrid(n), blk(rowBlock), 0, c.ptrAny(op, dx), c.ptrAny(op, dy), c.ptrAny(op, x),
+		c.ptr(op, mean), c.ptr(op, rstd), c.ptrAny(op, gamma), int32(n), int32(d), dtBits(dx, dy, x, gamma))
 }
 
 // LayerNormBackwardWeight computes dgamma = Σ_rows dy·x̂ and dbeta = Σ_rows dy
@@ -45,20 +45,20 @@ func (c *CUDA) LayerNormBackwardWeight(dgamma, dbeta, dy, x, mean, rstd *Tensor)
 	if d == 0 {
 		return
 	}
-	gp, bp := c.ptr(op, dgamma), c.ptr(op, dbeta)
+	gp, bp := c.ptrAny(op, dgamma), c.ptrAny(op, dbeta)
 	chunks := (n + colChunk - 1) / colChunk
 	if chunks == 0 {
-		c.memset(gp, d*4)
-		c.memset(bp, d*4)
+		c.memset(gp, int(dgamma.Bytes()))
+		c.memset(bp, int(dbeta.Bytes()))
 		return
 	}
 	part := c.tmp(2 * chunks * d)
 	pb := part.ptr + devPtr(chunks*d)*4
 	c.launch("layernorm_weight_partial", colGrid(chunks, d), blk(colBlock), 0, part.ptr, pb,
-		c.ptr(op, dy), c.ptr(op, x), c.ptr(op, mean), c.ptr(op, rstd), int32(n), int32(d), int32(colChunk))
+		c.ptrAny(op, dy), c.ptrAny(op, x), c.ptr(op, mean), c.ptr(op, rstd), int32(n), int32(d), int32(colChunk), dtBits(dy, x))
 	cols := blk((d + colBlock - 1) / colBlock)
-	c.launch("colsum_final", cols, blk(colBlock), 0, gp, part.ptr, int32(chunks), int32(d))
-	c.launch("colsum_final", cols, blk(colBlock), 0, bp, pb, int32(chunks), int32(d))
+	c.launch("colsum_final", cols, blk(colBlock), 0, gp, part.ptr, int32(chunks), int32(d), dtBits(dgamma))
+	c.launch("colsum_final", cols, blk(colBlock), 0, bp, pb, int32(chunks), int32(d), dtBits(dbeta))
 	c.alloc.put(part)
 }
 
@@ -84,7 +84,7 @@ func (c *CUDA) GeluExactBackward(dx, dy, x, cdf *Tensor) {
 
 // Add computes y = a + b.
 func (c *CUDA) Add(y, a, b *Tensor) {
-	c.elementwise("add", "add_f32", y.Len(), operand{"y", y}, operand{"a", a}, operand{"b", b})
+	c.elementwise("add", "add", y.Len(), operand{"y", y}, operand{"a", a}, operand{"b", b})
 }
 
 // Embed computes y[b,t] = wte[token] + wpe[t]; the token ids are copied to the device.
@@ -95,7 +95,8 @@ func (c *CUDA) Embed(y, wte, wpe *Tensor, tokens []int32) {
 	}
 	ids := c.uploadInts("embed", tokens)
 	grid := [3]uint32{uint32(len(tokens)), uint32((D + colBlock - 1) / colBlock), 1}
-	c.launch("embed_forward", grid, blk(colBlock), 0, c.ptr("embed", y), c.ptr("embed", wte), c.ptr("embed", wpe), ids.ptr, int32(T), int32(D))
+	c.launch("embed_forward", grid, blk(colBlock), 0, c.ptrAny("embed", y), c.ptrAny("embed", wte), c.ptrAny("embed", wpe), ids.ptr,
+		int32(T), int32(D), dtBits(y, wte, wpe))
 	c.alloc.put(ids)
 }
 
@@ -126,10 +127,10 @@ func tokenRows(tokens []int32) (packed []int32, distinct int) {
 func (c *CUDA) EmbedBackward(dwte, dwpe, dy *Tensor, tokens []int32) {
 	const op = "embed backward"
 	D, T := embedDims(op, dwte, dwpe, dy, tokens)
-	wp := c.ptr(op, dwte)
-	c.memset(wp, dwte.Len()*4)
+	wp := c.ptrAny(op, dwte)
+	c.memset(wp, int(dwte.Bytes()))
 	if dwpe != nil {
-		c.memset(c.ptr(op, dwpe), dwpe.Len()*4)
+		c.memset(c.ptrAny(op, dwpe), int(dwpe.Bytes()))
 	}
 	if len(tokens) == 0 || D == 0 {
 		return
@@ -139,18 +140,19 @@ func (c *CUDA) EmbedBackward(dwte, dwpe, dy *Tensor, tokens []int32) {
 	start := lists.ptr + devPtr(u)*4
 	rows := start + devPtr(u+1)*4
 	cb := uint32((D + colBlock - 1) / colBlock)
-	c.launch("embed_backward_wte", [3]uint32{uint32(u), cb, 1}, blk(colBlock), 0, wp, c.ptr(op, dy), lists.ptr, start, rows, int32(D))
+	c.launch("embed_backward_wte", [3]uint32{uint32(u), cb, 1}, blk(colBlock), 0, wp, c.ptrAny(op, dy), lists.ptr, start, rows, int32(D), dtBits(dwte, dy))
 	if dwpe != nil {
 		c.launch("embed_backward_wpe", [3]uint32{uint32(min(T, len(tokens))), cb, 1}, blk(colBlock), 0,
-			c.ptr(op, dwpe), c.ptr(op, dy), int32(len(tokens)), int32(T), int32(D))
+			c.ptrAny(op, dwpe), c.ptrAny(op, dy), int32(len(tokens)), int32(T), int32(D), dtBits(dwpe, dy))
 	}
 	c.alloc.put(lists)
 }
 
 // CrossEntropy writes the softmax of each row over its first valid columns
 // (0: all; the padding columns get probability 0) and returns the mean over
-// rows of -log p[target]; the per-row losses, in float64 with the softmax
-// denominator summed in float64, come to the host and are added in row order.
+// rows of -log p[target]: the per-row losses, in float64 with the softmax
+// denominator summed in float64, are added on the device in an order fixed
+// by the row count, and the sum alone comes to the host.
 func (c *CUDA) CrossEntropy(probs, logits *Tensor, targets []int32, valid int) float64 {
 	n, V := logits.Rows()
 	if len(targets) != n {
@@ -163,17 +165,15 @@ func (c *CUDA) CrossEntropy(probs, logits *Tensor, targets []int32, valid int) f
 		return 0
 	}
 	ids := c.uploadInts("cross entropy", targets)
-	loss := c.tmp(2 * n) // doubles
-	c.launch("crossentropy_forward", blk(n), blk(rowBlock), 0, c.ptr("cross entropy", probs), loss.ptr,
-		c.ptr("cross entropy", logits), ids.ptr, int32(V), int32(valid))
-	rows := make([]float64, n)
-	c.download(unsafe.Pointer(&rows[0]), loss.ptr, n*8)
+	loss := c.tmp(2*n + 2) // doubles: the rows', then their sum
+	sum := loss.ptr + devPtr(n)*8
+	c.launch("crossentropy_forward", rowGrid(n), blk(rowBlock), 0, c.ptrAny("cross entropy", probs), loss.ptr,
+		c.ptrAny("cross entropy", logits), ids.ptr, int32(n), int32(V), int32(valid), dtBits(probs, logits))
+	c.launch("sum_f64", blk(1), blk(elemBlock), 0, sum, loss.ptr, int32(n))
+	var total float64
+	c.download(unsafe.Pointer(&total), sum, 8)
 	c.alloc.put(ids)
 	c.alloc.put(loss)
-	var total float64
-	for _, l := range rows {
-		total += l
-	}
 	return total / float64(n)
 }
 
@@ -190,8 +190,9 @@ func (c *CUDA) CrossEntropyBackward(dlogits, probs *Tensor, targets []int32, sca
 		return
 	}
 	ids := c.uploadInts(op, targets)
-	grid := [3]uint32{uint32(n), uint32(min((V+elemBlock-1)/elemBlock, 64)), 1}
-	c.launch("crossentropy_backward", grid, blk(elemBlock), 0, c.ptr(op, dlogits), c.ptr(op, probs), ids.ptr, int32(V), scale/float32(n))
+	grid := [3]uint32{uint32(n), uint32(min((V+elemBlock*rowChunk-1)/(elemBlock*rowChunk), 64)), 1}
+	c.launch("crossentropy_backward", grid, blk(elemBlock), 0, c.ptrAny(op, dlogits), c.ptrAny(op, probs), ids.ptr, int32(V), scale/float32(n),
+		dtBits(dlogits, probs))
 	c.alloc.put(ids)
 }
 
@@ -202,14 +203,17 @@ type operand struct {
 }
 
 // elementwise checks that every operand holds n elements and runs kernel over
-// them, one thread per element: the operands' pointers in order, then n.
+// them, one thread per element: the operands' pointers in order, then n and
+// their dtypes (dtBits).
 func (c *CUDA) elementwise(op, kernel string, n int, ops ...operand) {
-	args := make([]any, 0, len(ops)+1)
-	for _, o := range ops {
+	args := make([]any, 0, len(ops)+2)
+	ts := make([]*Tensor, len(ops))
+	for i, o := range ops {
 		mustLen(op, o.name, o.t, n)
-		args = append(args, c.ptr(op, o.t))
+		args = append(args, c.ptrAny(op, o.t))
+		ts[i] = o.t
 	}
 	if n > 0 {
-		c.launch(kernel, c.elementGrid(n), blk(elemBlock), 0, append(args, int64(n))...)
+		c.launch(kernel, c.chunkGrid(n), blk(elemBlock), 0, append(args, int64(n), dtBits(ts...))...)
 	}
 }

@@ -51,11 +51,11 @@ func TestSumsqBlocks(t *testing.T) {
 // TestKernelNames: the source defines each kernel the backend launches.
 func TestKernelNames(t *testing.T) {
 	names := KernelNames()
-	for _, k := range []string{"add_f32", "scale_f32", "bias_residual", "embed_forward", "embed_backward_wte",
+	for _, k := range []string{"add", "scale", "convert", "bias_residual", "linear_epilogue", "embed_forward", "embed_backward_wte",
 		"embed_backward_wpe", "layernorm_forward", "layernorm_backward_input", "layernorm_weight_partial",
-		"colsum_partial", "colsum_final", "sumsq_partial", "sumsq_final", "gelu_forward", "gelu_backward", "gelu_exact_forward", "gelu_exact_backward",
+		"colsum_partial", "colsum_final", "sumsq_partial", "sum_f64", "gelu_forward", "gelu_backward", "gelu_exact_forward", "gelu_exact_backward",
 		"causal_softmax_forward", "causal_softmax_backward", "crossentropy_forward", "crossentropy_backward",
-		"adamw_step", "sgd_step"} {
+		"adamw_step", "adamw_multi", "sumsq_multi_partial", "sumsq_multi_final", "sgd_step"} {
 		if !slices.Contains(names, k) {
 			t.Errorf("kernel %s not in the kernel source (have %v)", k, names)
 		}
@@ -67,11 +67,11 @@ func TestKernelNames(t *testing.T) {
 // refused by name.
 func TestCheckBlock(t *testing.T) {
 	for _, b := range []int{elemBlock, rowBlock, colBlock} {
-		if err := checkBlock("add_f32", blk(b)); err != nil {
+		if err := checkBlock("add", blk(b)); err != nil {
 			t.Errorf("block %d: %v", b, err)
 		}
 	}
-	if err := checkBlock("sumsq_final", blk(elemBlock)); err != nil {
+	if err := checkBlock("sum_f64", blk(elemBlock)); err != nil {
 		t.Errorf("sumsq on elemBlock: %v", err)
 	}
 	for _, c := range []struct {
@@ -79,12 +79,12 @@ func TestCheckBlock(t *testing.T) {
 		block  [3]uint32
 		want   string
 	}{
-		{"add_f32", blk(100), "block of 100 threads: want a multiple of 32"},
-		{"add_f32", blk(0), "multiple of 32"},
-		{"add_f32", blk(2048), "up to 1024"},
+		{"add", blk(100), "block of 100 threads: want a multiple of 32"},
+		{"add", blk(0), "multiple of 32"},
+		{"add", blk(2048), "up to 1024"},
 		{"layernorm_forward", [3]uint32{32, 2, 1}, "one-dimensional"},
 		{"sumsq_partial", blk(128), "kernel sumsq_partial: block of 128 threads: it needs exactly 256"},
-		{"sumsq_final", blk(512), "needs exactly 256"},
+		{"sum_f64", blk(512), "needs exactly 256"},
 	} {
 		if err := checkBlock(c.kernel, c.block); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s %v: %v, want %q", c.kernel, c.block, err, c.want)

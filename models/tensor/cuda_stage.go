@@ -14,16 +14,19 @@ import (
 // so that a copy overlaps the compute queued after it. The CPU backend is no
 // Stager: a transport reads and writes its tensors' Data directly.
 type Stager interface {
-	// StageOut starts copying t to a pinned host buffer once the work
-	// queued so far (the compute that writes t) is done. Wait for the
-	// result before reading its Host values, and do not free or overwrite t
-	// before that.
+	// StageOut starts copying t to a pinned host buffer of t's dtype once
+	// the work queued so far (the compute that writes t) is done. Wait for
+	// the result before reading its Host (float32) or Half (bfloat16)
+	// values, and do not free or overwrite t before that.
 	StageOut(t *Tensor) *Staging
-	// Pinned returns a pinned host buffer of n values to receive into.
+	// Pinned returns a pinned host buffer of n float32 values to receive into.
 	Pinned(n int) *Staging
-	// StageIn starts copying s's Host values into t (as many as t holds)
-	// once the work queued so far (which may still read t) is done. The
-	// compute that reads t must come after s.Await.
+	// PinnedAs returns a pinned host buffer of n values of the dtype (Host
+	// for float32, Half for bfloat16: 2 bytes a value).
+	PinnedAs(dt DType, n int) *Staging
+	// StageIn starts copying s's values into t (as many as t holds; s has
+	// t's dtype) once the work queued so far (which may still read t) is
+	// done. The compute that reads t must come after s.Await.
 	StageIn(t *Tensor, s *Staging)
 }
 
@@ -31,9 +34,9 @@ type Stager interface {
 // tensor that is in flight, if any. Its methods are for one goroutine at a
 // time.
 type Staging struct {
-	// Host holds the values: written by the copy of StageOut (after Wait),
-	// read by the copy of StageIn. Half is the same memory as bfloat16
-	// values, for a bfloat16 tensor (which copies t.Bytes()).
+	// Host holds a float32 buffer's values, Half a bfloat16 buffer's (the
+	// other is nil): written by the copy of StageOut (after Wait), read by
+	// the copy of StageIn.
 	Host []float32
 	Half []uint16
 	c    *CUDA
@@ -77,11 +80,14 @@ func (c *CUDA) copyStream() cuStream {
 	return c.stg.stream
 }
 
-// Pinned returns a pinned buffer of n values from the pool, or a new one. A
-// buffer an upload may still read is waited for first.
-func (c *CUDA) Pinned(n int) *Staging {
+// Pinned returns a pinned buffer of n float32 values.
+func (c *CUDA) Pinned(n int) *Staging { return c.PinnedAs(Float32, n) }
+
+// PinnedAs returns a pinned buffer of n values of the dtype from the pool, or
+// a new one. A buffer an upload may still read is waited for first.
+func (c *CUDA) PinnedAs(dt DType, n int) *Staging {
 	c.copyStream()
-	cl := sizeClass(max(n, 1) * 4)
+	cl := sizeClass(max(n, 1) * dt.Size())
 	c.stg.mu.Lock()
 	var b *pinned
 	if l := c.stg.free[cl]; len(l) > 0 {
@@ -114,14 +120,25 @@ func (c *CUDA) Pinned(n int) *Staging {
 	if err != nil {
 		panic(fmt.Sprintf("cuda backend: pinned buffer of %d bytes: %v", cl, err))
 	}
-	return &Staging{Host: unsafe.Slice((*float32)(b.p), n), Half: unsafe.Slice((*uint16)(b.p), n), c: c, b: b}
+	if dt == BFloat16 {
+		return &Staging{Half: unsafe.Slice((*uint16)(b.p), n), c: c, b: b}
+	}
+	return &Staging{Host: unsafe.Slice((*float32)(b.p), n), c: c, b: b}
+}
+
+// values is how many values s holds, of which dtype.
+func (s *Staging) values() (DType, int) {
+	if s.Half != nil {
+		return BFloat16, len(s.Half)
+	}
+	return Float32, len(s.Host)
 }
 
 // StageOut queues, on the copy stream, the copy of t to a pinned buffer
 // after the compute queued so far.
 func (c *CUDA) StageOut(t *Tensor) *Staging {
-	p := c.ptr("stage out", t)
-	s := c.Pinned(t.Len())
+	p := c.ptrAny("stage out", t)
+	s := c.PinnedAs(t.dtype, t.Len())
 	b, cs, n := s.b, c.stg.stream, int(t.Bytes())
 	b.copyQueued = true
 	c.dev.enqueue("stage out", func() error {
@@ -144,12 +161,16 @@ func (c *CUDA) StageOut(t *Tensor) *Staging {
 // StageIn queues, on the copy stream, the copy of s.Host into t after the
 // compute queued so far.
 func (c *CUDA) StageIn(t *Tensor, s *Staging) {
-	p := c.ptr("stage in", t)
+	p := c.ptrAny("stage in", t)
 	if s.c != c || s.rel {
 		panic("stage in: the staging buffer is released or belongs to another backend")
 	}
-	if len(s.Host) < t.Len() {
-		panic(fmt.Sprintf("stage in: %d host values into %v (%d elements)", len(s.Host), t.Shape, t.Len()))
+	dt, have := s.values()
+	if dt != t.dtype {
+		panic(fmt.Sprintf("stage in: a %v buffer into %v: stage through PinnedAs(%v, n)", dt, t, t.dtype))
+	}
+	if have < t.Len() {
+		panic(fmt.Sprintf("stage in: %d host values into %v (%d elements)", have, t.Shape, t.Len()))
 	}
 	b, cs, n := s.b, c.stg.stream, int(t.Bytes())
 	s.up, b.copyQueued, b.seenDone = true, true, false

@@ -84,3 +84,14 @@ func UnpackBF16(dst []float32, src []uint16) {
 		dst[i] = FromBF16(src[i])
 	}
 }
+
+// anyBF16 reports whether any of ts (nil ones skipped) is bfloat16: a
+// product with one bfloat16 tensor reads every operand rounded to bfloat16.
+func anyBF16(ts ...*Tensor) bool {
+	for _, t := range ts {
+		if t != nil && t.dtype == BFloat16 {
+			return true
+		}
+	}
+	return false
+}

@@ -8,8 +8,9 @@
 // byte in one interval, one of them writing, unordered by a __syncwarp, is a
 // race; a read of a byte no thread of the block wrote is uninitialised memory.
 //
-// Device memory has a shadow record per 4 bytes: the launch, the block that
-// wrote it and up to two blocks that read it. Blocks of one launch are not
+// Device memory has a shadow record per 2 bytes (kGrain: a bfloat16, so that
+// blocks writing neighbouring bfloat16 values do not look as if they shared
+// one): the launch, the block that wrote it and up to two blocks that read it. Blocks of one launch are not
 // ordered on a GPU (there is no grid-wide barrier in the project's kernels),
 // so one block reading or writing what another wrote, or writing what another
 // read, is a race whatever order the emulator runs them in.
@@ -153,8 +154,8 @@ bool device_race(int kind, const EmuRegion *r, uintptr_t a, uint32_t other, std:
 
 bool device_access(const EmuRegion *r, uintptr_t a, size_t n, bool write, std::string *why) {
 	GEnt *g = (GEnt *)r->shadow;
-	size_t first = (a - r->lo) / 4, last = (a - r->lo + n - 1) / 4;
-	if (last >= (r->n + 3) / 4) last = (r->n + 3) / 4 - 1;
+	size_t first = (a - r->lo) / kGrain, last = (a - r->lo + n - 1) / kGrain;
+	if (last >= (r->n + kGrain - 1) / kGrain) last = (r->n + kGrain - 1) / kGrain - 1;
 	for (size_t i = first; i <= last; i++) {
 		GEnt &e = g[i];
 		if (e.launch != launch_id) e = GEnt{launch_id, 0, 0, 0};

@@ -18,6 +18,8 @@ struct EmuRegion {
 	void *shadow;
 };
 size_t emu_shadow_bytes(size_t n);
+/* kGrain is the bytes of device memory one shadow record covers. */
+static const size_t kGrain = 2;
 /* emu_alloc_snapshot fills out with the device allocations, sorted by
  * address, unless they are the same as when *gen was taken (false then). */
 bool emu_alloc_snapshot(unsigned long long *gen, std::vector<EmuRegion> *out);

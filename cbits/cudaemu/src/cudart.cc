@@ -193,7 +193,7 @@ static size_t allocated;
 static std::map<uintptr_t, size_t> host_allocs; // pinned host memory
 static unsigned long long alloc_gen = 1;          // changes with allocs
 
-size_t emu_shadow_bytes(size_t n) { return (n + 3) / 4 * 16; }
+size_t emu_shadow_bytes(size_t n) { return (n + kGrain - 1) / kGrain * 16; }
 
 bool emu_alloc_snapshot(unsigned long long *gen, std::vector<EmuRegion> *out) {
 	std::lock_guard<std::mutex> g(mu);
