@@ -51,7 +51,6 @@ type request struct {
 // running is a rank the keeper started and has not yet reaped.
 type running struct {
 	local int
-	cgdir string // its cgroup ("" none)
 }
 
 type keeper struct {
@@ -190,29 +189,23 @@ func (k *keeper) start(req request) {
 		Files: []uintptr{uintptr(req.fds[0]), uintptr(req.fds[1]), uintptr(req.fds[2])},
 		Sys:   &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
 	}
-	var cgdir string
-	if k.cg != nil {
-		dir, fd, err := k.cg.rank(s.Local)
-		if err == nil {
-			defer syscall.Close(fd)
-			cgdir, attr.Sys.UseCgroupFD, attr.Sys.CgroupFD = dir, true, fd
-		}
+	if k.cg != nil && k.cg.fd >= 0 {
+		attr.Sys.UseCgroupFD, attr.Sys.CgroupFD = true, k.cg.fd
 	}
 	at := time.Now()
 	pid, err := syscall.ForkExec(s.Path, s.Argv, attr)
-	if err != nil && cgdir != "" {
+	if err != nil && attr.Sys.UseCgroupFD {
 		// The kernel may refuse the cgroup (clone3 missing, a group that
-		// takes no processes): start without, and make no more.
-		os.Remove(cgdir)
-		cgdir, attr.Sys.UseCgroupFD = "", false
-		k.cg = nil
+		// takes no processes): start without, and clone into it no more.
+		syscall.Close(k.cg.fd)
+		k.cg.fd, attr.Sys.UseCgroupFD = -1, false
 		pid, err = syscall.ForkExec(s.Path, s.Argv, attr)
 	}
 	if err != nil {
 		send(Event{Kind: Failed, Local: s.Local, Text: "fork/exec " + s.Path + ": " + err.Error()})
 		return
 	}
-	k.running[pid] = running{local: s.Local, cgdir: cgdir}
+	k.running[pid] = running{local: s.Local}
 	send(Event{Kind: Started, Local: s.Local, Pid: pid, At: at})
 }
 
@@ -237,8 +230,7 @@ func (k *keeper) reap() bool {
 		}
 		at := time.Now()
 		delete(k.running, pid)
-		Kill(r.cgdir)
-		syscall.Kill(-pid, syscall.SIGKILL)
+		syscall.Kill(-pid, syscall.SIGKILL) // what it left in its process group
 		k.ended[r.local] = true
 		code, sig := ws.ExitStatus(), 0
 		if ws.Signaled() {
@@ -258,22 +250,24 @@ func (k *keeper) sweep() {
 	}
 	k.dirty = false
 	if k.gone {
+		if k.cg != nil {
+			Kill(k.cg.dir) // every process of the job at once, however it hid
+		}
 		for pid := range k.running {
 			killProc(pid)
 		}
 	}
-	if k.cg != nil {
-		// Every process of the ranks is in their cgroups: an ended rank's
-		// was killed whole; the job's is killed whole when the agent is gone.
-		// (No look at /proc: the launch stays cheap.)
-		if k.gone {
-			Kill(k.cg.dir)
-		}
-		return
-	}
 	ranks := map[int]bool{}
 	for pid := range k.running {
 		ranks[pid] = true
+	}
+	if !k.gone && k.cg != nil && k.cg.fd >= 0 {
+		// Every process of the ranks is in the job's cgroup: when it holds
+		// the running ranks alone, nothing was left behind, and the
+		// keeper's children need no look under /proc.
+		if in, err := procs(k.cg.dir); err == nil && onlyRanks(in, ranks) {
+			return
+		}
 	}
 	for _, pid := range doomed(children(), ranks, k.ended, ownerFromProc, k.gone) {
 		killProc(pid)

@@ -63,6 +63,16 @@ func doomed(kids []int, running map[int]bool, ended map[int]bool, owner func(pid
 	return out
 }
 
+// onlyRanks reports whether every process in procs is a running rank.
+func onlyRanks(procs []int, running map[int]bool) bool {
+	for _, pid := range procs {
+		if !running[pid] {
+			return false
+		}
+	}
+	return true
+}
+
 // ownerFromProc is doomed's owner over /proc.
 func ownerFromProc(pid int) (int, bool) {
 	b, err := os.ReadFile("/proc/" + itoa(pid) + "/environ")
