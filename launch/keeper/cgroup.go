@@ -15,8 +15,8 @@ import (
 // job ends or its agent is gone. One directory for the job rather than one
 // per rank: making, opening and removing a directory for each rank cost the
 // launch about 0.1 ms a rank. What one rank leaves behind while the others
-// run is found as without a cgroup (tree.go), looked for only when the
-// cgroup holds more processes than the running ranks (sweep).
+// run is told apart by its environment, as without a cgroup (tree.go), among
+// the cgroup's processes that are not running ranks.
 // Where no cgroup v2 hierarchy is mounted, or the keeper's group is not
 // writable (an unprivileged user without delegation, a read-only container
 // mount), or the kernel has no cgroup.kill (before 5.14), the keeper works

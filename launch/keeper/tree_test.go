@@ -45,22 +45,3 @@ func TestDoomed(t *testing.T) {
 		}
 	}
 }
-
-func TestOnlyRanks(t *testing.T) {
-	running := map[int]bool{100: true, 101: true}
-	for _, tc := range []struct {
-		name  string
-		procs []int
-		want  bool
-	}{
-		{"empty cgroup", nil, true},
-		{"the running ranks", []int{101, 100}, true},
-		{"one rank left: no look needed", []int{100}, true},
-		{"a rank's child", []int{100, 101, 250}, false},
-		{"an orphan alone", []int{250}, false},
-	} {
-		if got := onlyRanks(tc.procs, running); got != tc.want {
-			t.Errorf("%s: onlyRanks(%v) = %v, want %v", tc.name, tc.procs, got, tc.want)
-		}
-	}
-}
