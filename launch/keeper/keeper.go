@@ -31,6 +31,11 @@ const ctlFd = 3
 // maxMessage bounds one start message (a rank's argv and environment).
 const maxMessage = 4 << 20
 
+// sweepDelay is how long after a rank's end the keeper looks for what it left
+// behind: one look then covers every rank that ended meanwhile (64 ranks that
+// end together cost a few looks, not 64, each listing the job's processes).
+const sweepDelay = 5 * time.Millisecond
+
 // HoldEnv set to 1 makes the keeper stop itself (SIGSTOP) before it starts any
 // rank: a test's way to kill a keeper at a known moment.
 const HoldEnv = "PPLAUNCH_TEST_KEEPER_HOLD"
@@ -58,6 +63,7 @@ type keeper struct {
 	running map[int]running // by pid
 	ended   map[int]bool    // local ranks that ended
 	dirty   bool            // a child ended since the last sweep
+	due     bool            // sweepDelay has passed since the first of those ends
 	gone    bool            // the agent closed its end: kill everything, then exit
 }
 
@@ -96,17 +102,26 @@ func run() int {
 	}
 	starts, gone := make(chan request, 64), make(chan struct{})
 	go read(starts, gone)
+	var soon <-chan time.Time // the sweep due for the ranks that ended
 	for {
 		select {
 		case req := <-starts:
 			k.start(req)
 		case <-chld:
+		case <-soon:
+			soon, k.due = nil, true
 		case <-gone:
 			gone = nil
 			k.gone = true
 		}
 		left := k.reap()
-		k.sweep()
+		switch {
+		case k.gone || k.due:
+			k.sweep()
+			k.due = false
+		case k.dirty && len(k.ended) > 0 && soon == nil:
+			soon = time.After(sweepDelay)
+		}
 		if k.gone && !left {
 			break
 		}
