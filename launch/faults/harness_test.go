@@ -116,7 +116,8 @@ func startJob(t *testing.T, id, dir string, nodes []node, env []string) *job {
 	var wg sync.WaitGroup
 	for i, n := range nodes {
 		cmd := exec.Command(binary(t), n.argv()...)
-		cmd.Env = append(append(append(os.Environ(), env...), n.env...), runIDEnv+"="+id)
+		// TMPDIR: the run directory of an agent a case SIGKILLs is the test's to remove.
+		cmd.Env = append(append(append(os.Environ(), env...), n.env...), runIDEnv+"="+id, "TMPDIR="+t.TempDir())
 		cmd.Dir = dir
 		r, w, err := os.Pipe()
 		if err != nil {
