@@ -79,7 +79,7 @@ func runDirBases(tmpdir, xdgRuntime string, shmTmpfs bool) []string {
 	return append(out, "")
 }
 
-// isTmpfs reports whether dir is the root of a tmpfs this process may write.
+// isTmpfs reports whether dir is on a tmpfs and this process may write it.
 func isTmpfs(dir string) bool {
 	var st unix.Statfs_t
 	return unix.Statfs(dir, &st) == nil && st.Type == unix.TMPFS_MAGIC && unix.Access(dir, unix.W_OK) == nil

@@ -18,8 +18,9 @@ import (
 // (its default registry and collectors, protobuf, expfmt) initialise in
 // every pplaunch process, the agent and each rank, which cost every start
 // about half a millisecond (docs/benchmarks.md), for a handful of gauges and
-// counters. The format is the one client_golang writes, series for series,
-// and the Go and process metrics keep their client_golang names.
+// counters. The families are written as client_golang writes them (sorted,
+// a family without series left out), and the common Go and process metrics
+// keep their client_golang names.
 
 // metricSet is the families served at /metrics.
 type metricSet struct {
