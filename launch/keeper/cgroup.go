@@ -50,10 +50,10 @@ func ownCgroup(selfCgroup string) (string, bool) {
 	return "", false
 }
 
-// jobCgroupDir is where the keeper with pid makes its job's cgroup, or why it
-// cannot: mountinfo and selfCgroup are the texts of /proc/self/mountinfo and
-// /proc/self/cgroup, setting the value of CgroupEnv.
-func jobCgroupDir(mountinfo, selfCgroup, setting string, pid int) (string, error) {
+// jobCgroupDir is where a process makes its job's cgroup called name, or why
+// it cannot: mountinfo and selfCgroup are the texts of /proc/self/mountinfo
+// and /proc/self/cgroup, setting the value of CgroupEnv.
+func jobCgroupDir(mountinfo, selfCgroup, setting, name string) (string, error) {
 	if setting == "off" {
 		return "", errors.New(CgroupEnv + "=off")
 	}
@@ -65,7 +65,7 @@ func jobCgroupDir(mountinfo, selfCgroup, setting string, pid int) (string, error
 	if !ok {
 		return "", errors.New("this process is in no cgroup v2 group")
 	}
-	return path.Join(mnt, own, "pplaunch-"+itoa(pid)), nil
+	return path.Join(mnt, own, name), nil
 }
 
 // cgroups is a job's cgroup directory, and it opened for CLONE_INTO_CGROUP
@@ -75,8 +75,9 @@ type cgroups struct {
 	fd  int
 }
 
-// openCgroups makes the job's cgroup, or says why there is none.
-func openCgroups() (*cgroups, error) {
+// openCgroups makes the job's cgroup called name, or says why there is none
+// (setting: the value of CgroupEnv).
+func openCgroups(name, setting string) (*cgroups, error) {
 	mi, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
 		return nil, err
@@ -85,7 +86,7 @@ func openCgroups() (*cgroups, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := jobCgroupDir(string(mi), string(sc), os.Getenv(CgroupEnv), os.Getpid())
+	dir, err := jobCgroupDir(string(mi), string(sc), setting, name)
 	if err != nil {
 		return nil, err
 	}

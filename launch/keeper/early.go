@@ -16,21 +16,45 @@ import (
 // early is the keeper started by init, until TakeEarly hands it over.
 var early struct {
 	sync.Mutex // several agents may run in one process (tests)
-	pid, fd    int
-	ok         bool
+	Early
+	ok bool
+}
+
+// Early is a keeper started before it was needed: the agent's own (Local),
+// else a keeper process (Pid, and Fd, the agent's end of its socket).
+type Early struct {
+	Local   *Local
+	Pid, Fd int
 }
 
 func init() {
 	if os.Getenv(Env) == "1" || !launchesRanks(os.Args[1:], os.Getenv("PPLAUNCH_ROLE")) {
 		return
 	}
+	if InAgent(os.Environ()) {
+		if l, err := NewLocal(os.Getenv(CgroupEnv)); err == nil {
+			early.Local, early.ok = l, true
+			return
+		}
+	}
 	exe, err := os.Executable()
 	if err != nil {
 		return
 	}
 	if pid, fd, err := Spawn(exe, os.Environ()); err == nil {
-		early.pid, early.fd, early.ok = pid, fd, true
+		early.Pid, early.Fd, early.ok = pid, fd, true
 	}
+}
+
+// InAgent says whether an agent with environment env may keep its ranks
+// itself: not when a test holds the keeper process (HoldEnv) to kill it.
+func InAgent(env []string) bool {
+	for _, kv := range env {
+		if kv == HoldEnv+"=1" {
+			return false
+		}
+	}
+	return true
 }
 
 // launchesRanks guesses from a pplaunch command line whether the process is
@@ -97,10 +121,10 @@ func Spawn(exe string, env []string) (pid, fd int, err error) {
 }
 
 // TakeEarly hands over the keeper init started, once (ok false: none).
-func TakeEarly() (pid, fd int, ok bool) {
+func TakeEarly() (e Early, ok bool) {
 	early.Lock()
 	defer early.Unlock()
-	pid, fd, ok = early.pid, early.fd, early.ok
+	e, ok = early.Early, early.ok
 	early.ok = false
-	return pid, fd, ok
+	return e, ok
 }

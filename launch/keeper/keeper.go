@@ -48,9 +48,11 @@ func init() {
 
 // request is one start message read from the agent, with its descriptors.
 type request struct {
-	s   Start
-	fds []int
-	err error
+	s        Start
+	fds      []int
+	err      error
+	borrowed bool          // the fds are the agent's: not closed here
+	done     chan struct{} // closed once the rank is started (or not)
 }
 
 // running is a rank the keeper started and has not yet reaped.
@@ -65,6 +67,17 @@ type keeper struct {
 	dirty   bool            // a child ended since the last sweep
 	due     bool            // sweepDelay has passed since the first of those ends
 	gone    bool            // the agent closed its end: kill everything, then exit
+	inAgent bool            // the agent's own (local.go): it reaps its ranks alone
+	events  chan<- Event    // where the agent's own keeper reports (nil: the socket)
+}
+
+// send reports e to the agent.
+func (k *keeper) send(e Event) {
+	if k.events != nil {
+		k.events <- e
+		return
+	}
+	send(e)
 }
 
 // run is the keeper's main.
@@ -91,7 +104,7 @@ func run() int {
 		return 127
 	}
 	k := &keeper{running: map[int]running{}, ended: map[int]bool{}}
-	k.cg, _ = openCgroups() // none: process groups and environments do
+	k.cg, _ = openCgroups("pplaunch-"+itoa(os.Getpid()), os.Getenv(CgroupEnv)) // none: process groups and environments do
 	dir := ""
 	if k.cg != nil {
 		dir = k.cg.dir
@@ -102,6 +115,16 @@ func run() int {
 	}
 	starts, gone := make(chan request, 64), make(chan struct{})
 	go read(starts, gone)
+	k.serve(starts, gone, chld, nil)
+	if k.cg != nil {
+		Remove(k.cg.dir)
+	}
+	return 0
+}
+
+// serve starts the ranks asked for and keeps them until the agent is gone
+// (then onGone runs, if any) and no rank is left.
+func (k *keeper) serve(starts <-chan request, gone <-chan struct{}, chld <-chan os.Signal, onGone func()) {
 	var soon <-chan time.Time // the sweep due for the ranks that ended
 	for {
 		select {
@@ -111,8 +134,10 @@ func run() int {
 		case <-soon:
 			soon, k.due = nil, true
 		case <-gone:
-			gone = nil
-			k.gone = true
+			gone, k.gone = nil, true
+			if onGone != nil {
+				onGone()
+			}
 		}
 		left := k.reap()
 		switch {
@@ -123,13 +148,9 @@ func run() int {
 			soon = time.After(sweepDelay)
 		}
 		if k.gone && !left {
-			break
+			return
 		}
 	}
-	if k.cg != nil {
-		Remove(k.cg.dir)
-	}
-	return 0
 }
 
 // read delivers the agent's start messages, and closes gone at EOF: the
@@ -187,12 +208,17 @@ func send(e Event) {
 // with this thread, and reports its pid or why it did not start.
 func (k *keeper) start(req request) {
 	defer func() {
+		if req.done != nil {
+			close(req.done)
+		}
 		for _, fd := range req.fds {
-			syscall.Close(fd)
+			if !req.borrowed {
+				syscall.Close(fd)
+			}
 		}
 	}()
 	if req.err != nil {
-		send(Event{Kind: Failed, Local: req.s.Local, Text: req.err.Error()})
+		k.send(Event{Kind: Failed, Local: req.s.Local, Text: req.err.Error()})
 		return
 	}
 	if k.gone {
@@ -217,17 +243,20 @@ func (k *keeper) start(req request) {
 		pid, err = syscall.ForkExec(s.Path, s.Argv, attr)
 	}
 	if err != nil {
-		send(Event{Kind: Failed, Local: s.Local, Text: "fork/exec " + s.Path + ": " + err.Error()})
+		k.send(Event{Kind: Failed, Local: s.Local, Text: "fork/exec " + s.Path + ": " + err.Error()})
 		return
 	}
 	k.running[pid] = running{local: s.Local}
-	send(Event{Kind: Started, Local: s.Local, Pid: pid, At: at})
+	k.send(Event{Kind: Started, Local: s.Local, Pid: pid, At: at})
 }
 
 // reap waits for every child that ended: a rank's end kills what it left
 // behind and is reported; an orphan's is only reaped. It returns whether
 // any child is left.
 func (k *keeper) reap() bool {
+	if k.inAgent {
+		return k.reapRanks()
+	}
 	for {
 		var ws syscall.WaitStatus
 		var ru syscall.Rusage
@@ -243,17 +272,23 @@ func (k *keeper) reap() bool {
 		if !ok {
 			continue // an orphan: its death may orphan more
 		}
-		at := time.Now()
-		delete(k.running, pid)
-		syscall.Kill(-pid, syscall.SIGKILL) // what it left in its process group
-		k.ended[r.local] = true
-		code, sig := ws.ExitStatus(), 0
-		if ws.Signaled() {
-			code, sig = -1, int(ws.Signal())
-		}
-		send(Event{Kind: Exited, Local: r.local, Code: code, Sig: sig, At: at,
-			CPU: time.Duration(ru.Utime.Nano() + ru.Stime.Nano())})
+		k.ended1(pid, r, ws, &ru)
 	}
+}
+
+// ended1 handles the end of rank r (pid): what it left in its process group
+// is killed, and the agent told.
+func (k *keeper) ended1(pid int, r running, ws syscall.WaitStatus, ru *syscall.Rusage) {
+	at := time.Now()
+	delete(k.running, pid)
+	syscall.Kill(-pid, syscall.SIGKILL) // what it left in its process group
+	k.ended[r.local] = true
+	code, sig := ws.ExitStatus(), 0
+	if ws.Signaled() {
+		code, sig = -1, int(ws.Signal())
+	}
+	k.send(Event{Kind: Exited, Local: r.local, Code: code, Sig: sig, At: at,
+		CPU: time.Duration(ru.Utime.Nano() + ru.Stime.Nano())})
 }
 
 // sweep kills what ended ranks left behind; once the agent is gone, it kills
@@ -283,6 +318,9 @@ func (k *keeper) sweep() {
 	}
 	var kids []int
 	var err error
+	if !inCgroup && k.inAgent {
+		return // the agent's children are not only ranks: process groups do
+	}
 	if !inCgroup {
 		kids = children()
 	} else if kids, err = procs(k.cg.dir); err != nil {
