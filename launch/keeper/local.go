@@ -104,6 +104,7 @@ func (l *Local) run(k *keeper, events chan<- Event) {
 			break
 		}
 	}
+	l.guard.release()
 	close(events)
 }
 
