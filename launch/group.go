@@ -231,7 +231,7 @@ func (g *group) follow() {
 	for e := range g.k.events {
 		if e.Kind != keeper.Ready && (e.Local < 0 || e.Local >= len(g.ranks)) {
 			if e.Kind == keeper.Failed {
-				g.logf("the ranks' keeper (pid %d): %s", g.k.proc.Pid, e.Text)
+				g.logf("the ranks' keeper (pid %d): %s", g.k.pid(), e.Text)
 			}
 			continue
 		}
@@ -280,7 +280,7 @@ func (g *group) keeperGone() {
 			ended = append(ended, r.local)
 		}
 	}
-	msg := keeperDied(g.k.proc.Pid, g.k.status, started, pending)
+	msg := keeperDied(g.k.pid(), g.k.status, started, pending)
 	if !g.running {
 		g.started <- startReply{local: -1, err: &startError{code: keeperCode(g.k.status), msg: msg}}
 		return
@@ -403,7 +403,7 @@ func (g *group) wait() {
 		g.k.release()
 	case <-time.After(10 * time.Second):
 		// Its socket stays open: its reader still reads it.
-		g.logf("the ranks' keeper (pid %d) has not finished killing what the ranks left after 10s", g.k.proc.Pid)
+		g.logf("the ranks' keeper (pid %d) has not finished killing what the ranks left after 10s", g.k.pid())
 	}
 	done := make(chan struct{})
 	go func() {

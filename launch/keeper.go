@@ -19,17 +19,25 @@ import (
 // keeperPath is this executable, which runs the keepers.
 var keeperPath, keeperErr = os.Executable()
 
-// keeperProc is a running keeper as the agent sees it.
+// keeperProc is a running keeper as the agent sees it: a keeper process, or
+// the agent's own (local).
 type keeperProc struct {
-	proc   *os.Process
+	proc   *os.Process       // nil for the agent's own
+	local  *keeper.Local     // the agent's own keeper, or nil
 	fd     int               // the agent's end of the socket (SOCK_SEQPACKET)
 	events chan keeper.Event // what it reports, closed once it is gone
 	status *os.ProcessState  // how it ended (set before events is closed)
 	cgroup string            // its job's cgroup directory ("" none), from its Ready
 }
 
-// startKeeper starts a keeper with the agent's environment env.
+// startKeeper starts a keeper with the agent's environment env: the agent's
+// own where it can make a cgroup for the job, else a keeper process.
 func startKeeper(env []string) (*keeperProc, error) {
+	if keeper.InAgent(env) {
+		if l, err := keeper.NewLocal(envValue(env, keeper.CgroupEnv)); err == nil {
+			return localKeeper(l), nil
+		}
+	}
 	if keeperErr != nil {
 		return nil, fmt.Errorf("find this executable to run the ranks' keeper: %w", keeperErr)
 	}
@@ -38,6 +46,37 @@ func startKeeper(env []string) (*keeperProc, error) {
 		return nil, fmt.Errorf("start the ranks' keeper: %w", err)
 	}
 	return followKeeper(pid, fd)
+}
+
+// localKeeper is the agent's side of its own keeper l.
+func localKeeper(l *keeper.Local) *keeperProc {
+	k := &keeperProc{local: l, fd: -1, events: make(chan keeper.Event, 16), cgroup: l.Dir}
+	go func() {
+		for e := range l.Events {
+			k.events <- e
+		}
+		close(k.events)
+	}()
+	return k
+}
+
+// envValue is the value of name in env ("" when unset).
+func envValue(env []string, name string) string {
+	v := ""
+	for _, kv := range env {
+		if s, ok := strings.CutPrefix(kv, name+"="); ok {
+			v = s
+		}
+	}
+	return v
+}
+
+// pid is the keeper's process: the agent's own when the agent keeps its ranks.
+func (k *keeperProc) pid() int {
+	if k.proc == nil {
+		return os.Getpid()
+	}
+	return k.proc.Pid
 }
 
 // followKeeper is the agent's side of the keeper with pid and socket fd.
@@ -79,6 +118,9 @@ func (k *keeperProc) read() {
 
 // start asks the keeper to start one rank with these standard streams.
 func (k *keeperProc) start(s keeper.Start, stdin, stdout, stderr *os.File) error {
+	if k.local != nil {
+		return k.local.Start(s, stdin, stdout, stderr)
+	}
 	rights := unix.UnixRights(int(stdin.Fd()), int(stdout.Fd()), int(stderr.Fd()))
 	msg := s.Encode()
 	for {
@@ -91,7 +133,7 @@ func (k *keeperProc) start(s keeper.Start, stdin, stdout, stderr *os.File) error
 		case errors.Is(err, unix.EMSGSIZE):
 			return fmt.Errorf("the rank's arguments and environment (%d bytes) are more than its keeper's socket takes", len(msg))
 		default:
-			return fmt.Errorf("ask the ranks' keeper (pid %d) to start it: %w", k.proc.Pid, err)
+			return fmt.Errorf("ask the ranks' keeper (pid %d) to start it: %w", k.pid(), err)
 		}
 	}
 }
@@ -99,6 +141,10 @@ func (k *keeperProc) start(s keeper.Start, stdin, stdout, stderr *os.File) error
 // done tells the keeper that the attempt is over: it kills whatever is left of
 // the ranks and exits. It does not wait (events closes once it exited).
 func (k *keeperProc) done() {
+	if k.local != nil {
+		k.local.Done()
+		return
+	}
 	unix.Shutdown(k.fd, unix.SHUT_WR)
 }
 
@@ -112,7 +158,9 @@ func (k *keeperProc) discard() {
 
 // release closes the agent's end of the socket, once nothing sends on it.
 func (k *keeperProc) release() {
-	unix.Close(k.fd)
+	if k.fd >= 0 {
+		unix.Close(k.fd)
+	}
 }
 
 // keeperDied says how the keeper ended, for the ranks it held: global ranks
@@ -219,8 +267,12 @@ type aheadKeeper struct {
 // the world: its start then costs the launch nothing.
 func (a *agent) startKeeperAhead() {
 	a.ahead = make(chan aheadKeeper, 1)
-	if pid, fd, ok := keeper.TakeEarly(); ok { // started by the binary's init
-		k, err := followKeeper(pid, fd)
+	if e, ok := keeper.TakeEarly(); ok { // started by the binary's init
+		if e.Local != nil {
+			a.ahead <- aheadKeeper{localKeeper(e.Local), nil}
+			return
+		}
+		k, err := followKeeper(e.Pid, e.Fd)
 		a.ahead <- aheadKeeper{k, err}
 		return
 	}

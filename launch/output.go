@@ -77,7 +77,15 @@ func (t *tail) get() []string {
 // con is not nil; lines longer than maxConsoleLine in tagged parts), to file
 // (when not nil, unchanged), and into tl (when not nil).
 func pump(r io.Reader, con *console, prefix string, file io.Writer, tl *tail) {
-	br := bufio.NewReaderSize(r, maxConsoleLine)
+	// The line buffer is made once the stream has something to say: a rank
+	// that prints nothing costs no 64 KiB buffer (at 64 ranks, 8 MiB and the
+	// collections they caused).
+	var first [512]byte
+	n, err := r.Read(first[:])
+	if n == 0 && err != nil {
+		return
+	}
+	br := bufio.NewReaderSize(io.MultiReader(bytes.NewReader(first[:n]), r), maxConsoleLine)
 	atStart := true
 	for {
 		chunk, err := br.ReadSlice('\n')

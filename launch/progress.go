@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/prometheus/procfs"
+	"golang.org/x/sys/unix"
 
 	"github.com/pplaunch/pplaunch/contract"
 )
@@ -46,13 +47,42 @@ func procStopped(pid int) bool {
 	return err == nil && st.State == "T"
 }
 
-// runDir is the agent's run directory (progress files), removed at the end.
+// makeRunDir makes the agent's run directory (progress files), removed at
+// the end, in the first of runDirBases that takes it.
 func makeRunDir(runID string) (string, error) {
-	dir, err := os.MkdirTemp("", "pplaunch-"+runID+"-")
-	if err != nil {
-		return "", fmt.Errorf("run directory: %w", err)
+	var err error
+	for _, base := range runDirBases(os.Getenv("TMPDIR"), os.Getenv("XDG_RUNTIME_DIR"), isTmpfs("/dev/shm")) {
+		var dir string
+		if dir, err = os.MkdirTemp(base, "pplaunch-"+runID+"-"); err == nil {
+			return dir, nil
+		}
 	}
-	return dir, nil
+	return "", fmt.Errorf("run directory: %w", err)
+}
+
+// runDirBases are where the run directory may go, best first: $TMPDIR when
+// the user set it; else memory (the run directory is small and made anew at
+// every launch, and a file made on a busy disk's file system costs the
+// launch 0.1 to 0.3 ms a rank, on tmpfs a few µs): $XDG_RUNTIME_DIR, then
+// /dev/shm where it is a tmpfs; then the system's temporary directory ("").
+func runDirBases(tmpdir, xdgRuntime string, shmTmpfs bool) []string {
+	if tmpdir != "" {
+		return []string{tmpdir}
+	}
+	var out []string
+	if xdgRuntime != "" {
+		out = append(out, xdgRuntime)
+	}
+	if shmTmpfs {
+		out = append(out, "/dev/shm")
+	}
+	return append(out, "")
+}
+
+// isTmpfs reports whether dir is on a tmpfs and this process may write it.
+func isTmpfs(dir string) bool {
+	var st unix.Statfs_t
+	return unix.Statfs(dir, &st) == nil && st.Type == unix.TMPFS_MAGIC && unix.Access(dir, unix.W_OK) == nil
 }
 
 func progressPath(dir string, rank int) string { return contract.ProgressPath(dir, rank) }

@@ -126,6 +126,25 @@ func TestTorchrunNames(t *testing.T) {
 	}
 }
 
+func TestLauncherFlagsOnly(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want bool
+	}{
+		{nil, true},
+		{[]string{"--nproc", "4", "--max-restarts", "1"}, true},
+		{[]string{"--nproc", "4", "train"}, false}, // a subcommand and a program: the whole parser says so
+		{[]string{"bench"}, false},
+		{[]string{"--help"}, false},
+		{[]string{"-h"}, false},
+		{[]string{"--rdzv-id", "top"}, false}, // a value named as a subcommand: the whole way, correct too
+	} {
+		if got := launcherFlagsOnly(c.args); got != c.want {
+			t.Errorf("launcherFlagsOnly(%q) = %v, want %v", c.args, got, c.want)
+		}
+	}
+}
+
 // TestBenchStoreAsRanks runs a built-in rank job end to end: the agent spawns
 // this executable 3 times; each copy finds itself a rank and runs the job.
 func TestBenchStoreAsRanks(t *testing.T) {

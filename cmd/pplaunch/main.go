@@ -71,6 +71,16 @@ func main() {
 // run parses argv, runs the chosen command and returns the process exit code.
 func run(argv []string, stdout, stderr io.Writer) int {
 	flagArgs, program, hasProgram := splitProgram(argv)
+	if hasProgram && len(program) > 0 && launcherFlagsOnly(flagArgs) {
+		// A program run needs the launcher's flags alone: a parser of the
+		// whole command line (every subcommand's options) costs every
+		// launch about half a millisecond. Help, or a mistake, goes the
+		// whole way below, for the same message.
+		var f struct{ launch.Flags }
+		if p, err := arg.NewParser(arg.Config{Program: "pplaunch"}, &f); err == nil && p.Parse(negativeValues(torchrunNames(flagArgs))) == nil {
+			return runProgram(f.Flags, program, stdout, stderr)
+		}
+	}
 	var c cli
 	p, err := arg.NewParser(arg.Config{Program: "pplaunch"}, &c)
 	if err != nil {
@@ -169,6 +179,24 @@ func runInProcess(stderr io.Writer, f func(ctx context.Context) error) int {
 		return 1
 	}
 	return 0
+}
+
+// launcherFlagsOnly reports whether args (the part before "--") can hold
+// launcher flags alone: no word names a subcommand, and none asks for help.
+// (A flag's value that is a subcommand's name only sends the command line the
+// whole way.)
+func launcherFlagsOnly(args []string) bool {
+	for _, a := range args {
+		if a == "-h" || a == "--help" || a == "help" {
+			return false
+		}
+		for _, c := range subcommands(reflect.TypeFor[cli]()) {
+			if a == c.name {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // splitProgram cuts argv at the first "--": launcher flags and subcommand

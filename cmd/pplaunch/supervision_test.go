@@ -97,7 +97,8 @@ func waitLine(t *testing.T, ch <-chan string, re *regexp.Regexp) []string {
 // background child of its own; afterwards no process of the job remains.
 func TestAgentKilledLeavesNothing(t *testing.T) {
 	id := fmt.Sprintf("killed-agent-%d", os.Getpid())
-	cmd := pplaunch(t, nil, "--nproc", "2", "--rdzv-id", id, "--", "/bin/sh", "-c", `sleep 1000 & echo "child $!"; wait`)
+	// TMPDIR: the killed agent leaves its run directory to the test.
+	cmd := pplaunch(t, []string{"TMPDIR=" + t.TempDir()}, "--nproc", "2", "--rdzv-id", id, "--", "/bin/sh", "-c", `sleep 1000 & echo "child $!"; wait`)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

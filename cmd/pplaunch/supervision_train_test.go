@@ -102,13 +102,14 @@ func TestTrainLostNodeIsNamed(t *testing.T) {
 	defer func() { <-jobs }()
 	port := freePort(t)
 	id := fmt.Sprintf("lost-node-%d", os.Getpid())
+	tmp := t.TempDir()
 	cmds := make([]*exec.Cmd, 2)
 	var errs [2]bytes.Buffer
 	for n := range 2 {
 		args := append([]string{"--nnodes", "2", "--node-rank", strconv.Itoa(n), "--rdzv-endpoint", "127.0.0.1:" + port,
 			"--rdzv-id", id, "--nproc", "1", "--grace-period", "2s", "train"}, tinyModel...)
 		cmds[n] = exec.Command(exe, append(args, "--steps", "100000")...)
-		cmds[n].Env = append(os.Environ(), "PPLAUNCH_TOKEN=lost-node-secret")
+		cmds[n].Env = append(os.Environ(), "PPLAUNCH_TOKEN=lost-node-secret", "TMPDIR="+tmp) // the killed agent's run directory is the test's
 		cmds[n].Stderr = &errs[n]
 	}
 	pipe, err := cmds[0].StdoutPipe()

@@ -12,10 +12,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-
 	"github.com/pplaunch/pplaunch/launch"
 	"github.com/pplaunch/pplaunch/ranks"
 	"github.com/pplaunch/pplaunch/ranks/live"
@@ -47,21 +43,17 @@ type metricsServer struct {
 	history                                       *liveHistory // nil without an agent
 	srv                                           *http.Server
 	done                                          chan struct{}
-	step, steps, loss, valLoss, tps, stepS, gnorm *prometheus.GaugeVec
-	lr, bubble, peak, rss, device                 *prometheus.GaugeVec
-	sent, recv, xferS                             *prometheus.CounterVec
+	step, steps, loss, valLoss, tps, stepS, gnorm *metricVec // gauges
+	lr, bubble, peak, rss, device                 *metricVec // gauges
+	sent, recv, xferS                             *metricVec // counters
 }
 
-func gauge(reg *prometheus.Registry, name, help string, labels ...string) *prometheus.GaugeVec {
-	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "pplaunch_" + name, Help: help}, labels)
-	reg.MustRegister(g)
-	return g
+func gauge(reg *metricSet, name, help string, labels ...string) *metricVec {
+	return reg.add("pplaunch_"+name, help, "gauge", labels)
 }
 
-func counter(reg *prometheus.Registry, name, help string, labels ...string) *prometheus.CounterVec {
-	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pplaunch_" + name, Help: help}, labels)
-	reg.MustRegister(c)
-	return c
+func counter(reg *metricSet, name, help string, labels ...string) *metricVec {
+	return reg.add("pplaunch_"+name, help, "counter", labels)
 }
 
 // listenAddr is where --metrics-addr listens: a port alone means loopback,
@@ -103,8 +95,7 @@ func startMetrics(addr string, steps int, board *live.Board, w io.Writer) (*metr
 	if err != nil {
 		return nil, fmt.Errorf("--metrics-addr: %w", err)
 	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg := &metricSet{}
 	m := &metricsServer{
 		board:   board,
 		done:    make(chan struct{}),
@@ -126,7 +117,10 @@ func startMetrics(addr string, steps int, board *live.Board, w io.Writer) (*metr
 	}
 	m.steps.WithLabelValues().Set(float64(steps))
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.HandleFunc("/metrics", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+		reg.write(w)
+	})
 	mux.Handle("/", live.Handler(board))
 	m.srv = &http.Server{Handler: mux}
 	go func() {

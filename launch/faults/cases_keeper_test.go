@@ -10,11 +10,16 @@ import (
 )
 
 // The keeper cases: the process that starts and keeps a node's ranks
-// (launch/keeper) is killed, before its ranks start and while they run.
+// (launch/keeper), where the agent makes no cgroup for the job and keeps
+// them through it, is killed, before its ranks start and while they run.
 
 // keeperHold makes the keeper stop itself (SIGSTOP) before it starts any
-// rank, so that a case can kill it at that moment.
+// rank, so that a case can kill it at that moment (with it the agent runs
+// its ranks under a keeper process even where it could keep them itself).
 var keeperHold = []string{"PPLAUNCH_TEST_KEEPER_HOLD=1"}
+
+// noCgroup makes the agent run its ranks under a keeper process.
+var noCgroup = []string{"PPLAUNCH_CGROUP=off"}
 
 // keeperPID waits for node 0's keeper (the agent's child with the keeper's
 // mark) and returns its pid, or 0 when the job ends first.
@@ -71,7 +76,7 @@ var keeperCases = []fcase{
 		notWant: []string{`(?m)rank \d+ ran$`}},
 	// Killed while the ranks run (each with a child in its group): they die
 	// with it, the agent says so, and nothing of the job is left.
-	{name: "keeper/killed-mid-run", program: sh(`sleep 600 & echo "rank $RANK: child started"; wait`),
+	{name: "keeper/killed-mid-run", env: noCgroup, program: sh(`sleep 600 & echo "rank $RANK: child started"; wait`),
 		during: killKeeperOnce("rank 0: child started", "rank 1: child started"),
 		code:   137, want: []string{`pplaunch: the keeper of ranks 0, 1 \(pid \d+\) was killed by SIGKILL while they ran; they died with it`, rootCause(anyRank, "killed by SIGKILL")}},
 }

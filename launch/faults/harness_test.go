@@ -116,7 +116,8 @@ func startJob(t *testing.T, id, dir string, nodes []node, env []string) *job {
 	var wg sync.WaitGroup
 	for i, n := range nodes {
 		cmd := exec.Command(binary(t), n.argv()...)
-		cmd.Env = append(append(append(os.Environ(), env...), n.env...), runIDEnv+"="+id)
+		// TMPDIR: the run directory of an agent a case SIGKILLs is the test's to remove.
+		cmd.Env = append(append(append(os.Environ(), env...), n.env...), runIDEnv+"="+id, "TMPDIR="+t.TempDir())
 		cmd.Dir = dir
 		r, w, err := os.Pipe()
 		if err != nil {
@@ -300,25 +301,28 @@ func killJob(id string) []int {
 // environment too, and strips this variable before it starts the rank.
 const keeperEnv = "PPLAUNCH_KEEPER=1"
 
-// rankPID waits for the process of the given rank of the job (under its
-// keeper, a child of one of the agents) and returns its pid, or 0 when the
-// job ends first. A signal to the keeper would not reach the rank: the rank
+// rankPID waits for the process of the given rank of the job (a child of
+// one of the agents, which keeps its ranks itself where it makes a cgroup
+// for the job, or of an agent's keeper) and returns its pid, or 0 when the
+// job ends first. A signal to a keeper would not reach the rank: the rank
 // runs in its own process group, and a stopped keeper only stops reaping.
 func (j *job) rankPID(rank int) int {
 	want := contract.EnvRank + "=" + strconv.Itoa(rank)
 	role := contract.EnvRole + "=" + contract.RoleRank
 	for {
 		for _, cmd := range j.cmds {
-			for _, keeper := range children(cmd.Process.Pid) {
-				for _, pid := range children(keeper) {
-					p, err := procfs.NewProc(pid)
-					if err != nil {
-						continue
-					}
-					env, _ := p.Environ()
-					if slices.Contains(env, want) && slices.Contains(env, role) && !slices.Contains(env, keeperEnv) {
-						return pid
-					}
+			kids := children(cmd.Process.Pid)
+			for _, kid := range kids {
+				kids = append(kids, children(kid)...)
+			}
+			for _, pid := range kids {
+				p, err := procfs.NewProc(pid)
+				if err != nil {
+					continue
+				}
+				env, _ := p.Environ()
+				if slices.Contains(env, want) && slices.Contains(env, role) && !slices.Contains(env, keeperEnv) {
+					return pid
 				}
 			}
 		}

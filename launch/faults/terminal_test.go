@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pplaunch/pplaunch/launch/keeper"
 )
 
 // A real Ctrl-Z in a real terminal: an interactive shell in tmux runs the
@@ -81,12 +83,13 @@ func TestCtrlZInATerminal(t *testing.T) {
 	}
 }
 
-// agentAndRanks lists the job's agent and ranks (not the keepers).
+// agentAndRanks lists the job's agent and ranks (not the keepers, nor the
+// agent's guardian, which job control does not stop).
 func agentAndRanks(id string) []int {
 	var pids []int
 	for _, p := range jobProcs(id) {
 		env, _ := p.Environ()
-		if slices.Contains(env, keeperEnv) {
+		if comm, _ := p.Comm(); slices.Contains(env, keeperEnv) || comm == keeper.GuardianName {
 			continue
 		}
 		pids = append(pids, p.PID)

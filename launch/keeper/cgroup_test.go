@@ -34,7 +34,7 @@ func TestJobCgroupDir(t *testing.T) {
 		{"bind-mounted part", bound, "0::/kubepods/pod1\n", "", "", "no cgroup v2 hierarchy is mounted"},
 		{"in no v2 group", unified, "4:memory:/\n", "", "", "in no cgroup v2 group"},
 	} {
-		got, err := jobCgroupDir(tc.mountinfo, tc.self, tc.setting, 42)
+		got, err := jobCgroupDir(tc.mountinfo, tc.self, tc.setting, "pplaunch-42")
 		if tc.err != "" {
 			if err == nil || !strings.Contains(err.Error(), tc.err) {
 				t.Errorf("%s: got %q, %v; want an error with %q", tc.name, got, err, tc.err)

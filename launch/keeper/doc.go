@@ -1,6 +1,9 @@
-// Package keeper is the process that makes sure nothing of a node's ranks
-// outlives them or their agent. The agent starts one keeper per node and
-// attempt: its own executable, re-executed with Env set, which this package's
+// Package keeper makes sure nothing of a node's ranks outlives them or their
+// agent. Where the agent can make a cgroup for the job it keeps its ranks
+// itself (Local, local.go): no process is exec'd but the ranks, and a
+// guardian forked without exec kills the cgroup if the agent dies. Elsewhere
+// the agent starts one keeper process per node and attempt, described below:
+// its own executable, re-executed with Env set, which this package's
 // init turns into the keeper before any heavier package of the binary
 // initialises (so a binary that links it, through package launch, has the
 // mode). The keeper
@@ -18,7 +21,8 @@
 //     it reads EOF when the agent is done or gone, however it died (SIGKILL
 //     included), and then kills everything left and exits.
 //
-// The messages on that socket (proto.go) are pure data with their own tests.
-// It imports only the standard library and golang.org/x/sys/unix: it runs
-// in a process that starts often and must start fast.
+// The messages on that socket (proto.go) are pure data with their own tests;
+// the agent's own keeper reports the same events on a channel. The package
+// imports only the standard library (and cgo for the guardian's fork): it
+// runs in a process that starts often and must start fast.
 package keeper

@@ -8,29 +8,63 @@ import (
 
 // A keeper started from this package's init, before the rest of a large
 // binary initialises and parses its flags, is ready by the time the agent
-// has formed its world: its own start (exec, runtime, init) no longer
-// delays the ranks. The init starts one only when the command line says
-// this process is an agent that will launch ranks; a guess that was wrong
-// costs a keeper that sees its socket close when this process exits.
+// has formed its world: its own start no longer delays the ranks. It starts
+// on a goroutine of its own, beside the other packages' initialisation. The
+// init starts one only when the command line says this process is an agent
+// that will launch ranks; a guess that was wrong costs a cgroup made and
+// removed (the guardian removes it at this process's exit), or a keeper that
+// sees its socket close when this process exits.
 
 // early is the keeper started by init, until TakeEarly hands it over.
 var early struct {
 	sync.Mutex // several agents may run in one process (tests)
-	pid, fd    int
-	ok         bool
+	ch         chan Early
+}
+
+// Early is a keeper started before it was needed: the agent's own (Local),
+// else a keeper process (Pid, and Fd, the agent's end of its socket).
+type Early struct {
+	Local   *Local
+	Pid, Fd int
 }
 
 func init() {
 	if os.Getenv(Env) == "1" || !launchesRanks(os.Args[1:], os.Getenv("PPLAUNCH_ROLE")) {
 		return
 	}
+	ch := make(chan Early, 1)
+	early.ch = ch
+	go func() { ch <- startEarly() }()
+}
+
+// startEarly starts the agent's own keeper, else a keeper process (a zero
+// Early: neither).
+func startEarly() Early {
+	if InAgent(os.Environ()) {
+		if l, err := NewLocal(os.Getenv(CgroupEnv)); err == nil {
+			return Early{Local: l}
+		}
+	}
 	exe, err := os.Executable()
 	if err != nil {
-		return
+		return Early{}
 	}
-	if pid, fd, err := Spawn(exe, os.Environ()); err == nil {
-		early.pid, early.fd, early.ok = pid, fd, true
+	pid, fd, err := Spawn(exe, os.Environ())
+	if err != nil {
+		return Early{}
 	}
+	return Early{Pid: pid, Fd: fd}
+}
+
+// InAgent says whether an agent with environment env may keep its ranks
+// itself: not when a test holds the keeper process (HoldEnv) to kill it.
+func InAgent(env []string) bool {
+	for _, kv := range env {
+		if kv == HoldEnv+"=1" {
+			return false
+		}
+	}
+	return true
 }
 
 // launchesRanks guesses from a pplaunch command line whether the process is
@@ -97,10 +131,14 @@ func Spawn(exe string, env []string) (pid, fd int, err error) {
 }
 
 // TakeEarly hands over the keeper init started, once (ok false: none).
-func TakeEarly() (pid, fd int, ok bool) {
+func TakeEarly() (e Early, ok bool) {
 	early.Lock()
-	defer early.Unlock()
-	pid, fd, ok = early.pid, early.fd, early.ok
-	early.ok = false
-	return pid, fd, ok
+	ch := early.ch
+	early.ch = nil
+	early.Unlock()
+	if ch == nil {
+		return Early{}, false
+	}
+	e = <-ch
+	return e, e.Local != nil || e.Pid > 0
 }

@@ -31,6 +31,11 @@ const ctlFd = 3
 // maxMessage bounds one start message (a rank's argv and environment).
 const maxMessage = 4 << 20
 
+// sweepDelay is how long after a rank's end the keeper looks for what it left
+// behind: one look then covers every rank that ended meanwhile (64 ranks that
+// end together cost a few looks, not 64, each listing the job's processes).
+const sweepDelay = 5 * time.Millisecond
+
 // HoldEnv set to 1 makes the keeper stop itself (SIGSTOP) before it starts any
 // rank: a test's way to kill a keeper at a known moment.
 const HoldEnv = "PPLAUNCH_TEST_KEEPER_HOLD"
@@ -43,15 +48,16 @@ func init() {
 
 // request is one start message read from the agent, with its descriptors.
 type request struct {
-	s   Start
-	fds []int
-	err error
+	s        Start
+	fds      []int
+	err      error
+	borrowed bool          // the fds are the agent's: not closed here
+	done     chan struct{} // closed once the rank is started (or not)
 }
 
 // running is a rank the keeper started and has not yet reaped.
 type running struct {
 	local int
-	cgdir string // its cgroup ("" none)
 }
 
 type keeper struct {
@@ -59,7 +65,19 @@ type keeper struct {
 	running map[int]running // by pid
 	ended   map[int]bool    // local ranks that ended
 	dirty   bool            // a child ended since the last sweep
+	due     bool            // sweepDelay has passed since the first of those ends
 	gone    bool            // the agent closed its end: kill everything, then exit
+	inAgent bool            // the agent's own (local.go): it reaps its ranks alone
+	events  chan<- Event    // where the agent's own keeper reports (nil: the socket)
+}
+
+// send reports e to the agent.
+func (k *keeper) send(e Event) {
+	if k.events != nil {
+		k.events <- e
+		return
+	}
+	send(e)
 }
 
 // run is the keeper's main.
@@ -86,7 +104,7 @@ func run() int {
 		return 127
 	}
 	k := &keeper{running: map[int]running{}, ended: map[int]bool{}}
-	k.cg, _ = openCgroups() // none: process groups and environments do
+	k.cg, _ = openCgroups("pplaunch-"+itoa(os.Getpid()), os.Getenv(CgroupEnv)) // none: process groups and environments do
 	dir := ""
 	if k.cg != nil {
 		dir = k.cg.dir
@@ -97,25 +115,42 @@ func run() int {
 	}
 	starts, gone := make(chan request, 64), make(chan struct{})
 	go read(starts, gone)
+	k.serve(starts, gone, chld, nil)
+	if k.cg != nil {
+		Remove(k.cg.dir)
+	}
+	return 0
+}
+
+// serve starts the ranks asked for and keeps them until the agent is gone
+// (then onGone runs, if any) and no rank is left.
+func (k *keeper) serve(starts <-chan request, gone <-chan struct{}, chld <-chan os.Signal, onGone func()) {
+	var soon <-chan time.Time // the sweep due for the ranks that ended
 	for {
 		select {
 		case req := <-starts:
 			k.start(req)
 		case <-chld:
+		case <-soon:
+			soon, k.due = nil, true
 		case <-gone:
-			gone = nil
-			k.gone = true
+			gone, k.gone = nil, true
+			if onGone != nil {
+				onGone()
+			}
 		}
 		left := k.reap()
-		k.sweep()
+		switch {
+		case k.gone || k.due:
+			k.sweep()
+			k.due = false
+		case k.dirty && len(k.ended) > 0 && soon == nil:
+			soon = time.After(sweepDelay)
+		}
 		if k.gone && !left {
-			break
+			return
 		}
 	}
-	if k.cg != nil {
-		Remove(k.cg.dir)
-	}
-	return 0
 }
 
 // read delivers the agent's start messages, and closes gone at EOF: the
@@ -173,12 +208,17 @@ func send(e Event) {
 // with this thread, and reports its pid or why it did not start.
 func (k *keeper) start(req request) {
 	defer func() {
+		if req.done != nil {
+			close(req.done)
+		}
 		for _, fd := range req.fds {
-			syscall.Close(fd)
+			if !req.borrowed {
+				syscall.Close(fd)
+			}
 		}
 	}()
 	if req.err != nil {
-		send(Event{Kind: Failed, Local: req.s.Local, Text: req.err.Error()})
+		k.send(Event{Kind: Failed, Local: req.s.Local, Text: req.err.Error()})
 		return
 	}
 	if k.gone {
@@ -190,36 +230,33 @@ func (k *keeper) start(req request) {
 		Files: []uintptr{uintptr(req.fds[0]), uintptr(req.fds[1]), uintptr(req.fds[2])},
 		Sys:   &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
 	}
-	var cgdir string
-	if k.cg != nil {
-		dir, fd, err := k.cg.rank(s.Local)
-		if err == nil {
-			defer syscall.Close(fd)
-			cgdir, attr.Sys.UseCgroupFD, attr.Sys.CgroupFD = dir, true, fd
-		}
+	if k.cg != nil && k.cg.fd >= 0 {
+		attr.Sys.UseCgroupFD, attr.Sys.CgroupFD = true, k.cg.fd
 	}
 	at := time.Now()
 	pid, err := syscall.ForkExec(s.Path, s.Argv, attr)
-	if err != nil && cgdir != "" {
+	if err != nil && attr.Sys.UseCgroupFD {
 		// The kernel may refuse the cgroup (clone3 missing, a group that
-		// takes no processes): start without, and make no more.
-		os.Remove(cgdir)
-		cgdir, attr.Sys.UseCgroupFD = "", false
-		k.cg = nil
+		// takes no processes): start without, and clone into it no more.
+		syscall.Close(k.cg.fd)
+		k.cg.fd, attr.Sys.UseCgroupFD = -1, false
 		pid, err = syscall.ForkExec(s.Path, s.Argv, attr)
 	}
 	if err != nil {
-		send(Event{Kind: Failed, Local: s.Local, Text: "fork/exec " + s.Path + ": " + err.Error()})
+		k.send(Event{Kind: Failed, Local: s.Local, Text: "fork/exec " + s.Path + ": " + err.Error()})
 		return
 	}
-	k.running[pid] = running{local: s.Local, cgdir: cgdir}
-	send(Event{Kind: Started, Local: s.Local, Pid: pid, At: at})
+	k.running[pid] = running{local: s.Local}
+	k.send(Event{Kind: Started, Local: s.Local, Pid: pid, At: at})
 }
 
 // reap waits for every child that ended: a rank's end kills what it left
 // behind and is reported; an orphan's is only reaped. It returns whether
 // any child is left.
 func (k *keeper) reap() bool {
+	if k.inAgent {
+		return k.reapRanks()
+	}
 	for {
 		var ws syscall.WaitStatus
 		var ru syscall.Rusage
@@ -235,18 +272,23 @@ func (k *keeper) reap() bool {
 		if !ok {
 			continue // an orphan: its death may orphan more
 		}
-		at := time.Now()
-		delete(k.running, pid)
-		Kill(r.cgdir)
-		syscall.Kill(-pid, syscall.SIGKILL)
-		k.ended[r.local] = true
-		code, sig := ws.ExitStatus(), 0
-		if ws.Signaled() {
-			code, sig = -1, int(ws.Signal())
-		}
-		send(Event{Kind: Exited, Local: r.local, Code: code, Sig: sig, At: at,
-			CPU: time.Duration(ru.Utime.Nano() + ru.Stime.Nano())})
+		k.ended1(pid, r, ws, &ru)
 	}
+}
+
+// ended1 handles the end of rank r (pid): what it left in its process group
+// is killed, and the agent told.
+func (k *keeper) ended1(pid int, r running, ws syscall.WaitStatus, ru *syscall.Rusage) {
+	at := time.Now()
+	delete(k.running, pid)
+	syscall.Kill(-pid, syscall.SIGKILL) // what it left in its process group
+	k.ended[r.local] = true
+	code, sig := ws.ExitStatus(), 0
+	if ws.Signaled() {
+		code, sig = -1, int(ws.Signal())
+	}
+	k.send(Event{Kind: Exited, Local: r.local, Code: code, Sig: sig, At: at,
+		CPU: time.Duration(ru.Utime.Nano() + ru.Stime.Nano())})
 }
 
 // sweep kills what ended ranks left behind; once the agent is gone, it kills
@@ -258,24 +300,37 @@ func (k *keeper) sweep() {
 	}
 	k.dirty = false
 	if k.gone {
+		if k.cg != nil {
+			Kill(k.cg.dir) // every process of the job at once, however it hid
+		}
 		for pid := range k.running {
 			killProc(pid)
 		}
 	}
-	if k.cg != nil {
-		// Every process of the ranks is in their cgroups: an ended rank's
-		// was killed whole; the job's is killed whole when the agent is gone.
-		// (No look at /proc: the launch stays cheap.)
-		if k.gone {
-			Kill(k.cg.dir)
-		}
+	// Every rank is in the job's cgroup unless the kernel refused it: its
+	// processes are the candidates, and nothing under /proc/self is read
+	// (reaping a process whose /proc entries were looked up costs the
+	// kernel a walk of the dentry cache, about a millisecond for the
+	// keeper). Without one, the keeper's children are.
+	inCgroup := k.cg != nil && k.cg.fd >= 0
+	if inCgroup && k.gone {
 		return
+	}
+	var kids []int
+	var err error
+	if !inCgroup && k.inAgent {
+		return // the agent's children are not only ranks: process groups do
+	}
+	if !inCgroup {
+		kids = children()
+	} else if kids, err = procs(k.cg.dir); err != nil {
+		kids = children()
 	}
 	ranks := map[int]bool{}
 	for pid := range k.running {
 		ranks[pid] = true
 	}
-	for _, pid := range doomed(children(), ranks, k.ended, ownerFromProc, k.gone) {
+	for _, pid := range doomed(kids, ranks, k.ended, ownerFromProc, k.gone) {
 		killProc(pid)
 	}
 }

@@ -16,9 +16,10 @@ import (
 // agent is a test's side of a keeper: this test binary re-executed in the
 // keeper's mode (its init), and the socket to it.
 type agent struct {
-	t    *testing.T
-	fd   int
-	proc *os.Process
+	t      *testing.T
+	fd     int
+	proc   *os.Process
+	cgroup string // the keeper's, from its ready event: removed by the cleanup of a keeper killed
 }
 
 func startKeeper(t *testing.T, env ...string) *agent {
@@ -41,7 +42,14 @@ func startKeeper(t *testing.T, env ...string) *agent {
 		t.Fatal(err)
 	}
 	a := &agent{t: t, fd: fds[0], proc: proc}
-	t.Cleanup(func() { a.proc.Kill(); a.proc.Wait(); unix.Close(a.fd) })
+	t.Cleanup(func() {
+		a.proc.Kill()
+		a.proc.Wait()
+		unix.Close(a.fd)
+		if err := Remove(a.cgroup); err != nil {
+			t.Errorf("the killed keeper's cgroup: %v", err)
+		}
+	})
 	return a
 }
 
@@ -56,6 +64,9 @@ func (a *agent) event() Event {
 	e, err := ParseEvent(buf[:n])
 	if err != nil {
 		a.t.Fatal(err)
+	}
+	if e.Kind == Ready {
+		a.cgroup = e.Text
 	}
 	return e
 }

@@ -43,9 +43,10 @@ func localRankOf(environ []byte) (int, bool) {
 	return 0, false
 }
 
-// doomed decides which of the keeper's children to kill: not the running
-// ranks; every other one when all is set; else those that belong to a rank
-// that ended (owner: the local rank its environment names, if any).
+// doomed decides which of kids (the keeper's children, or the processes in
+// the job's cgroup) to kill: not the running ranks; every other one when all
+// is set; else those that belong to a rank that ended (owner: the local rank
+// its environment names, if any).
 func doomed(kids []int, running map[int]bool, ended map[int]bool, owner func(pid int) (int, bool), all bool) []int {
 	var out []int
 	for _, pid := range kids {
