@@ -11,8 +11,8 @@ import (
 	"os"
 	"time"
 
-	tea "github.com/charmbracelet/bubbletea"
-	"github.com/charmbracelet/lipgloss"
+	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
 
 	"github.com/pplaunch/pplaunch/ranks/live"
 )
@@ -126,7 +126,7 @@ func (c *topCmd) interactive(ctx context.Context, url string, st live.State, out
 		Bad:  func(s string) string { return bad.Render(s) },
 		Head: func(s string) string { return head.Render(s) },
 	}}
-	_, err := tea.NewProgram(m, tea.WithOutput(out), tea.WithContext(ctx), tea.WithAltScreen()).Run()
+	_, err := tea.NewProgram(m, tea.WithOutput(out), tea.WithContext(ctx)).Run()
 	if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
 		return nil
 	}
@@ -161,7 +161,7 @@ func (m topModel) Init() tea.Cmd { return m.fetch() }
 
 func (m topModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
-	case tea.KeyMsg:
+	case tea.KeyPressMsg:
 		switch msg.String() {
 		case "q", "ctrl+c", "esc":
 			return m, tea.Quit
@@ -178,7 +178,15 @@ func (m topModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	return m, nil
 }
 
-func (m topModel) View() string {
+// View is the whole screen, on the terminal's alternate screen (restored at
+// exit).
+func (m topModel) View() tea.View {
+	view := tea.NewView(m.text())
+	view.AltScreen = true
+	return view
+}
+
+func (m topModel) text() string {
 	v := live.Text(m.st, m.width, m.style)
 	switch {
 	case m.err != nil && m.st.Run.Done:
