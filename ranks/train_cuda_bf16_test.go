@@ -104,7 +104,7 @@ func cudaBF16Run(t *testing.T, cfg TrainConfig, nccl bool) ([]StepRecord, map[co
 
 // TestTrainCUDABF16MatchesOneProcess: --precision bf16 on CUDA (over the
 // emulator, the fused attention in bf16) gives the bits of one process on
-// CUDA in every layout, its bf16 tensors staged through pinned 2-byte
+// CUDA as pp 2 and as dp 2 with ZeRO 1, its bf16 tensors staged through pinned 2-byte
 // buffers or carried by NCCL as ncclBfloat16: losses, validation loss and
 // the checkpoint. Its pipeline puts half fp32's bytes on the wire, as the
 // metrics say, and its losses track the CPU's bf16 losses.
@@ -138,12 +138,12 @@ func TestTrainCUDABF16MatchesOneProcess(t *testing.T) {
 	type layout struct{ pp, dp int }
 	staged := map[layout]map[collective.DType]int64{}
 	for _, tc := range []struct {
-		pp, dp int
-		nccl   bool
-	}{{2, 1, false}, {2, 1, true}, {1, 2, false}} {
-		t.Run(fmt.Sprintf("pp%d/dp%d/nccl=%v", tc.pp, tc.dp, tc.nccl), func(t *testing.T) {
+		pp, dp, zero int
+		nccl         bool
+	}{{2, 1, 0, false}, {2, 1, 0, true}, {1, 2, 1, false}} {
+		t.Run(fmt.Sprintf("pp%d/dp%d/zero%d/nccl=%v", tc.pp, tc.dp, tc.zero, tc.nccl), func(t *testing.T) {
 			cfg := cudaBF16Model(t, models.BF16)
-			cfg.PP, cfg.DP, cfg.Micro = tc.pp, tc.dp, 2/tc.dp
+			cfg.PP, cfg.DP, cfg.Micro, cfg.Zero = tc.pp, tc.dp, 2/tc.dp, tc.zero
 			got, wire, f := cudaBF16Run(t, cfg, tc.nccl)
 			for i, w := range want {
 				g := got[i]
