@@ -17,7 +17,8 @@
 # of its own, never a PASS; the script exits 1 if any step FAILed.
 #
 # Knobs: ROUNDS (2) alternating rounds of the speed comparison beside PyTorch (skipped with
-# QUICK=1; fp32, TF32 and bf16 rows, pplaunch's through bench step --precision); COMPILE=1 adds a torch.compile graph for TF32 and one for bf16; TRAIN_ARGS adds train flags to every
+# QUICK=1; fp32, TF32 and bf16 rows, pplaunch's through bench step --precision); COMPILE=1
+# adds a torch.compile graph for TF32 and one for bf16; TRAIN_ARGS adds train flags to every
 # training run; NCCL_MAX (16M) the largest message of the NCCL rows on one GPU; DRY=1 is
 # the dry run over the CPU emulator (`make gpu-dry`), which sets PPLAUNCH_CUDA_LIBS and
 # SLOW=4 (every step's limit times four: the emulator is no GPU).
