@@ -213,6 +213,14 @@ for other in again:$again_ok 1f1b:$f1b_ok zbh1:$zbh1_ok; do
 		verdict SKIP "same-bits-$name" "train-cuda or train-$name did not pass"
 	fi
 done
+# bf16: 4 ranks staging bfloat16 activations through pinned host buffers give one bf16 process's bits.
+train cuda-bf16 1 cuda --precision bf16 && bf16_ok=1 || bf16_ok=0
+train cuda-bf16-1f1b 4 cuda --schedule 1f1b --precision bf16 && bf16_1f1b_ok=1 || bf16_1f1b_ok=0
+if [ $bf16_ok = 1 ] && [ $bf16_1f1b_ok = 1 ]; then
+	FIGURE='tensors: ' step same-bits-cuda-bf16-1f1b 60 "$B" checkpoint compare "$RUN/ck-cuda-bf16-1f1b" "$RUN/ck-cuda-bf16"
+else
+	verdict SKIP same-bits-cuda-bf16-1f1b "train-cuda-bf16 or train-cuda-bf16-1f1b did not pass"
+fi
 
 # ---------------------------------------------------------------- NCCL
 say "NCCL: version ${NCCLV:-none}, one rank, --backend auto, several ranks on one GPU ($NPLAN)"
