@@ -146,7 +146,7 @@ func (x xfer) start(ctx context.Context, reqs ...req) *transfer {
 	var outs []*tensor.Staging
 	for _, r := range reqs {
 		if r.recv {
-			s := x.stg.Pinned(r.t.Len())
+			s := x.stg.PinnedAs(r.t.DType(), r.t.Len()) // a bfloat16 tensor lands in 2-byte values
 			tr.recvs = append(tr.recvs, landing{r.t, s})
 			recvs = append(recvs, r.opOf(stagedBuffer(s, r.t)))
 		} else {

@@ -111,6 +111,11 @@ var unsupportedKeys = map[string]string{
 	"tensorboard":                "use --metrics (JSON lines) or --metrics-addr (Prometheus)",
 	"wandb":                      "use --metrics (JSON lines) or --metrics-addr (Prometheus)",
 
+	// A bfloat16 gradient exchange (with float32 accumulation) would halve the
+	// data-parallel bytes but make dp > 1 round where one process does not.
+	"communication_data_type": "the data-parallel gradient exchange is float32 in every precision (a bfloat16 exchange would round each replica's gradients and part from one process's bits; bf16.enabled halves the pipeline's transfers only): remove it",
+	"data_types":              "gradients accumulate and are exchanged in float32 in every precision (bf16.enabled keeps activations in bfloat16, never gradients of weights): remove it",
+
 	"zero_optimization.offload_optimizer": "the optimizer state stays on the device (no offload): remove it",
 	"zero_optimization.offload_param":     "the parameters stay on the device (no offload): remove it",
 }

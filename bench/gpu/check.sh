@@ -17,8 +17,8 @@
 # of its own, never a PASS; the script exits 1 if any step FAILed.
 #
 # Knobs: ROUNDS (2) alternating rounds of the speed comparison beside PyTorch (skipped with
-# QUICK=1; fp32, TF32 and bf16 rows, pplaunch's bf16 one a SKIP where bench step has no
-# --precision); COMPILE=1 adds a torch.compile graph for TF32 and one for bf16; TRAIN_ARGS adds train flags to every
+# QUICK=1; fp32, TF32 and bf16 rows, pplaunch's through bench step --precision); COMPILE=1
+# adds a torch.compile graph for TF32 and one for bf16; TRAIN_ARGS adds train flags to every
 # training run; NCCL_MAX (16M) the largest message of the NCCL rows on one GPU; DRY=1 is
 # the dry run over the CPU emulator (`make gpu-dry`), which sets PPLAUNCH_CUDA_LIBS and
 # SLOW=4 (every step's limit times four: the emulator is no GPU).
@@ -213,6 +213,14 @@ for other in again:$again_ok 1f1b:$f1b_ok zbh1:$zbh1_ok; do
 		verdict SKIP "same-bits-$name" "train-cuda or train-$name did not pass"
 	fi
 done
+# bf16: 4 ranks staging bfloat16 activations through pinned host buffers give one bf16 process's bits.
+train cuda-bf16 1 cuda --precision bf16 && bf16_ok=1 || bf16_ok=0
+train cuda-bf16-1f1b 4 cuda --schedule 1f1b --precision bf16 && bf16_1f1b_ok=1 || bf16_1f1b_ok=0
+if [ $bf16_ok = 1 ] && [ $bf16_1f1b_ok = 1 ]; then
+	FIGURE='tensors: ' step same-bits-cuda-bf16-1f1b 60 "$B" checkpoint compare "$RUN/ck-cuda-bf16-1f1b" "$RUN/ck-cuda-bf16"
+else
+	verdict SKIP same-bits-cuda-bf16-1f1b "train-cuda-bf16 or train-cuda-bf16-1f1b did not pass"
+fi
 
 # ---------------------------------------------------------------- NCCL
 say "NCCL: version ${NCCLV:-none}, one rank, --backend auto, several ranks on one GPU ($NPLAN)"
@@ -310,31 +318,27 @@ elif ! timeout 60 python3 -c 'import torch' 2>/dev/null; then
 	verdict SKIP speed "torch is not importable by python3: no PyTorch to compare with"
 else
 	shape=(--batch 8 --vocab 50304 --steps 6 --warmup 2)
-	# bf16 rows: pplaunch's once bench step has --precision, PyTorch's with autocast and SDPA.
-	if "$B" bench step --help 2>&1 | grep -q -- '--precision'; then pbf16=(--precision bf16); else pbf16=(); fi
+	# pplaunch at --precision fp32|tf32|bf16 beside PyTorch eager (TF32 matmuls; bf16 autocast and SDPA).
 	for r in $(seq "$ROUNDS"); do
 		for prec in fp32 tf32 bf16; do
-			tf=() pf=()
-			[ $prec = tf32 ] && tf=(--tf32) pf=(--tf32)
-			[ $prec = bf16 ] && tf=(--bf16) pf=("${pbf16[@]}")
-			if [ $prec = bf16 ] && [ ${#pf[@]} = 0 ]; then
-				verdict SKIP "speed-pplaunch-$prec-$r" "bench step has no --precision flag in this build: no bf16 row for pplaunch"
-			else
-				FIGURE='tokens_per_s' step "speed-pplaunch-$prec-$r" 90 "$B" bench step --device cuda --model gpt2 "${shape[@]}" "${pf[@]}" --json &&
-					grep -E '^\{' "$WORK/logs/speed-pplaunch-$prec-$r.log" | tail -n 1 >>"$RUN/speed-pplaunch-50304-$prec.jsonl"
-			fi
+			tf=()
+			[ $prec != fp32 ] && tf=(--$prec)
+			FIGURE='tokens_per_s' step "speed-pplaunch-$prec-$r" 90 "$B" bench step --device cuda --model gpt2 "${shape[@]}" --precision $prec --json &&
+				grep -E '^\{' "$WORK/logs/speed-pplaunch-$prec-$r.log" | tail -n 1 >>"$RUN/speed-pplaunch-50304-$prec.jsonl"
 			FIGURE='tokens_per_s' step "speed-eager-$prec-$r" 90 python3 bench/gpu/step_torch_gpu.py "${shape[@]}" "${tf[@]}" --json &&
 				grep -E '^\{' "$WORK/logs/speed-eager-$prec-$r.log" | tail -n 1 >>"$RUN/speed-eager-50304-$prec.jsonl"
 		done
 	done
 	# The roofline per kernel family beside the measured step (bench step --explain).
-	if step speed-explain-tf32 90 "$B" bench step --device cuda --model gpt2 "${shape[@]}" --tf32 --explain; then
-		{
-			echo "roofline of the tf32 step against the measured one (bench step --explain)"
-			cat "$WORK/logs/speed-explain-tf32.log"
-			echo
-		} >>"$WORK/tables"
-	fi
+	for prec in tf32 bf16; do
+		if step speed-explain-$prec 90 "$B" bench step --device cuda --model gpt2 "${shape[@]}" --precision $prec --explain; then
+			{
+				echo "roofline of the $prec step against the measured one (bench step --explain --precision $prec)"
+				cat "$WORK/logs/speed-explain-$prec.log"
+				echo
+			} >>"$WORK/tables"
+		fi
+	done
 	if [ "${COMPILE:-0}" = 1 ]; then # one graph each: compiling takes about a minute
 		for prec in tf32 bf16; do
 			step speed-compile-$prec 180 python3 bench/gpu/step_torch_gpu.py "${shape[@]}" --$prec --compile --json &&

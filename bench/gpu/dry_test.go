@@ -53,7 +53,7 @@ func TestGPUDry(t *testing.T) {
 	if !strings.HasPrefix(md, "# pplaunch GPU check: dry run over the CPU emulator\n") {
 		t.Errorf("summary.md starts %q", md[:min(len(md), 80)])
 	}
-	for _, want := range []string{"\nPASS ops-tensor: ", "\nPASS train-cuda: ", "\nPASS losses-cuda-vs-cpu: ", "\nPASS same-bits-cuda-1f1b: ",
+	for _, want := range []string{"\nPASS ops-tensor: ", "\nPASS train-cuda: ", "\nPASS losses-cuda-vs-cpu: ", "\nPASS same-bits-cuda-1f1b: ", "\nPASS same-bits-cuda-bf16-1f1b: ",
 		"\nSKIP nccl-shared: NCCL 2.28.9 is below 2.30", "\nSKIP speed: ", "\nSKIP sanitizer-racecheck: "} {
 		if !strings.Contains(md, want) {
 			t.Errorf("summary.md has no %q", strings.TrimSpace(want))

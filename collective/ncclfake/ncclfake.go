@@ -42,8 +42,9 @@ type NCCL struct {
 	streams map[cbits.Stream]*fakeStream
 	events  map[cbits.Event][]*fakeGroup
 	splits  map[string]*fakeSplit
-	matched int // point-to-point pairs completed
-	pending int // calls answered ncclInProgress at a connection's first use
+	matched int                          // point-to-point pairs completed
+	moved   map[cbits.NCCLDataType]int64 // bytes of the sends of those pairs, by datatype
+	pending int                          // calls answered ncclInProgress at a connection's first use
 }
 
 type fakeClique struct {
@@ -301,7 +302,7 @@ func (r *Rank) add(c cbits.NCCLComm, s cbits.Stream, o *fakeOp) error {
 }
 
 func (r *Rank) Send(buf cbits.DevPtr, n int, dt cbits.NCCLDataType, peer int, c cbits.NCCLComm, s cbits.Stream) error {
-	return r.add(c, s, &fakeOp{kind: 's', peer: peer, buf: buf, bytes: n * fakeSize(dt)})
+	return r.add(c, s, &fakeOp{kind: 's', peer: peer, buf: buf, bytes: n * fakeSize(dt), dt: dt})
 }
 
 func (r *Rank) Recv(buf cbits.DevPtr, n int, dt cbits.NCCLDataType, peer int, c cbits.NCCLComm, s cbits.Stream) error {
@@ -417,6 +418,10 @@ func (f *NCCL) post(o *fakeOp) {
 			}
 			s.done, r.done = true, true
 			f.matched++
+			if f.moved == nil {
+				f.moved = map[cbits.NCCLDataType]int64{}
+			}
+			f.moved[s.dt] += int64(s.bytes)
 		}
 	default:
 		ops := append(cl.colls[o.seq], o)
@@ -583,6 +588,14 @@ func (f *NCCL) Pairs() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.matched
+}
+
+// Moved is how many bytes the sends that met their receives carried, by
+// datatype.
+func (f *NCCL) Moved(dt cbits.NCCLDataType) int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.moved[dt]
 }
 
 // FailAll sets an asynchronous error on every member, as NCCL does when a

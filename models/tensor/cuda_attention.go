@@ -8,6 +8,10 @@ import "math"
 // include the masked upper triangle (zeros after the softmax): at GPT-2 sizes
 // cuBLAS on the full square beats skipping it.
 func (c *CUDA) Attention(out, probs, qkv *Tensor, heads int) {
+	if anyBF16(out, probs, qkv) {
+		c.attentionBF16(out, probs, qkv, heads)
+		return
+	}
 	B, T, D, hd := attnDims("attention", qkv, out, probs, heads)
 	if B*T == 0 {
 		return
@@ -37,6 +41,10 @@ func (c *CUDA) Attention(out, probs, qkv *Tensor, heads int) {
 // dK = dSᵀ·Q, each a batched GEMM over the heads of one sequence.
 func (c *CUDA) AttentionBackward(dqkv, dout, qkv, probs *Tensor, heads int) {
 	const op = "attention backward"
+	if anyBF16(dqkv, dout, qkv, probs) {
+		c.attentionBackwardBF16(dqkv, dout, qkv, probs, heads)
+		return
+	}
 	B, T, D, hd := attnDims(op, qkv, dout, probs, heads)
 	mustLen(op, "dqkv", dqkv, qkv.Len())
 	if B*T == 0 {

@@ -12,6 +12,7 @@ func (c *CUDA) Call(f func() error) error { return c.dev.call(f) }
 // ComputeStream is the cudaStream_t the backend computes on.
 func (c *CUDA) ComputeStream() uintptr { return uintptr(c.dev.stream) }
 
-// DevicePtr is the device address of t, a tensor of this backend, for
-// collective.OnDevice(collective.Float32, c.DevicePtr(t), t.Len(), t.Shape...).
-func (c *CUDA) DevicePtr(t *Tensor) uintptr { return uintptr(c.ptr("device pointer", t)) }
+// DevicePtr is the device address of t, a tensor of this backend of either
+// dtype, for collective.OnDevice(dtype, c.DevicePtr(t), t.Len(), t.Shape...)
+// with the collective dtype of t's (a bfloat16 tensor goes as ncclBfloat16).
+func (c *CUDA) DevicePtr(t *Tensor) uintptr { return uintptr(c.ptrAny("device pointer", t)) }
