@@ -66,7 +66,7 @@ type StepRecord struct {
 	// Transfers are the activations and gradients each rank sent to and
 	// received from each peer in the step, with the time its transfer
 	// actions took (see transfers).
-	Transfers []Transfer `json:"transfers,omitempty"`
+	Transfers []PeerTraffic `json:"transfers,omitempty"`
 	// Timeline is the measured step of every rank, seconds on rank 0's clock
 	// since the job's origin (for --trace); not written to the metrics.
 	Timeline *schedules.Timeline `json:"-"`
@@ -137,7 +137,7 @@ func (t *trainer) encodeReport(o stepOutcome, cpuS float64) []float64 {
 	}
 	v[0] = sr.Start.Add(t.offset).Sub(t.origin).Seconds()
 	v[1], v[2], v[3], v[4] = float64(sr.Peak), float64(perMB), cpuS, -1
-	if d, ok := t.job.Backend.(deviceMemory); ok {
+	if d, ok := t.job.Compute.(deviceMemory); ok {
 		v[4] = float64(d.MemoryStats().Peak)
 	}
 	v[5], v[6], v[7], v[8] = float64(rssBytes()), o.reduceS, o.optimS, float64(t.optimizerBytes())
@@ -181,7 +181,7 @@ func (t *trainer) record(step int, all [][]float64) *StepRecord {
 	rec.Timeline = abs
 	m := t.cfg.Model
 	rec.Transfers = transfers(t.sched, t.cfg.PP, abs, int64(t.cfg.MicroSize*m.Seq*m.Width*t.cfg.Precision.ActivationBytes()))
-	rec.TransferWaitS, rec.MessageS = transferWaits(t.sched, t.cfg.PP, abs)
+	rec.TransferWaitS, rec.MessageS = waitTimes(t.sched, t.cfg.PP, abs)
 	return rec
 }
 

@@ -67,7 +67,7 @@ func (t *trainer) timing() models.Timing {
 	if slow == nil && prof == nil && meter == nil {
 		return nil
 	}
-	dev, _ := t.job.Backend.(syncer)
+	dev, _ := t.job.Compute.(syncer)
 	if meter == nil {
 		dev = nil
 	}
