@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/pplaunch/pplaunch/collective"
-	"github.com/pplaunch/pplaunch/models/tensor"
 	"github.com/pplaunch/pplaunch/schedules"
 )
 
@@ -78,13 +77,6 @@ type StepRecord struct {
 // spans follow, two values each.
 const reportHead = 9
 
-// deviceMemory is a backend that counts the device memory its tensors hold
-// (tensor.CUDA).
-type deviceMemory interface {
-	MemoryStats() tensor.MemoryStats
-	ResetPeakMemory()
-}
-
 // cpuTime is the process's CPU time so far.
 func cpuTime() time.Duration {
 	var ru syscall.Rusage
@@ -137,8 +129,8 @@ func (t *trainer) encodeReport(o stepOutcome, cpuS float64) []float64 {
 	}
 	v[0] = sr.Start.Add(t.offset).Sub(t.origin).Seconds()
 	v[1], v[2], v[3], v[4] = float64(sr.Peak), float64(perMB), cpuS, -1
-	if d, ok := t.job.Compute.(deviceMemory); ok {
-		v[4] = float64(d.MemoryStats().Peak)
+	if m, ok := t.job.Compute.DeviceMemory(); ok {
+		v[4] = float64(m.Peak)
 	}
 	v[5], v[6], v[7], v[8] = float64(rssBytes()), o.reduceS, o.optimS, float64(t.optimizerBytes())
 	for i, sp := range sr.Spans {

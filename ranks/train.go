@@ -169,7 +169,7 @@ func (t *trainer) setup(ctx context.Context) error {
 		return errors.New("no compute backend")
 	}
 	if d := t.job.DeviceComm; d != nil {
-		if _, ok := t.job.Compute.(devicePointers); !ok && collective.MovesDevice(d) {
+		if t.job.Compute.Device() == nil && d.MovesDevice() {
 			return errors.New("the device communicator moves GPU tensors, and the compute backend's tensors live in host memory (use --device cuda, or --backend tcp)")
 		}
 		if d.Rank() != t.job.Rank || d.Size() != t.job.Size {
@@ -332,10 +332,8 @@ type stepOutcome struct {
 func (t *trainer) runStep(ctx context.Context, step, first int) (stepOutcome, error) {
 	c := t.cfg
 	t.curStep, t.ctx = step, ctx
-	if d, ok := t.job.Compute.(deviceMemory); ok {
-		d.ResetPeakMemory()
-	}
-	if shapesDue(c.CheckTransfers, t.job.DeviceComm != nil && collective.MovesDevice(t.job.DeviceComm), step, first) {
+	t.job.Compute.ResetPeakMemory()
+	if shapesDue(c.CheckTransfers, t.job.DeviceComm != nil && t.job.DeviceComm.MovesDevice(), step, first) {
 		if err := t.checkShapes(ctx, step); err != nil {
 			return stepOutcome{}, err
 		}

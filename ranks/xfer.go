@@ -23,13 +23,7 @@ import (
 type xfer struct {
 	comm collective.Comm
 	stg  tensor.PinnedStaging // nil: host tensors, or a communicator of device memory
-	dev  devicePointers       // set when comm moves device memory
-}
-
-// devicePointers is a backend whose tensors a communicator of device memory
-// can move (tensor.CUDA).
-type devicePointers interface {
-	DevicePtr(t *tensor.Tensor) uintptr
+	dev  tensor.Device        // set when comm moves device memory
 }
 
 // newXfer moves be's tensors through device when it is set (Job.DeviceComm),
@@ -39,9 +33,8 @@ func newXfer(host, device collective.Comm, be tensor.Memory) xfer {
 	if device != nil {
 		comm = device
 	}
-	if collective.MovesDevice(comm) {
-		dev, _ := be.(devicePointers)
-		return xfer{comm: comm, dev: dev}
+	if comm.MovesDevice() {
+		return xfer{comm: comm, dev: be.Device()}
 	}
 	stg, _ := be.(tensor.PinnedStaging)
 	return xfer{comm: comm, stg: stg}
@@ -117,7 +110,7 @@ type landing struct {
 // communicator's own timeout bounds each wait in it as well).
 func (x xfer) start(ctx context.Context, reqs ...req) *stagedMove {
 	tr := &stagedMove{stg: x.stg}
-	if collective.MovesDevice(x.comm) {
+	if x.comm.MovesDevice() {
 		ops := make([]collective.Op, len(reqs))
 		for i, r := range reqs {
 			ops[i] = r.opOf(collective.OnDevice(wireDType(r.t.DType()), x.dev.DevicePtr(r.t), r.t.Len(), r.t.Shape...))
