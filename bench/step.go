@@ -81,10 +81,7 @@ func stepBackend(o StepOptions) (be tensor.Backend, close func(), err error) {
 // syncDevice waits for a device backend's queued work, so that the clock read
 // after it counts that work.
 func syncDevice(be tensor.Backend) error {
-	if d, ok := be.(interface{ Sync() error }); ok {
-		return d.Sync()
-	}
-	return nil
+	return be.Sync()
 }
 
 // Step times forward, backward and an AdamW update of the whole model.
@@ -158,8 +155,8 @@ func Step(o StepOptions) (StepReport, error) {
 		Threads: runtime.GOMAXPROCS(0), Steps: o.Steps, StepMS: median(total), CPUMS: median(cpu), ForwardMS: median(fwd),
 		BackwardMS: median(bwd), OptimizerMS: median(upd), GFLOP: o.Model.StepFLOPs(o.Batch) / 1e9, Loss: loss,
 		Precision: o.Precision.String(), PeakActBytes: s.PeakActivationBytes()}
-	if c, ok := be.(*tensor.CUDA); ok {
-		rep.DevicePeakBytes = c.MemoryStats().Peak
+	if m, ok := be.DeviceMemory(); ok {
+		rep.DevicePeakBytes = m.Peak
 	}
 	rep.TokensPerSec = float64(n) / (rep.StepMS / 1e3)
 	rep.GFLOPPerSec = rep.GFLOP / (rep.StepMS / 1e3)

@@ -23,7 +23,8 @@
 // and text for the status.
 //
 // All calls for one device must come from the one OS thread that owns it
-// (runtime.LockOSThread); the binding does not lock. Subpackage cudaemu builds
+// (runtime.LockOSThread); the binding does not lock. Thread (thread.go) is
+// that OS thread, for the CUDA backend and NCCL alike. Subpackage cudaemu builds
 // a CPU emulator of the same libraries for tests.
 //
 // Without cgo, every load fails with an error that says so.

@@ -67,6 +67,11 @@ type Comm interface {
 	// calls it with the same list; the others need not. Sub-groups share their
 	// parent's connections.
 	Group(ranks []int) (Comm, error)
+	// MovesDevice reports whether the communicator moves device memory
+	// itself (NCCL): a stage loop then hands it device tensors as they are
+	// (OnDevice), where a host communicator needs them staged through host
+	// memory.
+	MovesDevice() bool
 
 	// Close shuts the communicator down gracefully: peers waiting on this rank
 	// get an error naming it. Closing a sub-group closes only the group.
@@ -154,18 +159,29 @@ func (o Options) withDefaults() Options {
 
 // transport moves messages between world ranks; backends implement it.
 type transport interface {
+	canceller
+	poller
 	worldRank() int
 	worldSize() int
-	// polls reports whether the transport polls its links, so that a Wait
-	// may poll for its handle too rather than park at once.
-	polls() bool
 	// post starts send or receive o (o.peer is a world rank).
 	post(o *op)
+	abort(err error)
+	close() error
+}
+
+// canceller is what a Handle needs of whatever runs its operations: a
+// transport, or an NCCL communicator, which runs them itself (nccl_ops.go).
+type canceller interface {
 	// cancel stops o with err: withdrawn if it has not touched the wire,
 	// otherwise by breaking the link to o.peer. o finishes promptly after.
 	cancel(o *op, err error)
-	abort(err error)
-	close() error
+}
+
+// poller is a transport whose Handles' Waits may poll.
+type poller interface {
+	// polls reports whether the transport polls its links, so that a Wait
+	// may poll for its handle too rather than park at once.
+	polls() bool
 }
 
 // comm implements Comm over a transport; the world and every sub-group are
@@ -197,6 +213,9 @@ func newWorld(t transport, opts Options) *comm {
 func (c *comm) Rank() int              { return c.me }
 func (c *comm) Size() int              { return len(c.ranks) }
 func (c *comm) WorldRank(rank int) int { return c.ranks[rank] }
+
+// MovesDevice is false: a transport's communicator moves host memory.
+func (c *comm) MovesDevice() bool { return false }
 
 func (c *comm) checkPeer(peer int) error {
 	if peer < 0 || peer >= len(c.ranks) {
@@ -232,7 +251,7 @@ func (c *comm) newOp(h *Handle, o Op, internal bool) (*op, error) {
 
 // start validates ops, then posts them in order under one handle.
 func (c *comm) start(internal bool, ops ...Op) *Handle {
-	return c.startIn(newHandle(c.t, c.wd, len(ops)), internal, ops...)
+	return c.startIn(newHandle(c.t, c.t, c.wd, len(ops)), internal, ops...)
 }
 
 // startIn is start with the handle given: a fresh one, or for the blocking

@@ -64,7 +64,8 @@ func (o *op) finish(err error) {
 // is done; after Wait returns, they are the caller's again.
 type Handle struct {
 	ops []*op
-	t   transport
+	t   canceller
+	p   poller    // nil: Wait parks at once
 	wd  *watchdog // enforces the default timeout when Wait's context has no deadline
 
 	// Kept by wd while a Wait blocks: the list links, how many Waits
@@ -90,8 +91,8 @@ type Handle struct {
 // asked for one: most small sends and many receives never need a channel.
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
-func newHandle(t transport, wd *watchdog, n int) *Handle {
-	h := &Handle{t: t, wd: wd}
+func newHandle(t canceller, p poller, wd *watchdog, n int) *Handle {
+	h := &Handle{t: t, p: p, wd: wd}
 	h.init(n)
 	return h
 }
@@ -101,7 +102,7 @@ var handlePool = sync.Pool{New: func() any { return new(Handle) }}
 
 // reset readies a pooled handle for one operation.
 func (h *Handle) reset(t transport, wd *watchdog) {
-	*h = Handle{t: t, wd: wd}
+	*h = Handle{t: t, p: t, wd: wd}
 	h.init(1)
 }
 
@@ -179,7 +180,7 @@ func (h *Handle) Wait(ctx context.Context) error {
 	if h.finished() {
 		return h.Err()
 	}
-	if h.t != nil && h.t.polls() {
+	if h.p != nil && h.p.polls() {
 		// The links poll their sockets, and Wait polls as well, yielding to
 		// the links in turn, which saves parking and waking this goroutine.
 		// A yield to a polling reader takes about one system call, so this

@@ -77,7 +77,7 @@ func NewNCCL(ctx context.Context, st store.Store, rank, size int, opts NCCLOptio
 		ranks[i] = i
 	}
 	c := &ncclComm{w: w, ranks: ranks, me: rank, groups: map[uint32]int{}}
-	c.tr = &ncclTransport{c: c}
+	c.tr = &ncclCanceller{c: c}
 	if err := c.join(ctx, "world", func(id cbits.NCCLUniqueID) (cbits.NCCLComm, error) {
 		return api.CommInitRank(size, id, rank, false)
 	}); err != nil {
@@ -127,7 +127,7 @@ func (w *ncclWorld) goneErr() error {
 // ncclComm is the world communicator or a group of it.
 type ncclComm struct {
 	w      *ncclWorld
-	tr     *ncclTransport
+	tr     *ncclCanceller
 	comm   cbits.NCCLComm
 	stream cbits.Stream
 	ranks  []int // world rank of each member
@@ -233,7 +233,7 @@ func (c *ncclComm) Group(ranks []int) (Comm, error) {
 		return nil, err
 	}
 	g := &ncclComm{w: c.w, ranks: world, me: me, id: nextGroupID(c.id, world, &c.mu, c.groups), groups: map[uint32]int{}}
-	g.tr = &ncclTransport{c: g}
+	g.tr = &ncclCanceller{c: g}
 	ctx := context.Background()
 	if len(ranks) == len(c.ranks) {
 		err = g.setup(ctx, func() (cbits.NCCLComm, error) { return c.w.api.CommSplit(c.comm, 0, me, false) })
@@ -339,11 +339,6 @@ func (c *ncclComm) Abort(err error) {
 	c.w.abort(fmt.Errorf("%w by rank %d: %w", ErrAborted, c.w.rank, err))
 }
 
-// MovesDevice reports whether c moves device memory itself (an NCCL
-// communicator or one of its groups): a stage loop then hands it device
-// tensors as they are (OnDevice), where a host communicator needs them
-// staged through host memory.
-func MovesDevice(c Comm) bool {
-	_, ok := c.(*ncclComm)
-	return ok
-}
+// MovesDevice is true: an NCCL communicator (or one of its groups) moves
+// device memory itself.
+func (c *ncclComm) MovesDevice() bool { return true }

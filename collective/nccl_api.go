@@ -3,7 +3,6 @@ package collective
 import (
 	"errors"
 	"fmt"
-	"runtime"
 
 	"github.com/pplaunch/pplaunch/cbits"
 )
@@ -95,7 +94,7 @@ type DeviceThread interface {
 
 // bareDevice is a DeviceThread with its own locked thread and stream.
 type bareDevice struct {
-	work   chan func()
+	th     *cbits.Thread
 	stream cbits.Stream
 	c      *cbits.CUDALibs
 }
@@ -106,33 +105,22 @@ func NewDeviceThread(c *cbits.CUDALibs, dev int) (interface {
 	DeviceThread
 	Stop()
 }, error) {
-	d := &bareDevice{work: make(chan func()), c: c}
-	started := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+	d := &bareDevice{c: c}
+	th, err := cbits.StartThread(0, func() error {
 		err := c.SetDevice(dev)
 		if err == nil {
 			d.stream, err = c.StreamCreate()
 		}
-		started <- err
-		if err != nil {
-			return
-		}
-		for f := range d.work {
-			f()
-		}
-	}()
-	if err := <-started; err != nil {
+		return err
+	})
+	if err != nil {
 		return nil, fmt.Errorf("device %d: %w", dev, err)
 	}
+	d.th = th
 	return d, nil
 }
 
-func (d *bareDevice) Call(f func() error) error {
-	done := make(chan error, 1)
-	d.work <- func() { done <- f() }
-	return <-done
-}
+func (d *bareDevice) Call(f func() error) error { return d.th.Call(f) }
 
 func (d *bareDevice) ComputeStream() uintptr { return uintptr(d.stream) }
 
@@ -141,7 +129,7 @@ func (d *bareDevice) Stop() {
 		_ = d.c.StreamSynchronize(d.stream)
 		return d.c.StreamDestroy(d.stream)
 	})
-	close(d.work)
+	d.th.Stop()
 }
 
 func asCUDAError(err error, target **cbits.CUDAError) bool { return errors.As(err, target) }

@@ -51,7 +51,7 @@ func (c *ncclComm) Recv(ctx context.Context, peer int, tag Tag, buf Buffer) erro
 
 // p2p issues ops as one NCCL group on the communication stream.
 func (c *ncclComm) p2p(ops ...Op) *Handle {
-	h := newHandle(c.tr, c.w.wd, len(ops))
+	h := newHandle(c.tr, nil, c.w.wd, len(ops)) // no links to poll: a Wait parks
 	for _, o := range ops {
 		if err := c.checkPeer(o.Peer); err != nil {
 			return failedHandle(err)

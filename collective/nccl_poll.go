@@ -334,18 +334,12 @@ func (w *ncclWorld) failPending(err error) {
 	}
 }
 
-// ncclTransport lets a Handle of an NCCL communicator cancel its
+// ncclCanceller lets a Handle of an NCCL communicator cancel its
 // operations: NCCL cannot withdraw one, so cancelling aborts the world (the
 // job's supervisor then ends the run), and the operation reports why.
-type ncclTransport struct{ c *ncclComm }
+type ncclCanceller struct{ c *ncclComm }
 
-func (t *ncclTransport) worldRank() int { return t.c.w.rank }
-func (t *ncclTransport) worldSize() int { return t.c.w.size }
-func (t *ncclTransport) polls() bool    { return false }
-func (t *ncclTransport) post(o *op)     { o.finish(fmt.Errorf("nccl: post is not used")) }
-func (t *ncclTransport) cancel(o *op, err error) {
+func (t *ncclCanceller) cancel(o *op, err error) {
 	o.cancelErr.Store(&err)
 	t.c.w.abort(fmt.Errorf("%w by rank %d: %s: %w", ErrAborted, t.c.w.rank, o.describe(), err))
 }
-func (t *ncclTransport) abort(err error) { t.c.w.abort(err) }
-func (t *ncclTransport) close() error    { return t.c.Close() }

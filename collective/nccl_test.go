@@ -300,7 +300,7 @@ func TestMovesDevice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !MovesDevice(w.comms[0]) || !MovesDevice(g) || MovesDevice(memoryWorld(t, 1, Options{})[0]) {
+	if !w.comms[0].MovesDevice() || !g.MovesDevice() || memoryWorld(t, 1, Options{})[0].MovesDevice() {
 		t.Error("MovesDevice is wrong")
 	}
 }

@@ -343,7 +343,7 @@ func (t *tcpTransport) close() error {
 	var hs []*Handle
 	for _, p := range t.peers {
 		if p != nil {
-			h := newHandle(t, nil, 1)
+			h := newHandle(t, t, nil, 1)
 			o := &op{h: h, send: true, peer: p.rank, tag: Tag{Kind: kindBye}, buf: Bytes(nil)}
 			o.hdr = headerFor(0, o.tag, o.buf)
 			h.ops = append(h.ops, o)

@@ -13,7 +13,8 @@
 // `plan`'s view of one schedule under given per-rank costs, with the closed
 // forms the papers give for its bubble and peak (forms.go). The rules a
 // layout must keep to be bit-exact and allowed (rules.go) are here too, so
-// the trainer's check and the search agree.
+// the trainer's check and the search agree. report.go prints each answer
+// as pplaunch plan shows it.
 //
 // plan imports schedules (generators, simulator) and models (the cost
 // partition) only: never ranks, collective, launch, bench or cmd, so the

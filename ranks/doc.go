@@ -18,7 +18,9 @@
 // checkpoints and resumption (ckpt.go), and rank 0's per-step record (loss,
 // throughput, measured and predicted bubble, peak activations, the merged
 // timeline; report.go), of which rank 0 keeps only running totals
-// (summary.go). TrainConfig.Plan (config.go) checks a configuration for a
+// (summary.go), printed at the end by Result.WriteSummary (summary_text.go);
+// pplaunch sample reads a checkpoint through SampleSource (sample_checkpoint.go).
+// TrainConfig.Plan (config.go) checks a configuration for a
 // world size without effects, so the agent can refuse bad flags before any
 // rank starts; Job.Stop lets the ranks agree on a step after which to
 // checkpoint and stop early, on the signals Preemption watches (preempt.go).

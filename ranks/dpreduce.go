@@ -32,7 +32,7 @@ type dpExchange struct {
 	grad  *tensor.Tensor
 	recv  *tensor.Tensor // the others' pieces of part me, in replica order skipping me
 	tag   collective.Tag
-	tr    *transfer
+	tr    *stagedMove
 	value *tensor.Tensor // ZeRO stage 1: the stage's flat parameters; nil: off
 	moves []gradMove     // ZeRO stage 1: the pieces of summed gradient moved after the reduce-scatter
 }
@@ -143,7 +143,7 @@ func (t *trainer) startReduce(s int) error {
 			peers[d] = t.world(t.pRank, d)
 		}
 		st := t.stages[s]
-		e = newDPExchange(t.exec.xf, t.job.Backend, peers, t.dRank, st.GradTensor())
+		e = newDPExchange(t.exec.xf, t.job.Compute, peers, t.dRank, st.GradTensor())
 		if t.zeroOn() {
 			e.value, e.moves = st.ValueTensor(), zeroMoves(t.zeroParams(st), st.GradTensor().Len(), t.cfg.DP)
 		}

@@ -20,7 +20,7 @@ func (t *trainer) evaluate(ctx context.Context, step int) (*float64, error) {
 		return nil, nil
 	}
 	S := t.sched.Stages()
-	be := t.job.Backend
+	be := t.job.Compute
 	var total float64
 	for b := range c.EvalBatches {
 		tok, tgt, err := t.corpus.ValBatch(b, c.MicroSize, c.Model.Seq)

@@ -69,7 +69,7 @@ type Batches func(globalMicro int) (tokens, targets []int32, err error)
 // Transfers are issued in list order, which is the order the peer issues the
 // matching ones, as backends that pair transfers by order (NCCL) require; a
 // validated schedule therefore cannot deadlock here. On a backend whose
-// tensors live in device memory (tensor.Stager) a send goes on the wire once
+// tensors live in device memory (tensor.PinnedStaging) a send goes on the wire once
 // its copy to pinned host memory is done, from a goroutine of its own
 // (xfer.go): the TCP communicator pairs transfers by tag, not by order. A
 // Device communicator (NCCL) gets device tensors as they are, in list order.
@@ -98,7 +98,7 @@ type Executor struct {
 	// uses it to hang a chosen rank at a chosen action.
 	Stall func(step int, a schedules.Action)
 	// Backend is the stages' backend: receive buffers come from it, and
-	// when it is a tensor.Stager (device memory) transfers go through
+	// when it is a tensor.PinnedStaging (device memory) transfers go through
 	// pinned host buffers (xfer.go). nil: host tensors.
 	Backend tensor.Memory
 	// Act is the dtype of the activations and gradients the stages pass

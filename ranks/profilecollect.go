@@ -206,7 +206,7 @@ func (t *trainer) buildProfile(all [][]float64) *plan.Profile {
 	m := c.Model
 	slots := map[string]int{"adamw": 2, "sgd": 1}[c.Optimizer]
 	pr := &plan.Profile{
-		Version: plan.ProfileVersion, Backend: t.job.Backend.Name(), Precision: c.Precision.String(), MicroBatchSize: c.MicroSize, Recompute: c.Recompute,
+		Version: plan.ProfileVersion, Backend: t.job.Compute.Name(), Precision: c.Precision.String(), MicroBatchSize: c.MicroSize, Recompute: c.Recompute,
 		Model:  plan.ProfileModel{Kind: m.Kind, Vocab: m.Vocab, Layers: m.Layers, Width: m.Width, Heads: m.Heads, Seq: m.Seq, Tied: m.Tied, Params: m.NumParams()},
 		Layout: plan.ProfileLayout{PP: c.PP, DP: c.DP, Schedule: c.Schedule, Virtual: t.sched.V, Microbatches: c.Micro, Cut: t.cut},
 		Steps:  len(p.stepS), WarmupSteps: p.warmup, StepS: median(p.stepS),

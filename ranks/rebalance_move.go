@@ -184,7 +184,7 @@ func (t *trainer) recut(ctx context.Context, done int, to []int) error {
 		t.stages[s], t.opts[s], t.execSt[s] = stages[s], opts[s], stages[s]
 	}
 	for _, e := range t.dp {
-		t.job.Backend.Free(e.recv)
+		t.job.Compute.Free(e.recv)
 	}
 	t.dp, t.cut = nil, slices.Clone(to)
 	return nil

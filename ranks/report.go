@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/pplaunch/pplaunch/collective"
-	"github.com/pplaunch/pplaunch/models/tensor"
 	"github.com/pplaunch/pplaunch/schedules"
 )
 
@@ -66,7 +65,7 @@ type StepRecord struct {
 	// Transfers are the activations and gradients each rank sent to and
 	// received from each peer in the step, with the time its transfer
 	// actions took (see transfers).
-	Transfers []Transfer `json:"transfers,omitempty"`
+	Transfers []PeerTraffic `json:"transfers,omitempty"`
 	// Timeline is the measured step of every rank, seconds on rank 0's clock
 	// since the job's origin (for --trace); not written to the metrics.
 	Timeline *schedules.Timeline `json:"-"`
@@ -77,13 +76,6 @@ type StepRecord struct {
 // bytes, reduction seconds, optimizer seconds, optimizer state bytes; the
 // spans follow, two values each.
 const reportHead = 9
-
-// deviceMemory is a backend that counts the device memory its tensors hold
-// (tensor.CUDA).
-type deviceMemory interface {
-	MemoryStats() tensor.MemoryStats
-	ResetPeakMemory()
-}
 
 // cpuTime is the process's CPU time so far.
 func cpuTime() time.Duration {
@@ -137,8 +129,8 @@ func (t *trainer) encodeReport(o stepOutcome, cpuS float64) []float64 {
 	}
 	v[0] = sr.Start.Add(t.offset).Sub(t.origin).Seconds()
 	v[1], v[2], v[3], v[4] = float64(sr.Peak), float64(perMB), cpuS, -1
-	if d, ok := t.job.Backend.(deviceMemory); ok {
-		v[4] = float64(d.MemoryStats().Peak)
+	if m, ok := t.job.Compute.DeviceMemory(); ok {
+		v[4] = float64(m.Peak)
 	}
 	v[5], v[6], v[7], v[8] = float64(rssBytes()), o.reduceS, o.optimS, float64(t.optimizerBytes())
 	for i, sp := range sr.Spans {
@@ -181,7 +173,7 @@ func (t *trainer) record(step int, all [][]float64) *StepRecord {
 	rec.Timeline = abs
 	m := t.cfg.Model
 	rec.Transfers = transfers(t.sched, t.cfg.PP, abs, int64(t.cfg.MicroSize*m.Seq*m.Width*t.cfg.Precision.ActivationBytes()))
-	rec.TransferWaitS, rec.MessageS = transferWaits(t.sched, t.cfg.PP, abs)
+	rec.TransferWaitS, rec.MessageS = waitTimes(t.sched, t.cfg.PP, abs)
 	return rec
 }
 

@@ -166,7 +166,7 @@ func (s *Sampler) predict(ctx context.Context, id uint32, i int, tokens []int32,
 			}
 			in = models.Input{Act: act}
 		}
-		a, probs, err := stage.Predict(in)
+		a, probs, err := stage.Infer(in)
 		if act != nil {
 			stage.Backend().Free(act)
 		}

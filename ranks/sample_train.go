@@ -16,7 +16,7 @@ func sampleDue(o *SampleOptions, step, steps int) bool {
 }
 
 // sample generates through replica 0's pipeline with the trained stages
-// (Predict keeps nothing, so the training state is untouched) and hands the
+// (Infer keeps nothing, so the training state is untouched) and hands the
 // text to Job.OnSample on rank 0.
 func (t *trainer) sample(ctx context.Context, step int) error {
 	o := t.job.Sample

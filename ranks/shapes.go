@@ -16,14 +16,14 @@ import (
 // statements over the host communicator; a difference refuses the run on
 // every rank, naming both ranks and both shapes.
 
-// Transfers is every kind of message x's list sends or receives in a step
+// MessageKinds is every kind of message x's list sends or receives in a step
 // (peers as ranks of Comm): each receive in the shape of its buffer, each
 // send in the shape of what its stage makes.
-func (x *Executor) Transfers() []collective.Transfer {
+func (x *Executor) MessageKinds() []collective.Transfer {
 	me := x.Comm.Rank()
 	var ts []collective.Transfer
 	for _, a := range x.Sched.Ranks[x.PRank] {
-		kind, chunk, ok := transferKind(a)
+		kind, chunk, ok := messageKind(a)
 		st := x.Stages[a.Stage]
 		if !ok || st == nil {
 			continue
@@ -46,7 +46,7 @@ func (x *Executor) Transfers() []collective.Transfer {
 // embedding exchange, the data-parallel reduce-scatter and validation's
 // activations.
 func (t *trainer) transfers() []collective.Transfer {
-	ts := t.exec.Transfers()
+	ts := t.exec.MessageKinds()
 	add := func(dt collective.DType, send bool, peer int, kind collective.Kind, chunk int, shape ...int) {
 		ts = append(ts, collective.Transfer{Send: send, Peer: peer, Kind: kind, Chunk: uint16(chunk), DType: dt, Shape: shape})
 	}

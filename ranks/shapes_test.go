@@ -39,7 +39,7 @@ func checkRanksAs(t *testing.T, sched *schedules.Schedule, stage func(p int) Sta
 			defer comms[p].Close()
 			x := &Executor{Sched: sched, PRank: p, Stages: map[int]Stage{p: stage(p)}, Comm: comms[p],
 				Peer: func(q int) int { return q }, MicroSize: 2, Act: act(p)}
-			errs[p] = collective.CheckShapes(context.Background(), comms[p], 0, x.Transfers())
+			errs[p] = collective.CheckShapes(context.Background(), comms[p], 0, x.MessageKinds())
 		})
 	}
 	wg.Wait()

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pplaunch/pplaunch/models"
+	"github.com/pplaunch/pplaunch/models/tensor"
 )
 
 // SlowEnv is the test-only hook PPLAUNCH_TEST_SLOW=RANK:MS, read only inside
@@ -52,9 +53,6 @@ func burn(d time.Duration) {
 	}
 }
 
-// syncer is a backend that queues its work (CUDA): Sync waits for it.
-type syncer interface{ Sync() error }
-
 // timing is the stages' Timing hook: the profiler's and the rebalancing
 // meter's, with Job.Slow run inside a block's measured time; nil when
 // nothing measures or slows (the stages then read no clock). For the meter
@@ -67,9 +65,9 @@ func (t *trainer) timing() models.Timing {
 	if slow == nil && prof == nil && meter == nil {
 		return nil
 	}
-	dev, _ := t.job.Backend.(syncer)
-	if meter == nil {
-		dev = nil
+	var dev tensor.Backend // a backend that queues its work (a GPU), for the meter
+	if meter != nil && t.job.Compute.Device() != nil {
+		dev = t.job.Compute
 	}
 	L := t.cfg.Model.Layers
 	return func(unit int, pass models.Pass, d time.Duration, saved int64) {

@@ -15,7 +15,7 @@ type key struct{ stage, mb int }
 
 // pending is a posted receive or send.
 type pending struct {
-	tr    *transfer
+	tr    *stagedMove
 	t     *tensor.Tensor
 	span  int // index of the action's span
 	peer  int
@@ -135,13 +135,13 @@ func (r *stepRun) afterCompute(i int, a schedules.Action, st Stage) error {
 // consumes it, the step and the global micro-batch.
 func (r *stepRun) tag(a schedules.Action) collective.Tag {
 	t := collective.Tag{Step: uint32(r.step), MicroBatch: uint32(r.x.First + a.Micro)}
-	t.Kind, t.Chunk, _ = transferKind(a)
+	t.Kind, t.Chunk, _ = messageKind(a)
 	return t
 }
 
-// transferKind is the kind and chunk of transfer action a's tag; ok is
+// messageKind is the kind and chunk of transfer action a's tag; ok is
 // false for a compute.
-func transferKind(a schedules.Action) (kind collective.Kind, chunk uint16, ok bool) {
+func messageKind(a schedules.Action) (kind collective.Kind, chunk uint16, ok bool) {
 	switch a.Kind {
 	case schedules.RecvF:
 		return collective.Activation, uint16(a.Stage), true

@@ -17,7 +17,7 @@ func (t *trainer) syncTied(ctx context.Context, step int) error {
 		return nil
 	}
 	first, last, emb, head := t.tiedParams()
-	be := t.job.Backend
+	be := t.job.Compute
 	switch {
 	case first != nil && last != nil && first == last:
 		first.SumLocalTiedGrads()

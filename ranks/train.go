@@ -21,15 +21,16 @@ type Job struct {
 	Node       int // this rank's node, for messages
 	Store      store.Store
 	Comm       collective.Comm // the whole world
-	// Device, when set, moves the device tensors (activations, gradients,
+	// DeviceComm, when set, moves the device tensors (activations, gradients,
 	// the data-parallel exchange, the tied embedding's gradient, validation
 	// activations): a communicator of device memory over the same world
-	// (collective.NewNCCL on Backend's GPU), with Comm carrying the host
+	// (collective.NewNCCL on Compute's GPU), with Comm carrying the host
 	// messages (the scalar all-reduce, reports, validation losses, the
 	// configuration and transfer-shape checks). nil: Comm carries everything.
-	Device  collective.Comm
-	Restart int // restart count (0: first attempt)
-	Backend tensor.Backend
+	DeviceComm collective.Comm
+	Restart    int // restart count (0: first attempt)
+	// Compute is the backend the rank's stages compute on (--device).
+	Compute tensor.Backend
 	// Report receives rank 0's per-step records (nil on other ranks' Job is fine).
 	Report func(StepRecord)
 	// Clock, if set, times each step, evaluation and checkpoint for their
@@ -164,11 +165,11 @@ func Train(ctx context.Context, cfg TrainConfig, job Job) (*Result, error) {
 
 func (t *trainer) setup(ctx context.Context) error {
 	c := t.cfg
-	if t.job.Backend == nil {
+	if t.job.Compute == nil {
 		return errors.New("no compute backend")
 	}
-	if d := t.job.Device; d != nil {
-		if _, ok := t.job.Backend.(devicePointers); !ok && collective.MovesDevice(d) {
+	if d := t.job.DeviceComm; d != nil {
+		if t.job.Compute.Device() == nil && d.MovesDevice() {
 			return errors.New("the device communicator moves GPU tensors, and the compute backend's tensors live in host memory (use --device cuda, or --backend tcp)")
 		}
 		if d.Rank() != t.job.Rank || d.Size() != t.job.Size {
@@ -215,13 +216,13 @@ func (t *trainer) setup(ctx context.Context) error {
 		t.execSt[s] = st
 	}
 	t.exec = &Executor{
-		Sched: t.sched, PRank: t.pRank, Stages: t.execSt, Comm: t.job.Comm, Device: t.job.Device,
+		Sched: t.sched, PRank: t.pRank, Stages: t.execSt, Comm: t.job.Comm, Device: t.job.DeviceComm,
 		Peer:      func(p int) int { return t.world(p, t.dRank) },
 		First:     t.dRank * c.Micro,
 		MicroSize: c.MicroSize,
 		Timeout:   c.Timeout,
 		Stall:     t.job.Stall,
-		Backend:   t.job.Backend,
+		Backend:   t.job.Compute,
 		Act:       c.Precision.Activations(),
 	}
 	if c.DP > 1 {
@@ -234,7 +235,7 @@ func (t *trainer) setup(ctx context.Context) error {
 // scale and timing hooks.
 func (t *trainer) newStage(cut []int, s int) (*models.Stage, models.Optimizer, error) {
 	c := t.cfg
-	st, err := models.NewStage(c.Model, cut, s, t.job.Backend, models.StageOptions{Seed: c.Seed, Recompute: c.Recompute, Activations: c.Precision.Activations()})
+	st, err := models.NewStage(c.Model, cut, s, t.job.Compute, models.StageOptions{Seed: c.Seed, Recompute: c.Recompute, Activations: c.Precision.Activations()})
 	if err != nil {
 		return nil, nil, fmt.Errorf("stage %d: %w", s, err)
 	}
@@ -331,10 +332,8 @@ type stepOutcome struct {
 func (t *trainer) runStep(ctx context.Context, step, first int) (stepOutcome, error) {
 	c := t.cfg
 	t.curStep, t.ctx = step, ctx
-	if d, ok := t.job.Backend.(deviceMemory); ok {
-		d.ResetPeakMemory()
-	}
-	if shapesDue(c.CheckTransfers, t.job.Device != nil && collective.MovesDevice(t.job.Device), step, first) {
+	t.job.Compute.ResetPeakMemory()
+	if shapesDue(c.CheckTransfers, t.job.DeviceComm != nil && t.job.DeviceComm.MovesDevice(), step, first) {
 		if err := t.checkShapes(ctx, step); err != nil {
 			return stepOutcome{}, err
 		}

@@ -88,7 +88,7 @@ func (m *emuMemory) Write(dst cbits.DevPtr, in []byte) error {
 }
 
 // ncclDevice returns a job hook giving every rank an NCCL communicator (the
-// fake over the emulator, also returned) on its CUDA backend as Job.Device,
+// fake over the emulator, also returned) on its CUDA backend as Job.DeviceComm,
 // closed when the test ends, then running more (if set).
 func ncclDevice(t *testing.T, size int, timeout time.Duration, more func(rank int, failed <-chan struct{}, job *Job)) (*ncclfake.NCCL, func(rank int, failed <-chan struct{}, job *Job)) {
 	t.Helper()
@@ -104,7 +104,7 @@ func ncclDevice(t *testing.T, size int, timeout time.Duration, more func(rank in
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
 		c, err := collective.NewNCCL(ctx, job.Store, rank, size, collective.NCCLOptions{
-			Options: collective.Options{Timeout: timeout}, Device: job.Backend.(*tensor.CUDA), API: f.Rank(),
+			Options: collective.Options{Timeout: timeout}, Device: job.Compute.(*tensor.CUDA), API: f.Rank(),
 		})
 		if err != nil {
 			t.Errorf("rank %d: %v", rank, err)
@@ -113,7 +113,7 @@ func ncclDevice(t *testing.T, size int, timeout time.Duration, more func(rank in
 		mu.Lock()
 		comms = append(comms, c)
 		mu.Unlock()
-		job.Device = c
+		job.DeviceComm = c
 		if more != nil {
 			more(rank, failed, job)
 		}
@@ -229,7 +229,7 @@ func TestTrainNCCLRefusesHostTensors(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	_, errs := trainInProcess(t, tiny(t), func(_ int, _ <-chan struct{}, job *Job) { job.Device = c })
+	_, errs := trainInProcess(t, tiny(t), func(_ int, _ <-chan struct{}, job *Job) { job.DeviceComm = c })
 	if err := errs[0]; err == nil || !strings.Contains(err.Error(), "host memory (use --device cuda, or --backend tcp)") {
 		t.Fatalf("got %v, want the refusal of host tensors", err)
 	}

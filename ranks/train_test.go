@@ -68,7 +68,7 @@ func trainInProcessOn(t *testing.T, cfg TrainConfig, backend func(rank int) tens
 		go func() {
 			defer wg.Done()
 			defer comms[r].Close()
-			job := Job{Rank: r, Size: size, Store: st, Comm: comms[r], Backend: bes[r]}
+			job := Job{Rank: r, Size: size, Store: st, Comm: comms[r], Compute: bes[r]}
 			if hook != nil {
 				hook(r, stop, &job)
 			}

@@ -7,12 +7,12 @@ import (
 	"github.com/pplaunch/pplaunch/schedules"
 )
 
-// Transfer is what one rank exchanged with one peer in a step: the bytes of
+// PeerTraffic is what one rank exchanged with one peer in a step: the bytes of
 // the activations and gradients it sent and received ([B, Seq, Width] each,
 // 4 bytes an element, 2 in bf16), and the seconds its transfer actions with that peer took
 // (posting a send or receive, and waiting where the action waits; the
 // data-parallel all-reduce is not counted).
-type Transfer struct {
+type PeerTraffic struct {
 	Rank      int     `json:"rank"`
 	Peer      int     `json:"peer"`
 	SentBytes int64   `json:"sent_bytes"`
@@ -23,9 +23,9 @@ type Transfer struct {
 // transfers counts, from every rank's measured step (world ranks, replica
 // d's pipeline rank p at d·pp + p), the transfers between each pair of
 // ranks, sorted by rank and peer. msgBytes is the size of one message.
-func transfers(sched *schedules.Schedule, pp int, tl *schedules.Timeline, msgBytes int64) []Transfer {
+func transfers(sched *schedules.Schedule, pp int, tl *schedules.Timeline, msgBytes int64) []PeerTraffic {
 	type pair struct{ rank, peer int }
-	sums := map[pair]*Transfer{}
+	sums := map[pair]*PeerTraffic{}
 	for r, spans := range tl.Ranks {
 		for _, sp := range spans {
 			a := sp.Action
@@ -43,7 +43,7 @@ func transfers(sched *schedules.Schedule, pp int, tl *schedules.Timeline, msgByt
 			k := pair{r, peer}
 			tr := sums[k]
 			if tr == nil {
-				tr = &Transfer{Rank: r, Peer: peer}
+				tr = &PeerTraffic{Rank: r, Peer: peer}
 				sums[k] = tr
 			}
 			if a.Kind == schedules.SendF || a.Kind == schedules.SendB {
@@ -54,15 +54,15 @@ func transfers(sched *schedules.Schedule, pp int, tl *schedules.Timeline, msgByt
 			tr.Seconds += sp.End - sp.Start
 		}
 	}
-	out := make([]Transfer, 0, len(sums))
+	out := make([]PeerTraffic, 0, len(sums))
 	for _, tr := range sums {
 		out = append(out, *tr)
 	}
-	slices.SortFunc(out, func(a, b Transfer) int { return cmp.Or(cmp.Compare(a.Rank, b.Rank), cmp.Compare(a.Peer, b.Peer)) })
+	slices.SortFunc(out, func(a, b PeerTraffic) int { return cmp.Or(cmp.Compare(a.Rank, b.Rank), cmp.Compare(a.Peer, b.Peer)) })
 	return out
 }
 
-// transferWaits splits the time each rank's computes waited for their
+// waitTimes splits the time each rank's computes waited for their
 // inputs (world ranks, replica d's pipeline rank p at d·pp + p, on one
 // clock). A compute that starts after a gap waited, from the end of the
 // rank's previous compute, first for the peer to compute and send the
@@ -71,7 +71,7 @@ func transfers(sched *schedules.Schedule, pp int, tl *schedules.Timeline, msgByt
 // counted per rank in waits. latency is the median time from SEND to
 // arrival over the messages a compute waited for (0 if none was waited
 // for): what one transfer takes on this network, queueing included.
-func transferWaits(sched *schedules.Schedule, pp int, tl *schedules.Timeline) (waits []float64, latency float64) {
+func waitTimes(sched *schedules.Schedule, pp int, tl *schedules.Timeline) (waits []float64, latency float64) {
 	spans := make([]map[schedules.Action]schedules.Span, len(tl.Ranks))
 	for r, list := range tl.Ranks {
 		spans[r] = make(map[schedules.Action]schedules.Span, len(list))

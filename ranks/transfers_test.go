@@ -24,10 +24,10 @@ func TestTransfers(t *testing.T) {
 		}
 	}
 	got := transfers(sched, pp, tl, 100)
-	var want []Transfer
+	var want []PeerTraffic
 	for r := range pp * dp {
 		peer := r ^ 1 // the other stage of the same replica
-		want = append(want, Transfer{Rank: r, Peer: peer, SentBytes: m * 100, RecvBytes: m * 100, Seconds: float64(2 * m * (r + 1))})
+		want = append(want, PeerTraffic{Rank: r, Peer: peer, SentBytes: m * 100, RecvBytes: m * 100, Seconds: float64(2 * m * (r + 1))})
 	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("transfers\n%+v\nwant\n%+v", got, want)
@@ -63,7 +63,7 @@ func TestTransferWaits(t *testing.T) {
 				tl.Ranks[r] = append(tl.Ranks[r], sp)
 			}
 		}
-		waits, latency := transferWaits(sched, pp, tl)
+		waits, latency := waitTimes(sched, pp, tl)
 		if !slices.Equal(waits, []float64{comm, comm, comm, comm}) || latency != comm {
 			t.Errorf("comm %v: waits %v, latency %v; want %v each", comm, waits, latency, comm)
 		}

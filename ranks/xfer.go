@@ -11,7 +11,7 @@ import (
 // xfer moves tensors of the rank's backend through the communicator, each
 // in its dtype (bfloat16 activations as two bytes an element). Host
 // tensors (the CPU backend) go as they are: the communicator reads and
-// writes their values, with no copy. Device tensors (a tensor.Stager) go
+// writes their values, with no copy. Device tensors (a tensor.PinnedStaging) go
 // through pinned host buffers: a send is copied out on the backend's copy
 // stream after the compute that made it and goes on the wire from a
 // goroutine of its own once the copy is done, so compute goes on meanwhile;
@@ -22,28 +22,21 @@ import (
 // against the backend's compute stream, and a request list is one group.
 type xfer struct {
 	comm collective.Comm
-	stg  tensor.Stager  // nil: host tensors, or a communicator of device memory
-	dev  devicePointers // set when comm moves device memory
+	stg  tensor.PinnedStaging // nil: host tensors, or a communicator of device memory
+	dev  tensor.Device        // set when comm moves device memory
 }
 
-// devicePointers is a backend whose tensors a communicator of device memory
-// can move (tensor.CUDA).
-type devicePointers interface {
-	DevicePtr(t *tensor.Tensor) uintptr
-}
-
-// newXfer moves be's tensors through device when it is set (Job.Device),
+// newXfer moves be's tensors through device when it is set (Job.DeviceComm),
 // else through host.
 func newXfer(host, device collective.Comm, be tensor.Memory) xfer {
 	comm := host
 	if device != nil {
 		comm = device
 	}
-	if collective.MovesDevice(comm) {
-		dev, _ := be.(devicePointers)
-		return xfer{comm: comm, dev: dev}
+	if comm.MovesDevice() {
+		return xfer{comm: comm, dev: be.Device()}
 	}
-	stg, _ := be.(tensor.Stager)
+	stg, _ := be.(tensor.PinnedStaging)
 	return xfer{comm: comm, stg: stg}
 }
 
@@ -96,10 +89,10 @@ func (r req) opOf(b collective.Buffer) collective.Op {
 	return collective.SendOp(r.peer, r.tag, b)
 }
 
-// transfer is a set of requests in flight. Its methods are for the one
-// goroutine that queues the compute.
-type transfer struct {
-	stg     tensor.Stager
+// stagedMove is one staged move of device tensors: a set of requests in
+// flight. Its methods are for the one goroutine that queues the compute.
+type stagedMove struct {
+	stg     tensor.PinnedStaging
 	h       *collective.Handle // the receives; for host tensors, everything
 	sent    chan struct{}      // staged sends: closed when they are done or failed
 	sendErr error
@@ -115,9 +108,9 @@ type landing struct {
 
 // start posts reqs. ctx bounds the staged sends' goroutine (the
 // communicator's own timeout bounds each wait in it as well).
-func (x xfer) start(ctx context.Context, reqs ...req) *transfer {
-	tr := &transfer{stg: x.stg}
-	if collective.MovesDevice(x.comm) {
+func (x xfer) start(ctx context.Context, reqs ...req) *stagedMove {
+	tr := &stagedMove{stg: x.stg}
+	if x.comm.MovesDevice() {
 		ops := make([]collective.Op, len(reqs))
 		for i, r := range reqs {
 			ops[i] = r.opOf(collective.OnDevice(wireDType(r.t.DType()), x.dev.DevicePtr(r.t), r.t.Len(), r.t.Shape...))
@@ -168,7 +161,7 @@ func (x xfer) start(ctx context.Context, reqs ...req) *transfer {
 // send puts staged sends on the wire once their copies are done. On a
 // failure the pinned buffers are not reused: the transport may still read
 // them until the communicator is aborted.
-func (tr *transfer) send(ctx context.Context, comm collective.Comm, outs []*tensor.Staging, ops []collective.Op) {
+func (tr *stagedMove) send(ctx context.Context, comm collective.Comm, outs []*tensor.Staging, ops []collective.Op) {
 	defer close(tr.sent)
 	for _, s := range outs {
 		if err := s.Wait(ctx); err != nil {
@@ -186,7 +179,7 @@ func (tr *transfer) send(ctx context.Context, comm collective.Comm, outs []*tens
 }
 
 // ready reports, without waiting, whether everything has finished.
-func (tr *transfer) ready() bool {
+func (tr *stagedMove) ready() bool {
 	if tr.h != nil {
 		select {
 		case <-tr.h.Done():
@@ -205,13 +198,13 @@ func (tr *transfer) ready() bool {
 }
 
 // land starts copying staged receives that have arrived to the device.
-func (tr *transfer) land() {
+func (tr *stagedMove) land() {
 	if !tr.landed && len(tr.recvs) > 0 && tr.ready() && tr.h.Err() == nil {
 		tr.stageIn()
 	}
 }
 
-func (tr *transfer) stageIn() {
+func (tr *stagedMove) stageIn() {
 	for _, l := range tr.recvs {
 		tr.stg.StageIn(l.t, l.s)
 	}
@@ -220,7 +213,7 @@ func (tr *transfer) stageIn() {
 
 // wait waits for every request; the compute queued afterwards sees the
 // received values. It is called once.
-func (tr *transfer) wait(ctx context.Context) error {
+func (tr *stagedMove) wait(ctx context.Context) error {
 	if tr.h != nil {
 		if err := tr.h.Wait(ctx); err != nil {
 			return err

@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
-	"text/tabwriter"
 
 	"github.com/pplaunch/pplaunch/plan"
 	"github.com/pplaunch/pplaunch/schedules"
@@ -82,7 +80,7 @@ func (c *planCmd) run(ctx context.Context, stdout, stderr io.Writer) error {
 	if c.JSON {
 		return writeJSON(stdout, res)
 	}
-	return c.summary(stdout, res)
+	return plan.WriteResult(stdout, res, c.costs())
 }
 
 func (c *planCmd) check() error {
@@ -188,49 +186,6 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-func pct(f float64) string { return fmt.Sprintf("%.1f%%", 100*f) }
-
-func (c *planCmd) costLine(w io.Writer) {
-	fmt.Fprintf(w, "costs per micro-batch per rank: tF=%g tB=%g (I=%g W=%g) tcomm=%g ms\n", c.TF, c.TB, c.TB-c.TW, c.TW, c.TComm)
-}
-
-func (c *planCmd) summary(w io.Writer, res *plan.Result) error {
-	fmt.Fprintf(w, "%s: P=%d ranks, v=%d, M=%d micro-batches\n", res.Schedule, res.P, res.V, res.M)
-	for _, n := range res.Notes {
-		fmt.Fprintf(w, "note: %s\n", n)
-	}
-	c.costLine(w)
-	fmt.Fprintf(w, "makespan  %.4g ms\nideal     %.4g ms (busiest rank's compute)\nbubble    %s\n", res.Makespan, res.Ideal, pct(res.Bubble))
-	if res.BubbleFormula != nil {
-		fmt.Fprintf(w, "formula   %s %s\n", pct(*res.BubbleFormula), res.Formula)
-	}
-	fmt.Fprintln(w)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	hdr := "rank\tbusy ms\tidle ms\tpeak act (micro-batches)\t"
-	if res.PeakBytes != nil {
-		hdr += "peak act bytes\t"
-	}
-	fmt.Fprintln(tw, hdr)
-	for r := range res.P {
-		line := fmt.Sprintf("%d\t%.4g\t%.4g\t%.4g\t", r, res.Busy[r], res.Idle[r], res.PeakActivations[r])
-		if res.PeakBytes != nil {
-			line += fmt.Sprintf("%d\t", res.PeakBytes[r])
-		}
-		fmt.Fprintln(tw, line)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	fmt.Fprintln(w, "\nGantt:")
-	var g strings.Builder
-	if err := schedules.WriteGantt(&g, res.Timeline, res.V, 0); err != nil {
-		return err
-	}
-	// The simulator's time unit is the costs', which plan gives in ms.
-	_, err := io.WriteString(w, strings.Replace(g.String(), " time units;", " ms;", 1))
-	return err
-}
-
 func (c *planCmd) compare(w io.Writer) error {
 	all, err := plan.Compare(c.Stages, c.Microbatches, c.Virtual, c.costs(), c.ActBytes)
 	if err != nil {
@@ -243,23 +198,5 @@ func (c *planCmd) compare(w io.Writer) error {
 			Schedules []*plan.Result `json:"schedules"`
 		}{c.Stages, c.Microbatches, all})
 	}
-	fmt.Fprintf(w, "P=%d ranks, M=%d micro-batches\n", c.Stages, c.Microbatches)
-	c.costLine(w)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "schedule\tv\tmakespan ms\tideal ms\tbubble\tclosed form\tpeak closed form\tpeak act per rank (micro-batches)")
-	for _, r := range all {
-		form, pform := "-", "-"
-		if r.BubbleFormula != nil {
-			form = pct(*r.BubbleFormula) + " " + r.Formula
-		}
-		if r.PeakFormulaVal != nil {
-			pform = fmt.Sprintf("%.4g %s", *r.PeakFormulaVal, r.PeakFormula)
-		}
-		peaks := make([]string, len(r.PeakActivations))
-		for i, p := range r.PeakActivations {
-			peaks[i] = fmt.Sprintf("%.4g", p)
-		}
-		fmt.Fprintf(tw, "%s\t%d\t%.4g\t%.4g\t%s\t%s\t%s\t%s\n", r.Schedule, r.V, r.Makespan, r.Ideal, pct(r.Bubble), form, pform, strings.Join(peaks, " "))
-	}
-	return tw.Flush()
+	return plan.WriteComparison(w, c.Stages, c.Microbatches, c.costs(), all)
 }

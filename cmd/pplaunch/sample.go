@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,7 +14,6 @@ import (
 	"github.com/pplaunch/pplaunch/launch"
 	"github.com/pplaunch/pplaunch/models"
 	"github.com/pplaunch/pplaunch/models/checkpoint"
-	"github.com/pplaunch/pplaunch/models/tensor"
 	"github.com/pplaunch/pplaunch/ranks"
 )
 
@@ -31,18 +29,10 @@ type sampleCmd struct {
 	Timeout time.Duration `arg:"--timeout" default:"5m" help:"deadline of every wait"`
 }
 
-// sampleSource is what a checkpoint gives pplaunch sample.
-type sampleSource struct {
-	dir      string
-	manifest *checkpoint.Manifest
-	model    models.Config
-	seed     uint64
-	data     string // the run's --data ("" the embedded corpus)
-}
-
 // open reads the checkpoint's manifest: the model, and from the saved
-// configuration the seed and corpus of the run.
-func (c *sampleCmd) open() (*sampleSource, error) {
+// configuration the seed and corpus of the run, which --data and --seed
+// override.
+func (c *sampleCmd) open() (*ranks.SampleSource, error) {
 	if _, err := os.Stat(c.From); errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("--from %s does not exist: give a checkpoint directory, or a train --checkpoint-dir", c.From)
 	}
@@ -50,25 +40,15 @@ func (c *sampleCmd) open() (*sampleSource, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--from: %w", err)
 	}
-	src := &sampleSource{dir: dir, manifest: m, seed: m.Data.Seed}
-	if err := json.Unmarshal(m.Model, &src.model); err != nil {
-		return nil, fmt.Errorf("--from %s: model in the manifest: %w", dir, err)
-	}
-	if err := src.model.Validate(); err != nil {
+	src, err := ranks.SampleSourceOf(dir, m)
+	if err != nil {
 		return nil, fmt.Errorf("--from %s: %w", dir, err)
 	}
-	var extra ranks.ManifestExtra
-	if len(m.Extra) > 0 && json.Unmarshal(m.Extra, &extra) == nil && len(extra.Config) > 0 {
-		var run struct{ Data string }
-		if json.Unmarshal(extra.Config, &run) == nil {
-			src.data = run.Data
-		}
-	}
 	if c.Data != "" {
-		src.data = c.Data
+		src.Data = c.Data
 	}
 	if c.Seed != nil {
-		src.seed = *c.Seed
+		src.Seed = *c.Seed
 	}
 	return src, nil
 }
@@ -79,7 +59,7 @@ func (c *sampleCmd) run(f launch.Flags, argv []string, stdout, stderr io.Writer)
 	if !f.Direct && os.Getenv(contract.EnvRole) != contract.RoleRank {
 		src, err := c.open()
 		if err == nil {
-			_, err = c.genFlags.options(src.model.Vocab, src.seed)
+			_, err = c.genFlags.options(src.Model.Vocab, src.Seed)
 		}
 		if err != nil {
 			fmt.Fprintln(stderr, "pplaunch: sample:", err)
@@ -95,18 +75,18 @@ func (c *sampleCmd) job(stdout io.Writer) func(ctx context.Context, r *ranks.Ran
 		if err != nil {
 			return fmt.Errorf("sample: %w", err)
 		}
-		o, err := c.genFlags.options(src.model.Vocab, src.seed)
+		o, err := c.genFlags.options(src.Model.Vocab, src.Seed)
 		if err != nil {
 			return fmt.Errorf("sample: %w", err)
 		}
 		if o.Prompt == nil {
-			corpus, err := ranks.LoadData(ranks.TrainConfig{Model: src.model, Data: src.data})
+			corpus, err := ranks.LoadData(ranks.TrainConfig{Model: src.Model, Data: src.Data})
 			if err != nil {
 				return fmt.Errorf("sample: the default prompt: %w (or give --prompt)", err)
 			}
-			o.Prompt = ranks.DefaultPrompt(corpus, src.model.Seq)
+			o.Prompt = ranks.DefaultPrompt(corpus, src.Model.Seq)
 		}
-		stage, err := loadStage(src, r.Rank, r.WorldSize)
+		stage, err := src.LoadStage(r.Rank, r.WorldSize)
 		if err != nil {
 			return fmt.Errorf("sample: %w", err)
 		}
@@ -127,37 +107,8 @@ func (c *sampleCmd) job(stdout io.Writer) func(ctx context.Context, r *ranks.Ran
 			return err
 		}
 		if r.Rank == 0 {
-			fmt.Fprintf(stdout, "sample from %s (step %d, seed %d): %s\n", src.dir, src.manifest.Step, src.seed, formatSample(src.model.Vocab, o.Prompt, toks))
+			fmt.Fprintf(stdout, "sample from %s (step %d, seed %d): %s\n", src.Dir, src.Manifest.Step, src.Seed, formatSample(src.Model.Vocab, o.Prompt, toks))
 		}
 		return nil
 	}
-}
-
-// loadStage builds stage index of a uniform cut into stages and loads its
-// parameters from the checkpoint.
-func loadStage(src *sampleSource, index, stages int) (*models.Stage, error) {
-	cut, err := models.Partition(src.model, stages, models.BalanceUniform)
-	if err != nil {
-		return nil, fmt.Errorf("%d ranks: %w", stages, err)
-	}
-	be, err := tensor.NewCPUFromEnv()
-	if err != nil {
-		return nil, err
-	}
-	st, err := models.NewStage(src.model, cut, index, be, models.StageOptions{})
-	if err != nil {
-		return nil, err
-	}
-	_, sh, err := checkpoint.Gather(src.dir, checkpoint.Expect{Model: src.manifest.Model, Params: st.TensorSpecs()})
-	if err != nil {
-		return nil, fmt.Errorf("stage %d from %s: %w", index, src.dir, err)
-	}
-	opt, err := models.NewOptimizer(src.manifest.Optimizer, 0)
-	if err != nil {
-		return nil, fmt.Errorf("checkpoint %s: %w", src.dir, err)
-	}
-	if err := st.LoadShard(sh, opt, src.manifest.Step); err != nil {
-		return nil, fmt.Errorf("checkpoint %s: %w", src.dir, err)
-	}
-	return st, nil
 }

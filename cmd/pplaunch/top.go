@@ -2,12 +2,9 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"os"
 	"time"
 
@@ -24,50 +21,15 @@ type topCmd struct {
 	Once     bool          `arg:"--once" help:"print the state once and exit (what it does when stdout is not a terminal is print a snapshot every interval until the run ends)"`
 }
 
-// stateURL is where ADDR's state is read from.
-func stateURL(addr string) (string, error) {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return "", fmt.Errorf("top: address %q: %v (want HOST:PORT or :PORT, as given to train --metrics-addr)", addr, err)
-	}
-	if host == "" {
-		host = "127.0.0.1"
-	}
-	return "http://" + net.JoinHostPort(host, port) + "/api/state", nil
-}
-
-// fetchState reads the job's state.
-func fetchState(ctx context.Context, url string) (live.State, error) {
-	var st live.State
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return st, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return st, fmt.Errorf("no job answers at %s (is train running with --metrics-addr there?): %w", url, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return st, fmt.Errorf("%s: %s (is this pplaunch's --metrics-addr?)", url, resp.Status)
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
-		return st, fmt.Errorf("%s: %w (is this pplaunch's --metrics-addr?)", url, err)
-	}
-	return st, nil
-}
-
 func (c *topCmd) run(ctx context.Context, stdout, stderr io.Writer) error {
-	url, err := stateURL(c.Addr)
+	url, err := live.StateURL(c.Addr)
 	if err != nil {
-		return exitError{code: 2, err: err}
+		return exitError{code: 2, err: fmt.Errorf("top: %w", err)}
 	}
 	if c.Interval.D() <= 0 {
 		return exitError{code: 2, err: errors.New("top: --interval must be positive, e.g. 1s")}
 	}
-	st, err := fetchState(ctx, url)
+	st, err := live.FetchState(ctx, url)
 	if err != nil {
 		return fmt.Errorf("top: %w", err)
 	}
@@ -94,7 +56,7 @@ func (c *topCmd) run(ctx context.Context, stdout, stderr io.Writer) error {
 			return nil
 		case <-time.After(c.Interval.D()):
 		}
-		if st, err = fetchState(ctx, url); err != nil {
+		if st, err = live.FetchState(ctx, url); err != nil {
 			// The run ended between two reads, or is restarting.
 			return fmt.Errorf("top: %w", err)
 		}
@@ -111,7 +73,7 @@ func (c *topCmd) waitRestart(ctx context.Context, url string) (live.State, error
 			return live.State{}, ctx.Err()
 		case <-time.After(c.Interval.D()):
 		}
-		if st, err := fetchState(ctx, url); err == nil && !st.Run.Ended {
+		if st, err := live.FetchState(ctx, url); err == nil && !st.Run.Ended {
 			return st, nil
 		} else if time.Now().After(deadline) {
 			return st, fmt.Errorf("top: the job did not come back after its attempt ended: %v", err)
@@ -152,7 +114,7 @@ type stateMsg struct {
 
 func (m topModel) fetch() tea.Cmd {
 	return tea.Tick(m.every, func(time.Time) tea.Msg {
-		st, err := fetchState(m.ctx, m.url)
+		st, err := live.FetchState(m.ctx, m.url)
 		return stateMsg{st, err}
 	})
 }

@@ -122,7 +122,7 @@ func (c *trainCmd) run(f launch.Flags, argv []string, stdout, stderr io.Writer) 
 		return 2
 	}
 	// The stage loop hands NCCL the device tensors as they are (ranks
-	// Job.Device): chooseBackend says what else nccl needs.
+	// Job.DeviceComm): chooseBackend says what else nccl needs.
 	choice, err := resolveBackend(c.Backend, c.Device, true, f, os.Getenv, os.Setenv, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "pplaunch: train:", err)
@@ -231,14 +231,14 @@ func (c *trainCmd) job(stdout io.Writer, backend string) func(ctx context.Contex
 		}
 		defer comm.Close()
 		job := ranks.Job{
-			Rank: r.Rank, Size: r.WorldSize, Node: r.NodeRank, Store: r.Store, Comm: comm, Restart: r.RestartCount, Backend: be, Logf: logf,
+			Rank: r.Rank, Size: r.WorldSize, Node: r.NodeRank, Store: r.Store, Comm: comm, Restart: r.RestartCount, Compute: be, Logf: logf,
 			Salvage: os.Getenv(contract.EnvElasticBase) != "", // an elastic job's
 		}
 		if backend == "nccl" {
-			if job.Device, err = openDeviceComm(ctx, r, be, cfg.Timeout); err != nil {
+			if job.DeviceComm, err = openDeviceComm(ctx, r, be, cfg.Timeout); err != nil {
 				return err
 			}
-			defer job.Device.Close()
+			defer job.DeviceComm.Close()
 		}
 		what += transfersOver(backend)
 		if ctx, err = c.hooks(ctx, &job, cfg, pre); err != nil {
@@ -262,11 +262,11 @@ func (c *trainCmd) job(stdout io.Writer, backend string) func(ctx context.Contex
 		}
 		res, err := ranks.Train(ctx, cfg, job)
 		if err != nil {
-			if job.Device != nil {
+			if job.DeviceComm != nil {
 				// NCCL may still use the rank's buffers, and its
 				// communicator could hang on a peer that is gone: abort
 				// it before the deferred Close.
-				job.Device.Abort(err)
+				job.DeviceComm.Abort(err)
 			}
 			return err
 		}

@@ -104,14 +104,14 @@ func cudaPlacement(name string, localRanks, gpus int) string {
 // unique id travels through the job's store, under a key of this restart.
 // timeout bounds the joining as well as every later wait.
 func openDeviceComm(ctx context.Context, r *ranks.Rank, be tensor.Backend, timeout time.Duration) (collective.Comm, error) {
-	cu, ok := be.(*tensor.CUDA)
-	if !ok {
+	dev := be.Device()
+	if dev == nil {
 		return nil, errors.New("train: --backend nccl moves GPU tensors: use --device cuda")
 	}
 	dctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	return collective.NewNCCL(dctx, r.Store, r.Rank, r.WorldSize, collective.NCCLOptions{
-		Options: collective.Options{Timeout: timeout}, Device: cu, StorePrefix: fmt.Sprintf("nccl/restart%d", r.RestartCount),
+		Options: collective.Options{Timeout: timeout}, Device: dev, StorePrefix: fmt.Sprintf("nccl/restart%d", r.RestartCount),
 	})
 }
 

@@ -209,42 +209,12 @@ func (o *trainOutput) finish(res *ranks.Result, sig os.Signal) error {
 		o.prom.close(outcome, true)
 		o.prom = nil
 	}
-	sum := &res.Summary
-	fmt.Fprintf(o.w, "\nsummary: steps %d..%d in %.1fs", res.FirstStep+1, res.Steps, time.Since(o.start).Seconds())
-	if sum.Steps == 0 {
-		if res.FirstStep > 0 && res.FirstStep >= res.Steps {
-			fmt.Fprintf(o.w, " (nothing to do: the run resumed at step %d, already at --steps %d or past it; give a larger --steps to train on)\n", res.FirstStep, res.Steps)
-			return nil
-		}
-		fmt.Fprintln(o.w, " (nothing to do)")
+	stoppedBy := "a preemption signal to another rank"
+	if sig != nil {
+		stoppedBy = contract.SignalName(sig)
+	}
+	if !res.WriteSummary(o.w, time.Since(o.start), o.cfg.Steps, stoppedBy) {
 		return nil
-	}
-	fmt.Fprintf(o.w, "\n  loss %.4f -> %.4f", sum.FirstLoss, sum.Last.Loss)
-	if sum.ValLoss != nil {
-		fmt.Fprintf(o.w, ", validation loss %.4f", *sum.ValLoss)
-	}
-	tps, st, bm, bp := sum.Steady()
-	fmt.Fprintf(o.w, "\n  %.0f tokens/s, %.3fs per step, bubble %.1f%% measured, %.1f%% predicted from measured action times\n", tps, st, 100*bm, 100*bp)
-	last := sum.Last
-	for r, p := range last.PeakActivation {
-		dev := ""
-		if r < len(sum.PeakDevice) {
-			dev = fmt.Sprintf(", peak device memory %s MiB", mib(sum.PeakDevice[r]))
-		}
-		if r < len(last.OptimizerBytes) {
-			dev += fmt.Sprintf(", optimizer state %s MiB", mib(last.OptimizerBytes[r]))
-		}
-		fmt.Fprintf(o.w, "  rank %d: peak activations %s MiB (%.2f micro-batches)%s\n", r, mib(p), last.PeakMicroBatches[r], dev)
-	}
-	if res.Checkpoint != "" {
-		fmt.Fprintf(o.w, "  checkpoint: %s\n", res.Checkpoint)
-	}
-	if res.Stopped {
-		why := "a preemption signal to another rank"
-		if sig != nil {
-			why = contract.SignalName(sig)
-		}
-		fmt.Fprintf(o.w, "  stopped after step %d of %d on %s: continue with --resume\n", res.Steps, o.cfg.Steps, why)
 	}
 	for _, f := range []string{o.c.Metrics, o.c.Trace, o.c.TraceSVG} {
 		if f != "" {

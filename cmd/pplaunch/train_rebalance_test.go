@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pplaunch/pplaunch/launch/netns"
+	"github.com/pplaunch/pplaunch/plan"
 	"github.com/pplaunch/pplaunch/ranks"
 )
 
@@ -79,7 +80,7 @@ func TestTrainRebalanceSlowedStage(t *testing.T) {
 			t.Fatalf("rebalance after step %d from %v to %v: want a 2-stage cut, from the cut before, and no move twice", mv.Step, mv.CutBefore, mv.Cut)
 		}
 		pairs[fmt.Sprint(mv.CutBefore, mv.Cut)] = true
-		line := fmt.Sprintf("rebalance after step %d: --layers-per-stage %s -> %s", mv.Step, joinInts(mv.CutBefore), joinInts(mv.Cut))
+		line := fmt.Sprintf("rebalance after step %d: --layers-per-stage %s -> %s", mv.Step, plan.FormatCut(mv.CutBefore), plan.FormatCut(mv.Cut))
 		if !strings.Contains(r.out, line) {
 			t.Errorf("no line %q in the log:\n%s", line, r.out)
 		}
@@ -89,7 +90,7 @@ func TestTrainRebalanceSlowedStage(t *testing.T) {
 	}
 	last := moves[len(moves)-1]
 	t.Logf("cut 4,4 -> %s in %d moves: median step %.4f s before (steps 2-3), %.4f s after the last (steps %d-%d); the first predicted %.4f s -> %.4f s",
-		joinInts(last.Cut), len(moves), medianStepS(r, 2, 3), medianStepS(r, last.Step+2, steps), last.Step+2, steps, moves[0].PredictedBeforeS, moves[0].PredictedS)
+		plan.FormatCut(last.Cut), len(moves), medianStepS(r, 2, 3), medianStepS(r, last.Step+2, steps), last.Step+2, steps, moves[0].PredictedBeforeS, moves[0].PredictedS)
 
 	// The same run as resumes: to each move's step with the cut before it,
 	// then on with the cut after.
@@ -104,7 +105,7 @@ func TestTrainRebalanceSlowedStage(t *testing.T) {
 		if len(rr.metrics) != mv.Step-from || rr.metrics[0].Step != from+1 {
 			t.Fatalf("the job from step %d ran %d steps, want %d..%d:\n%s", from, len(rr.metrics), from+1, mv.Step, rr.out)
 		}
-		cut, from = joinInts(mv.Cut), mv.Step
+		cut, from = plan.FormatCut(mv.Cut), mv.Step
 	}
 	compare(t, dir, resumed)
 	one := t.TempDir()

@@ -64,12 +64,9 @@ func (s *traceStream) finish(svg, title string, sched *schedules.Schedule, win t
 	return nil
 }
 
-// drawTrace draws the trace file as svg. With the run's schedule, it draws
-// the steps win chooses (the run's steps first+1.. are in the file), marks
-// where each begins, and lays beside them the timeline the simulator expects
-// from each step's mean action times, so the actions that ran late stand
-// out. A trace that cannot be cut into the schedule's steps (a failed run's
-// last partial step) is drawn whole and alone.
+// drawTrace draws the trace file as svg (schedules.TraceView): with the
+// run's schedule, the steps win chooses of the run's steps first+1.. that
+// the file holds.
 func drawTrace(trace, svg, title string, sched *schedules.Schedule, win traceSteps, first int) error {
 	in, err := os.Open(trace)
 	if err != nil {
@@ -80,32 +77,10 @@ func drawTrace(trace, svg, title string, sched *schedules.Schedule, win traceSte
 	if err != nil {
 		return err
 	}
-	o := schedules.SVGOptions{Title: title}
-	if sched != nil {
-		o.V = sched.V
-		if count, err := schedules.Steps(sched, tl); err == nil {
-			lo, hi, note, err := win.window(first, count)
-			if err != nil {
-				return err
-			}
-			part, starts, err := schedules.Window(sched, tl, lo, hi)
-			if err != nil {
-				return err
-			}
-			tl = part
-			for k, at := range starts {
-				o.Steps = append(o.Steps, schedules.StepMark{At: at, Label: fmt.Sprintf("step %d", first+lo+k+1)})
-			}
-			o.AxisFrom = o.Steps[0].Label + "'s start"
-			if hi-lo == 1 {
-				o.Title += fmt.Sprintf(" · step %d of %d%s", first+lo+1, first+count, note)
-			} else {
-				o.Title += fmt.Sprintf(" · steps %d..%d of %d%s", first+lo+1, first+hi, first+count, note)
-			}
-			if exp, err := schedules.Expected(sched, tl); err == nil {
-				o.Expected = exp
-			}
-		}
+	pick := func(count int) (int, int, string, error) { return win.window(first, count) }
+	tl, o, err := schedules.TraceView(tl, title, sched, first, pick)
+	if err != nil {
+		return err
 	}
 	return writeFile(svg, func(w io.Writer) error { return schedules.WriteSVGWith(w, tl, o) })
 }

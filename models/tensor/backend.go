@@ -138,6 +138,20 @@ type Memory interface {
 	// SGD applies one SGD-with-momentum update (float64 arithmetic per
 	// element) to w from g, keeping the momentum in buf.
 	SGD(w, g, buf *Tensor, h SGDStep)
+
+	// Sync waits until every operation queued so far has finished (a GPU
+	// queues its work; the CPU returns at once), so a clock read after it
+	// counts that work.
+	Sync() error
+	// DeviceMemory is the device memory the backend's tensors hold; ok is
+	// false where they live in host memory.
+	DeviceMemory() (s MemoryStats, ok bool)
+	// ResetPeakMemory starts DeviceMemory's peak over from the bytes in use
+	// now (nothing where there is no device memory).
+	ResetPeakMemory()
+	// Device is the backend's GPU for a communicator that moves device
+	// memory, nil where tensors live in host memory.
+	Device() Device
 }
 
 // AdamWStep is one AdamW update's scalars, already rounded to float32 in the

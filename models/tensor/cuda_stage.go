@@ -8,12 +8,12 @@ import (
 	"unsafe"
 )
 
-// Stager is a backend whose tensors a host transport (TCP) cannot read or
+// PinnedStaging is a backend whose tensors a host transport (TCP) cannot read or
 // write: transfers go through pinned host buffers, copied on a stream of the
 // backend's own beside the compute stream and ordered against it by events,
 // so that a copy overlaps the compute queued after it. The CPU backend is no
-// Stager: a transport reads and writes its tensors' Data directly.
-type Stager interface {
+// PinnedStaging: a transport reads and writes its tensors' Data directly.
+type PinnedStaging interface {
 	// StageOut starts copying t to a pinned host buffer of t's dtype once
 	// the work queued so far (the compute that writes t) is done. Wait for
 	// the result before reading its Host (float32) or Half (bfloat16)
@@ -265,4 +265,4 @@ func (c *CUDA) closeStaging() {
 	st.all, st.free, st.stream = nil, map[int][]*pinned{}, 0
 }
 
-var _ Stager = (*CUDA)(nil)
+var _ PinnedStaging = (*CUDA)(nil)

@@ -23,7 +23,7 @@
 // architecture and which are cached on disk. All CUDA calls of a device come
 // from one locked OS thread, compute on one stream, and every reduction has a
 // fixed order without atomics, so results do not depend on the run. For host
-// transports the backend is a Stager: copies between tensors and pinned host
+// transports the backend is a PinnedStaging: copies between tensors and pinned host
 // buffers run on a second stream, ordered against the compute by events.
 //
 // This package imports only cbits (the NVIDIA and BLAS libraries loaded at run

@@ -7,7 +7,8 @@
 // the stage loop) and publishes it to the job's store once a second; rank 0's
 // Board gathers those, and the step records, into one State. Whether a rank
 // is stuck or silent is a pure decision (Classify) over the reports and the
-// clock, table-tested without processes.
+// clock, table-tested without processes. StateURL and FetchState
+// (client.go) are the reading side of "/api/state", pplaunch top's.
 //
 // The view is read-only and holds nothing secret: no token, no environment,
 // only what the console already prints. It imports ranks (the step records),

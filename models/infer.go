@@ -2,12 +2,12 @@ package models
 
 import "github.com/pplaunch/pplaunch/models/tensor"
 
-// Predict runs a forward pass for inference: nothing is kept for a backward
+// Infer runs a forward pass for inference: nothing is kept for a backward
 // pass and no micro-batch is left in flight. A stage but the last returns
 // its output activation (the caller's, as Forward's); the last stage returns
 // the next-token probabilities of every position, [B·T·V] on the host, and
 // needs no targets.
-func (s *Stage) Predict(in Input) (act *tensor.Tensor, probs []float32, err error) {
+func (s *Stage) Infer(in Input) (act *tensor.Tensor, probs []float32, err error) {
 	if s.IsLast() && in.Targets == nil {
 		n := len(in.Tokens)
 		if in.Act != nil {

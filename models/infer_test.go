@@ -7,10 +7,10 @@ import (
 	"github.com/pplaunch/pplaunch/models/tensor"
 )
 
-// TestPredict: a two-stage Predict gives probabilities that sum to one at
+// TestInfer: a two-stage Infer gives probabilities that sum to one at
 // every position, the same bits as one stage holding the whole model, and
 // the loss Forward computes from them; nothing stays in flight.
-func TestPredict(t *testing.T) {
+func TestInfer(t *testing.T) {
 	cfg := Config{Kind: "gpt", Vocab: 256, Layers: 2, Width: 16, Heads: 2, Seq: 8, Tied: true}
 	be, _ := tensor.NewCPU("gonum")
 	tokens := make([]int32, 2*cfg.Seq)
@@ -21,7 +21,7 @@ func TestPredict(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, want, err := whole.Predict(Input{Tokens: tokens})
+	_, want, err := whole.Infer(Input{Tokens: tokens})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,11 +33,11 @@ func TestPredict(t *testing.T) {
 		}
 		stages = append(stages, s)
 	}
-	act, _, err := stages[0].Predict(Input{Tokens: tokens})
+	act, _, err := stages[0].Infer(Input{Tokens: tokens})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, got, err := stages[1].Predict(Input{Act: act})
+	_, got, err := stages[1].Infer(Input{Act: act})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,11 +70,11 @@ func TestPredict(t *testing.T) {
 	}
 	// The same probabilities, logged in float64 here and in float32 there.
 	if l := nll / float64(len(tokens)); math.Abs(l-out.Loss) > 1e-4 {
-		t.Fatalf("loss from Predict %v, Forward %v", l, out.Loss)
+		t.Fatalf("loss from Infer %v, Forward %v", l, out.Loss)
 	}
 	for _, s := range stages {
 		if n := len(s.InFlight()); n != 0 {
-			t.Fatalf("stage %d: %d micro-batches in flight after Predict", s.Index(), n)
+			t.Fatalf("stage %d: %d micro-batches in flight after Infer", s.Index(), n)
 		}
 	}
 }
