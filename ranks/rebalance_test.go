@@ -232,15 +232,26 @@ func TestRebalanceConfigRefusals(t *testing.T) {
 	}
 }
 
-// slowMs is the CPU the slowed rank burns per block and micro-batch in the
-// in-process tests: hundreds of times a tiny block's own time, so no noise
-// of a loaded machine can make its blocks look as fast as the others.
-const slowMs = 15
+// slowMs is the time the slowed rank takes more per block and micro-batch
+// in the rebalancing tests: counted in its measured time, not burnt
+// (PPLAUNCH_TEST_SLOW's ":add"), so the decisions do not depend on how busy
+// the machine is; hundreds of times a tiny block's own time, it outweighs
+// any scheduling noise in the medians.
+const slowMs = 500
+
+// slowed is Job.Slow for the slowed rank: half of slowMs in each of a
+// block's two forward sublayers.
+func slowed(_ int, pass models.Pass, _ time.Duration) time.Duration {
+	if pass != models.PassF {
+		return 0
+	}
+	return slowMs * time.Millisecond / 2
+}
 
 // trainSlowed trains cfg in process (on the backends of open; nil: the CPU)
 // with slow as rank slowRank's Job.Slow, and returns rank 0's records of
 // the rebalances.
-func trainSlowed(t *testing.T, cfg TrainConfig, open func(int) tensor.Backend, slowRank int, slow func(int, models.Pass, time.Duration)) []EventRecord {
+func trainSlowed(t *testing.T, cfg TrainConfig, open func(int) tensor.Backend, slowRank int, slow SlowFunc) []EventRecord {
 	t.Helper()
 	if open == nil {
 		be, err := tensor.NewCPU("")
@@ -312,7 +323,7 @@ func TestRebalanceMatchesResume(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			moves := trainSlowed(t, cfg, nil, tc.slowRank, func(int, models.Pass, time.Duration) { burn(slowMs * time.Millisecond / 2) })
+			moves := trainSlowed(t, cfg, nil, tc.slowRank, slowed)
 			if len(moves) == 0 || moves[0].Step != 3 || !slices.Equal(moves[0].CutBefore, tc.cut) {
 				t.Fatalf("rebalances %+v, want a first one after step 3 from %v", moves, tc.cut)
 			}

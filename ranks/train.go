@@ -43,9 +43,11 @@ type Job struct {
 	// pplaunch train (PPLAUNCH_TEST_STALL, PPLAUNCH_TEST_KILL); nil normally.
 	Stall func(step int, a schedules.Action)
 	// Slow, if set, runs inside the measured time of each block's pass
-	// (one sublayer's; d is the time measured so far): the test-only
-	// PPLAUNCH_TEST_SLOW hook (slowhook.go); nil normally.
-	Slow func(unit int, pass models.Pass, d time.Duration)
+	// (one sublayer's; d is the time measured so far), and what it returns
+	// is counted in that time as well: the test-only PPLAUNCH_TEST_SLOW
+	// hook (slowhook.go), which burns the time or only counts it; nil
+	// normally.
+	Slow func(unit int, pass models.Pass, d time.Duration) time.Duration
 	// Logf prints a line on this rank's output.
 	Logf func(format string, args ...any)
 	// Sample, if set, has rank 0 print text from the model at the end (and

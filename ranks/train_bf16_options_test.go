@@ -3,7 +3,6 @@ package ranks
 import (
 	"errors"
 	"testing"
-	"time"
 
 	"github.com/pplaunch/pplaunch/models"
 )
@@ -37,7 +36,7 @@ func TestBF16ZeroAndRebalanceMatchOneProcess(t *testing.T) {
 		cfg.Precision, cfg.PP, cfg.Steps, cfg.LRDecaySteps, cfg.Warmup = models.BF16, 2, 6, 6, 2
 		cfg.Rebalance, cfg.RebalanceThreshold = "every:3", DefaultRebalanceThreshold
 		cfg.CheckpointDir = t.TempDir()
-		moves := trainSlowed(t, cfg, nil, 1, func(int, models.Pass, time.Duration) { burn(slowMs * time.Millisecond / 2) })
+		moves := trainSlowed(t, cfg, nil, 1, slowed)
 		if len(moves) == 0 {
 			t.Fatal("no rebalance: nothing moved")
 		}

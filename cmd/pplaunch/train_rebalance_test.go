@@ -49,9 +49,10 @@ func medianStepS(r jobResult, first, last int) float64 {
 	return s[len(s)/2]
 }
 
-// TestTrainRebalanceSlowedStage: rank 1 of a pp=2 job burns 10 ms of CPU per
-// block and micro-batch (PPLAUNCH_TEST_SLOW), hundreds of times its blocks'
-// own time; --rebalance every:3 moves blocks off it after step 3, and again
+// TestTrainRebalanceSlowedStage: rank 1 of a pp=2 job takes 500 ms more per
+// block and micro-batch (PPLAUNCH_TEST_SLOW=1:500:add: counted in its
+// measured time, not burnt, so that the decisions do not depend on how busy
+// the machine is), thousands of times its blocks' own time; --rebalance every:3 moves blocks off it after step 3, and again
 // after step 6 where the first move left it the slowest (a unit costs what
 // it was measured to cost: the blocks it gave away looked slow until they
 // ran elsewhere). Every move is one log line and one --metrics record, the
@@ -63,7 +64,7 @@ func medianStepS(r jobResult, first, last int) float64 {
 func TestTrainRebalanceSlowedStage(t *testing.T) {
 	const steps = 8
 	args := append(slices.Clone(tinyModel), "--microbatches", "4", "--steps", fmt.Sprint(steps), "--lr-decay-steps", fmt.Sprint(steps))
-	slow := []string{ranks.SlowEnv + "=1:10"}
+	slow := []string{ranks.SlowEnv + "=1:500:add"}
 	dir := t.TempDir()
 	r := runJob(t, 2, 0, slow, append(args, "--rebalance", "every:3", "--checkpoint-dir", dir)...)
 	mustSucceed(t, r, "pp=2 job with --rebalance every:3")
@@ -143,7 +144,7 @@ func TestTrainRebalanceTwoHosts(t *testing.T) {
 	mustSucceed(t, runJob(t, 1, 0, nil, append(args, "--checkpoint-dir", one)...), "one process")
 	dir := t.TempDir()
 	metrics := filepath.Join(dir, "metrics.jsonl")
-	outs := runOnHosts(t, n, []string{"PPLAUNCH_TOKEN=train-rebalance-hosts-secret", ranks.SlowEnv + "=1:10"}, func(i int) []string {
+	outs := runOnHosts(t, n, []string{"PPLAUNCH_TOKEN=train-rebalance-hosts-secret", ranks.SlowEnv + "=1:500:add"}, func(i int) []string {
 		return append([]string{"--nnodes", "2", "--node-rank", fmt.Sprint(i), "--rdzv-endpoint", n.Hosts[0].Name + ":29400",
 			"--rdzv-id", "train-rebalance-hosts", "--rdzv-timeout", "60s", "--nproc", "1",
 			"train", "--metrics", metrics, "--checkpoint-dir", filepath.Join(dir, "ckpt"), "--rebalance", "every:3"}, args...)
