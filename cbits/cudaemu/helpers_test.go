@@ -3,6 +3,7 @@ package cudaemu_test
 import (
 	"math"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"unsafe"
@@ -11,9 +12,15 @@ import (
 	"github.com/pplaunch/pplaunch/cbits/cudaemu"
 )
 
-// load opens the emulator. This test binary never loads the real libraries.
+// load opens the emulator and locks the test's goroutine to its OS thread,
+// as cbits requires of every caller: the emulator keeps the last error's
+// detail per thread, as CUDA keeps the last error, and a goroutine that
+// moves between cudaDeviceSynchronize and the binding's cudaGetErrorString
+// (likely on a loaded machine, after a long call) loses the report. The lock
+// ends with the test's goroutine, which also runs its cleanups.
 func load(t *testing.T) *cbits.CUDALibs {
 	t.Helper()
+	runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
 	c, err := cbits.LoadCUDAFrom(cudaemu.Dir(t))
 	if err != nil && strings.Contains(err.Error(), "without cgo") {
 		t.Skip(err)

@@ -115,12 +115,20 @@ EMU_API const char *cudaGetErrorName(int e) {
 }
 
 // cudaGetErrorString adds, for the last failure on this thread, what the
-// emulator saw ("out of memory (cudaemu: 2 GiB requested, 1 GiB free)").
+// emulator saw ("out of memory (cudaemu: 2 GiB requested, 1 GiB free)"). A
+// failed kernel's error is the context's, not a thread's: its report is added
+// on any thread, so that it is not lost when a caller asks from another thread
+// than the one whose synchronisation found it.
 EMU_API const char *cudaGetErrorString(int e) {
 	const ErrName *n = find_err(e);
 	static thread_local std::string s;
 	s = n ? n->text : "unknown error";
-	if (e == detail_err && !detail.empty()) s += " (cudaemu: " + detail + ")";
+	std::string d = e == detail_err ? detail : "";
+	if (d.empty()) {
+		std::lock_guard<std::mutex> g(mu);
+		if (e == sticky) d = sticky_detail;
+	}
+	if (!d.empty()) s += " (cudaemu: " + d + ")";
 	return s.c_str();
 }
 
