@@ -221,7 +221,7 @@ func (c *Config) placeStore(f Flags, slurm *slurmInfo) error {
 	}
 	if c.StoreHost == "" {
 		if c.NNodes > 1 {
-			return fmt.Errorf("--nnodes %d needs --rdzv-endpoint HOST:PORT or --master-addr (or run inside srun)", c.NNodes)
+			return fmt.Errorf("--nnodes %v needs --rdzv-endpoint HOST:PORT or --master-addr (or run inside srun)", c.nodeCount())
 		}
 		// One node and no endpoint: as --standalone, unless a port was asked for.
 		c.StoreHost = "127.0.0.1"

@@ -92,7 +92,7 @@ func TestArgumentErrors(t *testing.T) {
 		{[]string{"train", "--micro-batches", "8"}, nil, "unknown flag --micro-batches: did you mean --microbatches? (pplaunch train --help lists the flags)"},
 		{[]string{"train", "--lr", "abc"}, nil, "--lr abc: want a number"},
 		{[]string{"train", "--steps=1.5"}, nil, "--steps 1.5: want a whole number"},
-		{[]string{"--nnodes", "1:2", "train"}, nil, "--nnodes 1:2: elastic ranges (MIN:MAX) are not supported yet"},
+		{[]string{"--nnodes", "1:2", "train"}, nil, "--nnodes 1:2 needs --rdzv-endpoint HOST:PORT or --master-addr"},
 		{[]string{"sample"}, nil, "--from CKPT is required"},
 		// Usage errors exit 2 in every command.
 		{[]string{"plan", "--tw", "5", "--tb", "1"}, nil, "--tw 5 is more than --tb 1"},
