@@ -160,13 +160,17 @@ func cudaStageMatchesCPU(t *testing.T, cfg Config) {
 	}
 	for name, w := range cpu.params {
 		// The first AdamW update is lr·m̂/(√v̂+eps) ≈ ±lr for every gradient far
-		// above eps, so the parameters agree to a small fraction of lr (1e-3;
-		// measured: under 2e-6).
+		// above eps, so the parameters agree to a small fraction of lr (1e-3).
+		// An element whose gradient is within a few eps (1e-8) of zero turns
+		// a float32 rounding difference Δg into up to lr·Δg/eps: measured
+		// under 2e-6 with OpenBLAS on the CPU side and 1.8e-5 with the Go
+		// kernels (PPLAUNCH_BLAS=go), whose sums run in another order; the
+		// bound is a tenth of lr.
 		var d float64
 		for i := range w {
 			d = math.Max(d, math.Abs(float64(gpu.params[name][i])-float64(w[i])))
 		}
-		if d > 1e-5 {
+		if d > 1e-4 {
 			t.Errorf("parameter %s after the step: differs by %.3g", name, d)
 		}
 		t.Logf("parameter %s after the step: differs by at most %.2g", name, d)
