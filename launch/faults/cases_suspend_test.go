@@ -73,19 +73,24 @@ func allStopped(pids []int) bool {
 	return true
 }
 
+// suspendSteps is long enough (seconds on a quiet machine, 5 ms a step)
+// that the job is still training when the signal lands after step 2: at
+// 100 steps a quiet machine finished before it.
+const suspendSteps = 1000
+
 var suspendCases = []fcase{
 	// On two nodes, Ctrl-Z to one agent suspends the job: the other node
 	// holds its rank, names the node suspended, not lost, and both carry on
 	// after fg; also when the suspended node hosts the store.
-	{name: "jobctl/ctrl-z-node1-of-two", nodes: 2, nproc: 1, env: token, args: steps(100), timeout: suspendTimeout, during: ctrlZ(1, suspendHold),
-		code: 0, want: []string{`node 1 suspended \(job control\): suspending this node's ranks`, `the suspended nodes resumed`, `summary: steps 1\.\.100`},
+	{name: "jobctl/ctrl-z-node1-of-two", nodes: 2, nproc: 1, env: token, args: steps(suspendSteps), timeout: suspendTimeout, during: ctrlZ(1, suspendHold),
+		code: 0, want: []string{`node 1 suspended \(job control\): suspending this node's ranks`, `the suspended nodes resumed`, `summary: steps 1\.\.1000`},
 		notWant: []string{`timeout after`, `root cause`, `was lost`}},
-	{name: "jobctl/ctrl-z-node0-of-two", nodes: 2, nproc: 1, env: token, args: steps(100), timeout: suspendTimeout, during: ctrlZ(0, suspendHold),
-		code: 0, want: []string{`node 0 suspended \(job control\): suspending this node's ranks`, `the suspended nodes resumed`, `summary: steps 1\.\.100`},
+	{name: "jobctl/ctrl-z-node0-of-two", nodes: 2, nproc: 1, env: token, args: steps(suspendSteps), timeout: suspendTimeout, during: ctrlZ(0, suspendHold),
+		code: 0, want: []string{`node 0 suspended \(job control\): suspending this node's ranks`, `the suspended nodes resumed`, `summary: steps 1\.\.1000`},
 		notWant: []string{`timeout after`, `root cause`, `was lost`}},
-	{name: "jobctl/ctrl-z-longer-than-timeout", args: steps(100), timeout: suspendTimeout, during: ctrlZ(0, suspendHold), code: 0,
-		want:    []string{`received SIGTSTP: suspending the ranks and this agent`, `received SIGCONT: resumed the ranks`, `summary: steps 1\.\.100`},
+	{name: "jobctl/ctrl-z-longer-than-timeout", args: steps(suspendSteps), timeout: suspendTimeout, during: ctrlZ(0, suspendHold), code: 0,
+		want:    []string{`received SIGTSTP: suspending the ranks and this agent`, `received SIGCONT: resumed the ranks`, `summary: steps 1\.\.1000`},
 		notWant: []string{`timeout after`, `root cause`}},
-	{name: "jobctl/sigstop-whole-job-longer-than-timeout", args: steps(100), timeout: suspendTimeout, during: stopWholeJob, code: 0,
-		want: []string{`summary: steps 1\.\.100`}, notWant: []string{`timeout after`, `root cause`}},
+	{name: "jobctl/sigstop-whole-job-longer-than-timeout", args: steps(suspendSteps), timeout: suspendTimeout, during: stopWholeJob, code: 0,
+		want: []string{`summary: steps 1\.\.1000`}, notWant: []string{`timeout after`, `root cause`}},
 }
