@@ -12,6 +12,15 @@ const attnBlock = 64
 
 // attnDims checks the attention shapes and returns B, T, D and the head width.
 func attnDims(op string, qkv, out, probs *Tensor, heads int) (b, t, d, hd int) {
+	b, t, d, hd = qkvDims(op, qkv, out, heads)
+	mustShape(op, probs, b, heads, t, t)
+	return b, t, d, hd
+}
+
+// qkvDims checks the shapes every attention shares, qkv [B,T,3D] and out
+// (or dout) [B,T,D] with heads dividing D, and returns B, T, D and the head
+// width.
+func qkvDims(op string, qkv, out *Tensor, heads int) (b, t, d, hd int) {
 	if len(qkv.Shape) != 3 || qkv.Shape[2]%3 != 0 {
 		panic(fmt.Sprintf("%s: qkv shape %v, want [B,T,3D]", op, qkv.Shape))
 	}
@@ -20,7 +29,6 @@ func attnDims(op string, qkv, out, probs *Tensor, heads int) (b, t, d, hd int) {
 		panic(fmt.Sprintf("%s: width %d not divisible by %d heads", op, d, heads))
 	}
 	mustLen(op, "out", out, b*t*d)
-	mustShape(op, probs, b, heads, t, t)
 	return b, t, d, d / heads
 }
 

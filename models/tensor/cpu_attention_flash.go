@@ -13,19 +13,12 @@ const flashBlock = 64
 // flashDims checks the fused attention's shapes and returns B, T, D and the
 // head width: qkv [B,T,3D], out (or dout) [B,T,D], lse [B,H,T] float32.
 func flashDims(op string, qkv, out, lse *Tensor, heads int) (b, t, d, hd int) {
-	if len(qkv.Shape) != 3 || qkv.Shape[2]%3 != 0 {
-		panic(fmt.Sprintf("%s: qkv shape %v, want [B,T,3D]", op, qkv.Shape))
-	}
-	b, t, d = qkv.Shape[0], qkv.Shape[1], qkv.Shape[2]/3
-	if heads <= 0 || d%heads != 0 {
-		panic(fmt.Sprintf("%s: width %d not divisible by %d heads", op, d, heads))
-	}
-	mustLen(op, "out", out, b*t*d)
+	b, t, d, hd = qkvDims(op, qkv, out, heads)
 	mustShape(op, lse, b, heads, t)
 	if lse.DType() != Float32 {
 		panic(fmt.Sprintf("%s: lse is %v, want float32 (statistics stay float32)", op, lse.DType()))
 	}
-	return b, t, d, d / heads
+	return b, t, d, hd
 }
 
 // flashScratchHook, where set (by tests), sees the length of every scratch
