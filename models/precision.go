@@ -56,3 +56,27 @@ func (p Precision) String() string {
 	}
 	return string(p)
 }
+
+// ResolvePrecision is --precision with --tf32 (the older spelling of
+// --precision tf32) folded in, checked against --device: TF32 tensor cores
+// are a GPU's; the CPU computes fp32 and bf16.
+func ResolvePrecision(precision string, tf32 bool, device string) (Precision, error) {
+	p, err := ParsePrecision(precision)
+	if err != nil {
+		return "", err
+	}
+	if tf32 {
+		if p == BF16 {
+			return "", fmt.Errorf("--tf32 and --precision bf16: give one (--tf32 is --precision tf32)")
+		}
+		p = TF32
+	}
+	if p == TF32 && device != tensor.DeviceCUDA {
+		flag := "--precision tf32"
+		if tf32 {
+			flag = "--tf32"
+		}
+		return "", fmt.Errorf("%s is for --device cuda (the CPU computes in float32; --precision bf16 runs mixed precision there too)", flag)
+	}
+	return p, nil
+}

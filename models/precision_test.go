@@ -34,3 +34,38 @@ func TestParsePrecision(t *testing.T) {
 		}
 	}
 }
+
+// TestResolvePrecision: --tf32 folds into --precision, and TF32 is refused
+// off the GPU, naming the flag that asked for it.
+func TestResolvePrecision(t *testing.T) {
+	for _, c := range []struct {
+		precision string
+		tf32      bool
+		device    string
+		want      Precision
+		err       string
+	}{
+		{"fp32", false, "cpu", FP32, ""},
+		{"", false, "cpu", FP32, ""},
+		{"bf16", false, "cpu", BF16, ""},
+		{"bf16", false, "cuda", BF16, ""},
+		{"tf32", false, "cuda", TF32, ""},
+		{"fp32", true, "cuda", TF32, ""},
+		{"tf32", true, "cuda", TF32, ""},
+		{"tf32", false, "cpu", "", "--precision tf32 is for --device cuda"},
+		{"fp32", true, "cpu", "", "--tf32 is for --device cuda"},
+		{"bf16", true, "cuda", "", "--tf32 and --precision bf16: give one"},
+		{"half", false, "cpu", "", `--precision "half": want fp32, tf32 or bf16`},
+	} {
+		p, err := ResolvePrecision(c.precision, c.tf32, c.device)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%q tf32=%v %s: error %v, want %q", c.precision, c.tf32, c.device, err, c.err)
+			}
+			continue
+		}
+		if err != nil || p != c.want {
+			t.Errorf("%q tf32=%v %s: %v %v, want %v", c.precision, c.tf32, c.device, p, err, c.want)
+		}
+	}
+}
