@@ -11,6 +11,14 @@
 // ranks, models, schedules, launch, bench or cmd/pplaunch: those build on it.
 // Its subpackage ncclfake stands in for NCCL in tests (NCCLOptions.API).
 //
+// # Choosing and joining
+//
+// ChooseBackend is --backend's decision (tcp, nccl or auto) over the facts
+// ProbeBackend gathers at the edge (the GPUs, NCCL's version, the ranks per
+// node), pure and table-tested; DescribeNCCL is what `pplaunch devices`
+// says of it. JoinTCP and JoinNCCL join a launched job's communicators
+// through its store.
+//
 // # Messages
 //
 // A message carries a Buffer (float32, float64 or bytes, with a shape) and a
