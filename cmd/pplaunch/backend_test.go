@@ -2,59 +2,17 @@ package main
 
 import (
 	"bytes"
-	"errors"
 	"strings"
 	"testing"
-)
 
-// TestChooseBackend: the backend decision for every flag and situation.
-func TestChooseBackend(t *testing.T) {
-	ready := backendFacts{Device: "cuda", Stage: true, Ranks: 2, GPUs: 2, NCCL: 23203}
-	with := func(f func(*backendFacts)) backendFacts { b := ready; f(&b); return b }
-	noGPU := with(func(b *backendFacts) { b.GPUs, b.GPUErr = 0, errors.New("no CUDA device (cudaErrorNoDevice 100)") })
-	noNCCL := with(func(b *backendFacts) { b.NCCL, b.NCCLErr = 0, errors.New("libnccl.so.2 not found") })
-	shared := with(func(b *backendFacts) { b.Ranks, b.GPUs = 4, 1 })
-	sharedOld := with(func(b *backendFacts) { b.Ranks, b.GPUs, b.NCCL, b.MultiRank = 2, 1, 22907, true })
-	for _, tc := range []struct {
-		name, flag string
-		f          backendFacts
-		choice     string
-		note, err  string // substrings; "" for none
-	}{
-		{"tcp always", "tcp", noGPU, "tcp", "", ""},
-		{"nccl ready", "nccl", ready, "nccl", "backend nccl (NCCL 2.32.3, 2 GPU(s))", ""},
-		{"auto ready", "auto", ready, "nccl", "backend nccl", ""},
-		{"nccl no GPU", "nccl", noGPU, "", "", "--backend nccl: no GPU: no CUDA device (cudaErrorNoDevice 100)"},
-		{"auto no GPU", "auto", noGPU, "tcp", "backend tcp (auto: no GPU: no CUDA device", ""},
-		{"nccl zero GPUs", "nccl", with(func(b *backendFacts) { b.GPUs = 0 }), "", "", "no GPU visible (check CUDA_VISIBLE_DEVICES)"},
-		{"nccl missing library", "nccl", noNCCL, "", "", "--backend nccl: NCCL did not load: libnccl.so.2 not found"},
-		{"auto missing library", "auto", noNCCL, "tcp", "auto: NCCL did not load", ""},
-		{"nccl cpu tensors", "nccl", with(func(b *backendFacts) { b.Device = "cpu" }), "", "", "this run computes on the cpu (use --device cuda"},
-		{"nccl stage loop", "nccl", with(func(b *backendFacts) { b.Stage = false }), "", "", "the stage loop does not hand device tensors to NCCL"},
-		{"shared GPU not enabled", "nccl", shared, "", "", "4 ranks on 1 GPU(s): set NCCL_MULTI_RANK_GPU_ENABLE=1"},
-		{"shared GPU enabled", "nccl", with(func(b *backendFacts) { b.Ranks, b.GPUs, b.MultiRank = 4, 1, true }), "nccl", "", ""},
-		{"shared GPU old NCCL", "auto", sharedOld, "tcp", "NCCL 2.29.7 refuses two ranks on one GPU", ""},
-		{"bad flag", "gloo", ready, "", "", `--backend "gloo": want tcp, nccl or auto`},
-	} {
-		choice, note, err := chooseBackend(tc.flag, tc.f)
-		switch {
-		case tc.err != "":
-			if err == nil || !strings.Contains(err.Error(), tc.err) {
-				t.Errorf("%s: err %v, want %q", tc.name, err, tc.err)
-			}
-		case err != nil:
-			t.Errorf("%s: %v", tc.name, err)
-		case choice != tc.choice || !strings.Contains(note, tc.note):
-			t.Errorf("%s: %q, %q; want %q, %q", tc.name, choice, note, tc.choice, tc.note)
-		}
-	}
-}
+	"github.com/pplaunch/pplaunch/collective"
+)
 
 // TestBackendNCCLRefusedBeforeStart: where NCCL cannot run (here: no GPU, or
 // for train the host tensors), --backend nccl is one message and exit 2,
 // before any rank starts; auto says it chose tcp and runs.
 func TestBackendNCCLRefusedBeforeStart(t *testing.T) {
-	if f := probeBackend("nccl", "cuda", true, 2, func(string) string { return "" }); ncclUnusable(f) == "" {
+	if f := collective.ProbeBackend("nccl", "cuda", true, 2, func(string) string { return "" }); f.NCCLUnusable() == "" {
 		t.Skip("NCCL and a GPU are here: bench/gpu/check.sh runs --backend nccl")
 	}
 	for _, args := range [][]string{

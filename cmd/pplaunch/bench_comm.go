@@ -104,7 +104,7 @@ func commJob(opts collective.TCPOptions, flagErr error, f func(ctx context.Conte
 		if opts.Timeout <= 0 {
 			return fmt.Errorf("--timeout %v: must be positive", opts.Timeout)
 		}
-		comm, err := openComm(ctx, r, opts)
+		comm, err := collective.JoinTCP(ctx, r.Store, r.StoreAddr, r.Token, r.Rank, r.WorldSize, opts)
 		if err != nil {
 			return err
 		}

@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/pplaunch/pplaunch/bench"
+	"github.com/pplaunch/pplaunch/models"
 	"github.com/pplaunch/pplaunch/models/tensor"
 )
 
@@ -30,7 +31,7 @@ func (c *benchStepCmd) run(ctx context.Context, stdout, stderr io.Writer) error 
 	if err != nil {
 		return exitError{code: 2, err: err} // a usage error
 	}
-	prec, err := resolvePrecision(c.Precision, c.TF32, c.Device)
+	prec, err := models.ResolvePrecision(c.Precision, c.TF32, c.Device)
 	if err != nil {
 		return exitError{code: 2, err: err}
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"strings"
 	"testing"
 
@@ -73,33 +72,6 @@ func TestDevicesJSONWithoutGPU(t *testing.T) {
 	for _, bad := range []string{"DeviceErr", `"Devices"`, "see above"} {
 		if strings.Contains(out, bad) {
 			t.Errorf("%q in:\n%s", bad, out)
-		}
-	}
-}
-
-// TestDescribeNCCL: `pplaunch devices` names the NCCL found and what
-// --backend auto makes of it for one and two ranks per GPU; below NCCL 2.30
-// two ranks on one GPU are tcp, naming the version.
-func TestDescribeNCCL(t *testing.T) {
-	gpu := backendFacts{Device: "cuda", Stage: true, GPUs: 1}
-	with := func(f func(*backendFacts)) backendFacts { b := gpu; f(&b); return b }
-	for _, c := range []struct {
-		name     string
-		f        backendFacts
-		one, two string // substrings of each Auto line
-		head     string // substring of the first printed line
-	}{
-		{"2.28.9", with(func(b *backendFacts) { b.NCCL = 22809 }), "nccl (NCCL 2.28.9, 1 GPU(s))",
-			"tcp, because 2 ranks on 1 GPU(s), and NCCL 2.28.9 refuses two ranks on one GPU (NCCL 2.30 or newer", "NCCL 2.28.9 from /nccl"},
-		{"2.30 not enabled", with(func(b *backendFacts) { b.NCCL = 23001 }), "nccl (", "tcp, because 2 ranks on 1 GPU(s): set NCCL_MULTI_RANK_GPU_ENABLE=1", "NCCL 2.30.1"},
-		{"2.30 enabled", with(func(b *backendFacts) { b.NCCL, b.MultiRank = 23001, true }), "nccl (", "nccl (NCCL 2.30.1", "NCCL 2.30.1"},
-		{"no NCCL", with(func(b *backendFacts) { b.NCCLErr = errors.New("libnccl.so.2 not found\nlooked in ...") }),
-			"tcp, because NCCL did not load: libnccl.so.2 not found", "tcp, because NCCL did not load", "NCCL not loaded: libnccl.so.2 not found\n"},
-	} {
-		nc := describeNCCL(c.f, "/nccl")
-		s := nc.String()
-		if !strings.Contains(nc.Auto[autoOnePerGPU], c.one) || !strings.Contains(nc.Auto[autoTwoPerGPU], c.two) || !strings.Contains(s, c.head) {
-			t.Errorf("%s:\n%s\nwant %q, %q and %q", c.name, s, c.one, c.two, c.head)
 		}
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,6 +14,7 @@ import (
 	"github.com/pplaunch/pplaunch/collective"
 	"github.com/pplaunch/pplaunch/contract"
 	"github.com/pplaunch/pplaunch/launch"
+	"github.com/pplaunch/pplaunch/models"
 	"github.com/pplaunch/pplaunch/models/checkpoint"
 	"github.com/pplaunch/pplaunch/models/tensor"
 	"github.com/pplaunch/pplaunch/ranks"
@@ -78,10 +78,10 @@ func (c *trainCmd) config() (ranks.TrainConfig, error) {
 	if err != nil {
 		return ranks.TrainConfig{}, err
 	}
-	if err := checkDevice(c.Device); err != nil {
+	if err := tensor.CheckDevice(c.Device); err != nil {
 		return ranks.TrainConfig{}, err
 	}
-	prec, err := resolvePrecision(c.Precision, c.TF32, c.Device)
+	prec, err := models.ResolvePrecision(c.Precision, c.TF32, c.Device)
 	if err != nil {
 		return ranks.TrainConfig{}, err
 	}
@@ -122,7 +122,7 @@ func (c *trainCmd) run(f launch.Flags, argv []string, stdout, stderr io.Writer) 
 		return 2
 	}
 	// The stage loop hands NCCL the device tensors as they are (ranks
-	// Job.DeviceComm): chooseBackend says what else nccl needs.
+	// Job.DeviceComm): collective.ChooseBackend says what else nccl needs.
 	choice, err := resolveBackend(c.Backend, c.Device, true, f, os.Getenv, os.Setenv, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "pplaunch: train:", err)
@@ -214,18 +214,19 @@ func (c *trainCmd) job(stdout io.Writer, backend string) func(ctx context.Contex
 		if err != nil {
 			return fmt.Errorf("train: %w", err)
 		}
-		be, what, closeBackend, err := c.openBackend(r.LocalRank, r.LocalWorldSize)
+		dev, err := tensor.Open(c.Device, r.LocalRank, r.LocalWorldSize, tensor.OpenOptions{TF32: cfg.Precision == models.TF32})
 		if err != nil {
 			return fmt.Errorf("train: %w", err)
 		}
-		defer closeBackend()
+		defer dev.Close()
+		be, what := dev.Backend, dev.What
 		logf := func(f string, a ...any) { fmt.Fprintf(stdout, f+"\n", a...) }
-		if cpu, ok := be.(*tensor.CPU); ok && cpu.OpenBLASHint() != "" && r.Rank == 0 {
-			logf("train: %s", cpu.OpenBLASHint())
+		if dev.Hint != "" && r.Rank == 0 {
+			logf("train: %s", dev.Hint)
 		}
 		pre := ranks.WatchPreemption(cfg.CheckpointDir != "", r.Rank, logf)
 		defer pre.Close()
-		comm, err := openComm(ctx, r, collective.TCPOptions{Options: collective.Options{Timeout: cfg.Timeout}})
+		comm, err := collective.JoinTCP(ctx, r.Store, r.StoreAddr, r.Token, r.Rank, r.WorldSize, collective.TCPOptions{Options: collective.Options{Timeout: cfg.Timeout}})
 		if err != nil {
 			return err
 		}
@@ -234,13 +235,13 @@ func (c *trainCmd) job(stdout io.Writer, backend string) func(ctx context.Contex
 			Rank: r.Rank, Size: r.WorldSize, Node: r.NodeRank, Store: r.Store, Comm: comm, Restart: r.RestartCount, Compute: be, Logf: logf,
 			Salvage: os.Getenv(contract.EnvElasticBase) != "", // an elastic job's
 		}
-		if backend == "nccl" {
-			if job.DeviceComm, err = openDeviceComm(ctx, r, be, cfg.Timeout); err != nil {
+		if backend == collective.BackendNCCL {
+			if job.DeviceComm, err = collective.JoinNCCL(ctx, r.Store, r.Rank, r.WorldSize, r.RestartCount, be.Device(), cfg.Timeout); err != nil {
 				return err
 			}
 			defer job.DeviceComm.Close()
 		}
-		what += transfersOver(backend)
+		what += collective.TransfersOver(backend)
 		if ctx, err = c.hooks(ctx, &job, cfg, pre); err != nil {
 			return fmt.Errorf("train: %w", err)
 		}
@@ -342,26 +343,6 @@ func (c *trainCmd) hooks(ctx context.Context, job *ranks.Job, cfg ranks.TrainCon
 	so.Every = c.SampleEvery
 	job.Sample = &so
 	return ctx, nil
-}
-
-// openComm joins the TCP communicator of the job. Each rank listens on the
-// address it reaches the store from, which is one its peers can reach too
-// (loopback on one node, the node's interface across nodes).
-// opts.Timeout bounds the joining as well as every later wait.
-func openComm(ctx context.Context, r *ranks.Rank, opts collective.TCPOptions) (collective.Comm, error) {
-	host := "127.0.0.1"
-	if c, err := net.Dial("udp", r.StoreAddr); err == nil {
-		host = c.LocalAddr().(*net.UDPAddr).IP.String()
-		c.Close()
-	}
-	dctx, cancel := collective.RunTimeout(ctx, opts.Timeout) // time stopped does not count
-	defer cancel()
-	opts.Token, opts.Addr = r.Token, net.JoinHostPort(host, "0")
-	comm, err := collective.NewTCP(dctx, r.Store, r.Rank, r.WorldSize, opts)
-	if err != nil {
-		return nil, fmt.Errorf("rank %d: communicator: %w", r.Rank, err)
-	}
-	return comm, nil
 }
 
 // terminalEnv tells the ranks that the agent's output is a terminal (theirs

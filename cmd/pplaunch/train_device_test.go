@@ -8,39 +8,16 @@ import (
 	"github.com/pplaunch/pplaunch/contract"
 )
 
-// TestGPUPlacement: a rank's GPU is its local rank modulo the visible GPUs,
-// and the start line says when ranks share one.
-func TestGPUPlacement(t *testing.T) {
-	for _, tc := range []struct{ local, gpus, want int }{{0, 1, 0}, {3, 1, 0}, {1, 2, 1}, {2, 2, 0}, {5, 8, 5}} {
-		if got := gpuOf(tc.local, tc.gpus); got != tc.want {
-			t.Errorf("local rank %d of %d GPUs: GPU %d, want %d", tc.local, tc.gpus, got, tc.want)
-		}
-	}
-	for _, tc := range []struct {
-		ranks, gpus int
-		want        string
-	}{
-		{1, 1, "cuda:0 (GPU = LOCAL_RANK mod 1 visible GPU)"},
-		{4, 1, "cuda:0 (GPU = LOCAL_RANK mod 1 visible GPU, 4 local ranks sharing it)"},
-		{2, 8, "cuda:0 (GPU = LOCAL_RANK mod 8 visible GPUs)"},
-		{16, 8, "cuda:0 (GPU = LOCAL_RANK mod 8 visible GPUs, 16 local ranks sharing them)"},
-	} {
-		if got := cudaPlacement("cuda:0", tc.ranks, tc.gpus); got != tc.want {
-			t.Errorf("%d ranks on %d GPUs: %q, want %q", tc.ranks, tc.gpus, got, tc.want)
-		}
-	}
-}
-
 // TestTrainPrepareDevice: with --device cuda the agent asks the runtime
 // once, before any rank: --nproc auto becomes the GPU count, and a missing
-// GPU is an error naming --device cuda and the cause; --device cpu, a rank
-// and --direct do not ask; an unknown device is refused.
+// GPU is the error tensor.GPUs gives (naming --device cuda and the cause);
+// --device cpu, a rank and --direct do not ask; an unknown device is refused.
 func TestTrainPrepareDevice(t *testing.T) {
 	t.Setenv(contract.EnvRole, "")
 	asked := 0
 	gpus, why := 3, error(nil)
-	defer func(f func() (int, error)) { cudaDevices = f }(cudaDevices)
-	cudaDevices = func() (int, error) { asked++; return gpus, why }
+	defer func(f func() (int, error)) { visibleGPUs = f }(visibleGPUs)
+	visibleGPUs = func() (int, error) { asked++; return gpus, why }
 	agent := func(string) string { return "" }
 	prep := func(argv ...string) (string, error) {
 		t.Helper()
@@ -67,9 +44,8 @@ func TestTrainPrepareDevice(t *testing.T) {
 	}); err != nil || asked != 0 {
 		t.Errorf("in a rank: %v after %d questions, want none (the rank opens its device)", err, asked)
 	}
-	gpus, why = 0, errors.New("no CUDA device (cudaErrorNoDevice 100: the driver sees no GPU)")
-	if _, err := prep("--nproc", "auto", "train", "--device", "cuda"); err == nil ||
-		err.Error() != "--device cuda: cuda backend: no CUDA device (cudaErrorNoDevice 100: the driver sees no GPU)" {
+	gpus, why = 0, errors.New("--device cuda: cuda backend: no CUDA device (cudaErrorNoDevice 100: the driver sees no GPU)")
+	if _, err := prep("--nproc", "auto", "train", "--device", "cuda"); !errors.Is(err, why) {
 		t.Errorf("no GPU: %v", err)
 	}
 	if _, err := prep("--nproc", "1", "train", "--device", "tpu"); err == nil || !strings.Contains(err.Error(), `--device "tpu": want cpu or cuda`) {
