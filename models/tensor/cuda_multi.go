@@ -11,7 +11,8 @@ import (
 // out here byte for byte) followed by first, the prefix sums of the tensors'
 // block counts, which the kernels search to find a block's tensor. The table
 // goes up in one copy; the work is cut per tensor exactly as the one-tensor
-// kernels cut it, so each tensor gets the same bits.
+// kernels cut it, so each tensor gets the same bits. AdamWAll
+// (cuda_optim.go) and SumSquaresAll (cuda_reduce.go) fill the table.
 
 // Sizes of the kernels' table entries, in bytes.
 const (
