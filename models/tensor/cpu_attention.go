@@ -1,36 +1,11 @@
 package tensor
 
-import (
-	"fmt"
-	"math"
-)
+import "math"
 
 // attnBlock is the block of query (or key) positions attention computes at a
 // time, skipping the blocks above the causal diagonal: a quarter of the work
 // at sequence 128.
 const attnBlock = 64
-
-// attnDims checks the attention shapes and returns B, T, D and the head width.
-func attnDims(op string, qkv, out, probs *Tensor, heads int) (b, t, d, hd int) {
-	b, t, d, hd = qkvDims(op, qkv, out, heads)
-	mustShape(op, probs, b, heads, t, t)
-	return b, t, d, hd
-}
-
-// qkvDims checks the shapes every attention shares, qkv [B,T,3D] and out
-// (or dout) [B,T,D] with heads dividing D, and returns B, T, D and the head
-// width.
-func qkvDims(op string, qkv, out *Tensor, heads int) (b, t, d, hd int) {
-	if len(qkv.Shape) != 3 || qkv.Shape[2]%3 != 0 {
-		panic(fmt.Sprintf("%s: qkv shape %v, want [B,T,3D]", op, qkv.Shape))
-	}
-	b, t, d = qkv.Shape[0], qkv.Shape[1], qkv.Shape[2]/3
-	if heads <= 0 || d%heads != 0 {
-		panic(fmt.Sprintf("%s: width %d not divisible by %d heads", op, d, heads))
-	}
-	mustLen(op, "out", out, b*t*d)
-	return b, t, d, d / heads
-}
 
 // headViews returns where head h of sequence b starts in a [B,T,3D] buffer of
 // q|k|v: its q, k and v columns, each row 3D values after the one before.
@@ -93,8 +68,7 @@ func (c *CPU) AttentionBackward(dqkv, dout, qkv, probs *Tensor, heads int) {
 		dout, qkv, probs = m.in(dout), m.in(qkv), m.in(probs)
 		dqkv = m.out(dqkv)
 	}
-	B, T, D, hd := attnDims("attention backward", qkv, dout, probs, heads)
-	mustLen("attention backward", "dqkv", dqkv, qkv.Len())
+	B, T, D, hd := attnBackwardDims(dqkv, dout, qkv, probs, heads)
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	ld := 3 * D
 	parallel(B*heads, func(i int) {

@@ -14,9 +14,7 @@ func (c *CPU) Gelu(y, th, x *Tensor) {
 		x = m.in(x)
 		y, th = m.out(y), m.out(th)
 	}
-	mustLen("gelu", "y", y, x.Len())
-	mustLen("gelu", "th", th, x.Len())
-	parallelRange(x.Len(), rowGrain*256, func(lo, hi int) {
+	parallelRange(geluDims("gelu", "th", y, th, x), rowGrain*256, func(lo, hi int) {
 		xs, ts, ys := x.Data[lo:hi], th.Data[lo:hi], y.Data[lo:hi]
 		n := geluVector(xs, ts, ys)
 		geluScalar(xs[n:], ts[n:], ys[n:])
@@ -62,10 +60,7 @@ func (c *CPU) GeluBackward(dx, dy, x, th *Tensor) {
 		dy, x, th = m.in(dy), m.in(x), m.in(th)
 		dx = m.out(dx)
 	}
-	mustLen("gelu backward", "dx", dx, x.Len())
-	mustLen("gelu backward", "dy", dy, x.Len())
-	mustLen("gelu backward", "th", th, x.Len())
-	parallelRange(x.Len(), rowGrain*256, func(lo, hi int) {
+	parallelRange(geluBackwardDims("gelu backward", "th", dx, dy, x, th), rowGrain*256, func(lo, hi int) {
 		xs, ts, dys, dxs := x.Data[lo:hi], th.Data[lo:hi], dy.Data[lo:hi], dx.Data[lo:hi]
 		n := geluBackVector(xs, ts, dys, dxs)
 		geluBackScalar(xs[n:], ts[n:], dys[n:], dxs[n:])
@@ -95,9 +90,7 @@ func (c *CPU) GeluExact(y, cdf, x *Tensor) {
 		x = m.in(x)
 		y, cdf = m.out(y), m.out(cdf)
 	}
-	mustLen("gelu exact", "y", y, x.Len())
-	mustLen("gelu exact", "cdf", cdf, x.Len())
-	parallelRange(x.Len(), rowGrain*256, func(lo, hi int) {
+	parallelRange(geluDims("gelu exact", "cdf", y, cdf, x), rowGrain*256, func(lo, hi int) {
 		xs, ps, ys := x.Data[lo:hi], cdf.Data[lo:hi], y.Data[lo:hi]
 		for i, v := range xs {
 			p := float32(0.5 * (1 + math.Erf(float64(v)*math.Sqrt2/2)))
@@ -115,10 +108,7 @@ func (c *CPU) GeluExactBackward(dx, dy, x, cdf *Tensor) {
 		dy, x, cdf = m.in(dy), m.in(x), m.in(cdf)
 		dx = m.out(dx)
 	}
-	mustLen("gelu exact backward", "dx", dx, x.Len())
-	mustLen("gelu exact backward", "dy", dy, x.Len())
-	mustLen("gelu exact backward", "cdf", cdf, x.Len())
-	parallelRange(x.Len(), rowGrain*256, func(lo, hi int) {
+	parallelRange(geluBackwardDims("gelu exact backward", "cdf", dx, dy, x, cdf), rowGrain*256, func(lo, hi int) {
 		xs, ps, dys, dxs := x.Data[lo:hi], cdf.Data[lo:hi], dy.Data[lo:hi], dx.Data[lo:hi]
 		for i, v := range xs {
 			pdf := float32(geluInvSqrt2Pi * math.Exp(-0.5*float64(v)*float64(v)))

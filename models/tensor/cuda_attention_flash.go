@@ -71,9 +71,7 @@ func (c *CUDA) FlashAttention(out, lse, qkv *Tensor, heads int) {
 // recomputing the probabilities from lse. Its only scratch is D, [B,H,T].
 func (c *CUDA) FlashAttentionBackward(dqkv, dout, qkv, out, lse *Tensor, heads int) {
 	const op = "flash attention backward"
-	B, T, D, hd := flashDims(op, qkv, dout, lse, heads)
-	mustLen(op, "out", out, B*T*D)
-	mustLen(op, "dqkv", dqkv, qkv.Len())
+	B, T, _, hd := flashBackwardDims(dqkv, dout, qkv, out, lse, heads)
 	if err := flashHeadErr(hd); err != nil {
 		panic(fmt.Sprintf("%s: %v", op, err))
 	}

@@ -2,7 +2,6 @@ package tensor
 
 import (
 	"fmt"
-	"math"
 	"slices"
 	"unsafe"
 )
@@ -75,9 +74,7 @@ func (c *CUDA) uploadInts(op string, ids []int32) *devBlock {
 // Upload copies src into t (rounded to nearest even for a bfloat16 t).
 func (c *CUDA) Upload(t *Tensor, src []float32) {
 	p := c.ptrAny("upload", t)
-	if len(src) != t.Len() {
-		panic(fmt.Sprintf("upload: %d values into %v (%d elements)", len(src), t.Shape, t.Len()))
-	}
+	uploadLen(t, src)
 	if t.dtype == BFloat16 && len(src) > 0 {
 		// The host rounds: the copy is pageable and synchronous, so the
 		// packed values need not outlive the call.
@@ -101,9 +98,7 @@ func (c *CUDA) Upload(t *Tensor, src []float32) {
 // Download copies t to dst, waiting for the work that writes t.
 func (c *CUDA) Download(dst []float32, t *Tensor) {
 	p := c.ptrAny("download", t)
-	if len(dst) != t.Len() {
-		panic(fmt.Sprintf("download: %v (%d elements) into %d values", t.Shape, t.Len(), len(dst)))
-	}
+	downloadLen(dst, t)
 	if t.dtype == BFloat16 && len(dst) > 0 {
 		h := make([]uint16, len(dst))
 		c.download(unsafe.Pointer(&h[0]), p, len(h)*2)
@@ -128,7 +123,7 @@ func (c *CUDA) download(dst unsafe.Pointer, p devPtr, bytes int) {
 // conversion kernel between dtypes (rounding to nearest even into bfloat16).
 func (c *CUDA) Copy(dst, src *Tensor) {
 	d, s := c.ptrAny("copy", dst), c.ptrAny("copy", src)
-	mustLen("copy", "src", src, dst.Len())
+	copyLen(dst, src)
 	if dst.dtype != src.dtype {
 		if n := dst.Len(); n > 0 {
 			c.launch("convert", c.chunkGrid(n), blk(elemBlock), 0, d, s, int64(n), dtBits(dst, src))
@@ -138,72 +133,4 @@ func (c *CUDA) Copy(dst, src *Tensor) {
 	if n := int(dst.Bytes()); n > 0 && d != s {
 		c.dev.enqueue("copy", func() error { return c.dev.api.MemcpyDtoDAsync(d, s, n, c.dev.stream) })
 	}
-}
-
-// Scale multiplies t by s.
-func (c *CUDA) Scale(t *Tensor, s float32) {
-	p := c.ptrAny("scale", t)
-	if n := t.Len(); n > 0 {
-		c.launch("scale", c.chunkGrid(n), blk(elemBlock), 0, p, s, int64(n), dtBits(t))
-	}
-}
-
-// sumsqBlocks is how many blocks the first pass of SumSquares uses for n
-// elements: chunks of at least 8 elements per thread, at most 1024 blocks.
-// It depends on n alone, which fixes the order of the sum.
-func sumsqBlocks(n int) (blocks, chunk int) {
-	chunk = max(elemBlock*8, (n+1023)/1024)
-	chunk = (chunk + elemBlock - 1) / elemBlock * elemBlock
-	return (n + chunk - 1) / chunk, chunk
-}
-
-// SumSquares is Σ x² in double: per-block partial sums over fixed chunks, then
-// one block adds them in a fixed tree.
-func (c *CUDA) SumSquares(t *Tensor) float64 {
-	p := c.ptrAny("sum of squares", t)
-	n := t.Len()
-	if n == 0 {
-		return 0
-	}
-	blocks, chunk := sumsqBlocks(n)
-	part := c.tmp(2*blocks + 2) // doubles; the last two floats take the total
-	total := part.ptr + devPtr(blocks)*8
-	c.launch("sumsq_partial", blk(blocks), blk(elemBlock), 0, part.ptr, p, int64(n), int64(chunk), dtBits(t))
-	c.launch("sum_f64", blk(1), blk(elemBlock), 0, total, part.ptr, int32(blocks))
-	var s float64
-	c.download(unsafe.Pointer(&s), total, 8)
-	c.alloc.put(part)
-	return s
-}
-
-// AdamW updates w, m and v on the device with the CPU backend's float32 arithmetic.
-func (c *CUDA) AdamW(w, g, m, v *Tensor, h AdamWStep) {
-	n := w.Len()
-	mustLen("adamw", "grad", g, n)
-	mustLen("adamw", "m", m, n)
-	mustLen("adamw", "v", v, n)
-	if n == 0 {
-		return
-	}
-	c.launch("adamw_step", c.elementGrid(n), blk(elemBlock), 0,
-		c.ptr("adamw", w), c.ptr("adamw", g), c.ptr("adamw", m), c.ptr("adamw", v), int64(n),
-		h.Beta1, h.Beta2, h.GradScale, h.Decay, h.Step, h.InvBC2, h.Eps)
-}
-
-// SGD updates w and buf on the device with the CPU backend's float64 arithmetic.
-func (c *CUDA) SGD(w, g, buf *Tensor, h SGDStep) {
-	n := w.Len()
-	mustLen("sgd", "grad", g, n)
-	mustLen("sgd", "momentum", buf, n)
-	if n == 0 {
-		return
-	}
-	bitsOf := func(x float64) int64 { return int64(math.Float64bits(x)) }
-	fresh := int32(0)
-	if h.Fresh {
-		fresh = 1
-	}
-	c.launch("sgd_step", c.elementGrid(n), blk(elemBlock), 0,
-		c.ptr("sgd", w), c.ptr("sgd", g), c.ptr("sgd", buf), int64(n),
-		bitsOf(h.GradScale), bitsOf(h.WeightDecay), bitsOf(h.Momentum), bitsOf(h.LR), fresh)
 }

@@ -26,6 +26,11 @@
 // transports the backend is a PinnedStaging: copies between tensors and pinned host
 // buffers run on a second stream, ordered against the compute by events.
 //
+// Both backends are cut by op family (matmul, layernorm, gelu, attention,
+// embed, crossentropy, elementwise, reduce, optim, mem): cpu_<family>.go,
+// cuda_<family>.go and kernels/<family>.cu, with the argument checks both
+// make written once in <family>_check.go (the table is in docs/models.md).
+//
 // This package imports only cbits (the NVIDIA and BLAS libraries loaded at run
 // time) and its own sgemm, and never anything of the models or ranks above it.
 package tensor

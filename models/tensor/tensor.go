@@ -133,24 +133,3 @@ func (t *Tensor) String() string {
 	}
 	return fmt.Sprintf("tensor%v", t.Shape)
 }
-
-// matMulDims checks the operands of c = op(a)·op(b) (leading dimensions
-// flattened) and returns the product's m×n×k and the row lengths of a and b,
-// for every backend's MatMul.
-func matMulDims(cc, a *Tensor, ta bool, b *Tensor, tb bool) (m, n, k, lda, ldb int) {
-	ar, ac := a.Rows()
-	br, bc := b.Rows()
-	m, k = ar, ac
-	if ta {
-		m, k = ac, ar
-	}
-	k2, n := br, bc
-	if tb {
-		k2, n = bc, br
-	}
-	cr, ccols := cc.Rows()
-	if k != k2 || cr != m || ccols != n {
-		panic(fmt.Sprintf("matmul: op(a) %dx%d, op(b) %dx%d, c %v", m, k, k2, n, cc.Shape))
-	}
-	return m, n, k, ac, bc
-}

@@ -108,16 +108,7 @@ func (c *CUDA) MatMul(cc, a *Tensor, ta bool, b *Tensor, tb bool, alpha, beta fl
 // scratch and linear_epilogue.
 func (c *CUDA) Linear(y, x, w, bias, residual *Tensor) {
 	const op = "linear"
-	n, in := x.Rows()
-	out, _ := matDims(op, "w", w)
-	mustShape("linear weight", w, out, in)
-	mustLen(op, "y", y, n*out)
-	if bias != nil {
-		mustLen(op, "bias", bias, out)
-	}
-	if residual != nil {
-		mustLen(op, "residual", residual, n*out)
-	}
+	n, in, out := linearDims(y, x, w, bias, residual)
 	extra := bias != nil || residual != nil
 	if !anyBF16(y, x, w, bias, residual) {
 		yp := c.ptr(op, y)
@@ -155,10 +146,7 @@ func (c *CUDA) Linear(y, x, w, bias, residual *Tensor) {
 // LinearBackwardInput computes dx = dy·w.
 func (c *CUDA) LinearBackwardInput(dx, dy, w *Tensor) {
 	const op = "linear backward input"
-	out, in := matDims(op, "w", w)
-	n := dy.Len() / out
-	mustLen(op, "dy", dy, n*out)
-	mustLen(op, "dx", dx, n*in)
+	n, in, out := linearBackwardInputDims(dx, dy, w)
 	if !anyBF16(dx, dy, w) {
 		c.gemm(false, false, n, in, out, 1, c.ptr(op, dy), out, c.ptr(op, w), in, 0, c.ptr(op, dx), in)
 		return
@@ -173,10 +161,7 @@ func (c *CUDA) LinearBackwardInput(dx, dy, w *Tensor) {
 // its own dtype: float32 for the gradients of float32 parameters).
 func (c *CUDA) LinearBackwardWeight(dw, dbias, dy, x *Tensor) {
 	const op = "linear backward weight"
-	out, in := matDims(op, "dw", dw)
-	n := x.Len() / in
-	mustLen(op, "dy", dy, n*out)
-	mustLen(op, "x", x, n*in)
+	n, in, out := linearBackwardWeightDims(dw, dbias, dy, x)
 	if !anyBF16(dw, dy, x) {
 		c.gemm(true, false, out, in, n, 1, c.ptr(op, dy), out, c.ptr(op, x), in, 0, c.ptr(op, dw), in)
 	} else {
@@ -186,33 +171,6 @@ func (c *CUDA) LinearBackwardWeight(dw, dbias, dy, x *Tensor) {
 		c.putAll(db, xb)
 	}
 	if dbias != nil {
-		mustLen(op, "dbias", dbias, out)
 		c.colSums(dbias, dy, n, out)
 	}
-}
-
-// colChunk is the number of rows whose column sums the first pass of a column
-// reduction adds; the second pass adds the chunks in order.
-const colChunk = 64
-
-func colGrid(chunks, cols int) [3]uint32 {
-	return [3]uint32{uint32(max(chunks, 1)), uint32((cols + colBlock - 1) / colBlock), 1}
-}
-
-// colSums sets s[j] = Σ_r m[r,j] in two fixed passes (float32 partial sums).
-func (c *CUDA) colSums(s, m *Tensor, rows, cols int) {
-	if cols == 0 {
-		return
-	}
-	const op = "column sums"
-	sp, mp := c.ptrAny(op, s), c.ptrAny(op, m)
-	chunks := (rows + colChunk - 1) / colChunk
-	part := c.tmp(max(chunks, 1) * cols)
-	if chunks == 0 {
-		c.memset(sp, int(s.Bytes()))
-	} else {
-		c.launch("colsum_partial", colGrid(chunks, cols), blk(colBlock), 0, part.ptr, mp, int32(rows), int32(cols), int32(colChunk), dtBits(m))
-		c.launch("colsum_final", blk((cols+colBlock-1)/colBlock), blk(colBlock), 0, sp, part.ptr, int32(chunks), int32(cols), dtBits(s))
-	}
-	c.alloc.put(part)
 }
