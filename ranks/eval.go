@@ -76,8 +76,15 @@ func (ev *evaluator) evaluate(ctx context.Context, step int, rs *rankStages) (*f
 			}
 		}
 	}
-	last := ev.sched.Placement[S-1]
-	loss := []float64{total / float64(c.EvalBatches)}
+	return ev.toRank0(ctx, step, total/float64(c.EvalBatches))
+}
+
+// toRank0 moves the mean validation loss from the last stage's rank of
+// replica 0, which holds it, to rank 0, and returns it there (nil
+// elsewhere).
+func (ev *evaluator) toRank0(ctx context.Context, step int, mean float64) (*float64, error) {
+	last := ev.sched.Placement[ev.sched.Stages()-1]
+	loss := []float64{mean}
 	tag := collective.Tag{Kind: collective.Control, Chunk: chunkEval, Step: uint32(step), MicroBatch: 1 << 31}
 	wctx, cancel := ev.waitCtx(ctx)
 	defer cancel()

@@ -26,7 +26,6 @@ type rankStages struct {
 func newRankStages(run *rankJob, timing models.Timing) (*rankStages, error) {
 	c := run.cfg
 	rs := &rankStages{rankJob: run, stages: map[int]*models.Stage{}, opts: map[int]models.Optimizer{}, timing: timing}
-	run.order = run.sched.StagesOf(run.pRank)
 	for _, s := range run.order {
 		st, opt, err := rs.newStage(run.cut, s)
 		if err != nil {

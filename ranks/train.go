@@ -111,7 +111,8 @@ func Train(ctx context.Context, cfg TrainConfig, job Job) (*Result, error) {
 		return nil, err
 	}
 	cfg.PP, cfg.DP = l.PP, l.DP
-	run := &rankJob{cfg: cfg, job: job, rankPlace: rankPlace{sched: l.Sched, cut: l.Cut, pRank: job.Rank % cfg.PP, dRank: job.Rank / cfg.PP}}
+	pRank := job.Rank % cfg.PP
+	run := &rankJob{cfg: cfg, job: job, rankPlace: rankPlace{sched: l.Sched, cut: l.Cut, pRank: pRank, dRank: job.Rank / cfg.PP, order: l.Sched.StagesOf(pRank)}}
 	t := &trainer{run: run, steps: &stepLoop{rankJob: run}, ckpt: &checkpointer{rankJob: run},
 		eval: &evaluator{rankJob: run}, rep: &reporter{rankJob: run}, rebal: &rebalancer{rankJob: run}}
 	if err := t.setup(ctx); err != nil {
