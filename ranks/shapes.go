@@ -42,9 +42,9 @@ func (x *Executor) MessageKinds() []collective.Transfer {
 	return ts
 }
 
-// transfers is Transfers and the trainer's own device messages: the tied
-// embedding exchange, the data-parallel reduce-scatter and validation's
-// activations.
+// transfers is the executor's MessageKinds and the rank's other device
+// messages: the tied embedding exchange, the data-parallel reduce-scatter
+// and validation's activations.
 func (rs *rankStages) transfers() []collective.Transfer {
 	ts := rs.exec.MessageKinds()
 	add := func(dt collective.DType, send bool, peer int, kind collective.Kind, chunk int, shape ...int) {

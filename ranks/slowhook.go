@@ -69,8 +69,9 @@ func burn(d time.Duration) {
 	}
 }
 
-// timing is the stages' Timing hook: prof's and the rebalancing meter's, with Job.Slow run inside a block's measured time; nil when
-// nothing measures or slows (the stages then read no clock). For the meter
+// timing is the stages' Timing hook: prof's and the rebalancing meter's,
+// with Job.Slow run inside a block's measured time; nil when nothing
+// measures or slows (the stages then read no clock). For the meter
 // on a backend that queues its work, each pass's time also counts the wait
 // for the device to finish it: with the device idle when the next pass is
 // queued, that is the device's time for the pass, not the host's to queue
