@@ -15,15 +15,25 @@ import (
 	"github.com/pplaunch/pplaunch/models/checkpoint"
 )
 
-func (t *trainer) manifest(step int) checkpoint.Manifest {
+// checkpointer writes the rank's checkpoints (save, and after a failed step
+// salvage.go's save from memory), chooses the one to resume from (rank 0,
+// for every rank: resumePoint) and loads it (restore). The stages it saves
+// and loads are given to each call.
+type checkpointer struct {
+	*rankJob
+}
+
+// manifest is the manifest of the checkpoint after step steps, without its
+// stages' entries.
+func (ck *checkpointer) manifest(step int) checkpoint.Manifest {
 	m := checkpoint.Manifest{
-		Step: step, Data: checkpoint.DataPosition{Seed: t.cfg.Seed, Step: step},
-		Model: t.cfg.Model.JSON(), Optimizer: t.cfg.Optimizer, NumStages: t.sched.Stages(),
+		Step: step, Data: checkpoint.DataPosition{Seed: ck.cfg.Seed, Step: step},
+		Model: ck.cfg.Model.JSON(), Optimizer: ck.cfg.Optimizer, NumStages: ck.sched.Stages(),
 	}
-	if len(t.cfg.Effective) > 0 {
+	if len(ck.cfg.Effective) > 0 {
 		// The run's whole configuration, as --config reads it: what
 		// `pplaunch sample` and a person need to know how it was trained.
-		m.Extra, _ = json.Marshal(ManifestExtra{Config: t.cfg.Effective})
+		m.Extra, _ = json.Marshal(ManifestExtra{Config: ck.cfg.Effective})
 	}
 	return m
 }
@@ -38,17 +48,17 @@ type ManifestExtra struct {
 // stages' shards (under ZeRO stage 1 with the optimizer state the other
 // replicas send them), rank 0 gathers their entries through the store and commits
 // the manifest. It returns the directory.
-func (t *trainer) save(ctx context.Context, step int) (string, error) {
-	dir := checkpoint.StepDir(t.cfg.CheckpointDir, step)
-	S := t.sched.Stages()
+func (ck *checkpointer) save(ctx context.Context, step int, rs *rankStages) (string, error) {
+	dir := checkpoint.StepDir(ck.cfg.CheckpointDir, step)
+	S := ck.sched.Stages()
 	key := func(s int) string { return fmt.Sprintf("ckpt/%d/stage/%d", step, s) }
-	for _, s := range t.order {
-		st, write, err := t.optimizerState(ctx, step, s)
+	for _, s := range ck.order {
+		st, write, err := rs.optimizerState(ctx, step, s)
 		if err != nil {
 			return "", fmt.Errorf("checkpoint step %d: %w", step, err)
 		}
 		if write {
-			sh := t.stages[s].ShardState(st)
+			sh := rs.stages[s].ShardState(st)
 			if err := checkShard(s, sh); err != nil {
 				return "", fmt.Errorf("checkpoint step %d: %w", step, err)
 			}
@@ -57,26 +67,26 @@ func (t *trainer) save(ctx context.Context, step int) (string, error) {
 				return "", fmt.Errorf("checkpoint step %d: %w", step, err)
 			}
 			b, _ := json.Marshal(info)
-			if err := t.job.Store.Set(ctx, key(s), b); err != nil {
+			if err := ck.job.Store.Set(ctx, key(s), b); err != nil {
 				return "", fmt.Errorf("checkpoint step %d: publish stage %d: %w", step, s, err)
 			}
 		}
 	}
-	if t.job.Rank != 0 {
+	if ck.job.Rank != 0 {
 		return dir, nil
 	}
 	// Every save of an earlier step is over (the ranks met in this step's
 	// all-reduce after it): what is left of one was killed.
-	if _, err := checkpoint.CleanTemps(t.cfg.CheckpointDir, dir); err != nil {
+	if _, err := checkpoint.CleanTemps(ck.cfg.CheckpointDir, dir); err != nil {
 		return "", fmt.Errorf("checkpoint step %d: cleaning up after killed saves: %w", step, err)
 	}
-	m := t.manifest(step)
+	m := ck.manifest(step)
 	for s := range S {
-		wctx, cancel := t.waitCtx(ctx)
-		b, err := t.job.Store.Get(wctx, key(s))
+		wctx, cancel := ck.waitCtx(ctx)
+		b, err := ck.job.Store.Get(wctx, key(s))
 		cancel()
 		if err != nil {
-			return "", fmt.Errorf("checkpoint step %d: waiting for stage %d's shard (rank %d): %w", step, s, t.sched.Placement[s], err)
+			return "", fmt.Errorf("checkpoint step %d: waiting for stage %d's shard (rank %d): %w", step, s, ck.sched.Placement[s], err)
 		}
 		var info checkpoint.StageInfo
 		if err := json.Unmarshal(b, &info); err != nil {
@@ -92,22 +102,22 @@ func (t *trainer) save(ctx context.Context, step int) (string, error) {
 
 // restore loads the checkpoint rank 0 chooses (resume) and returns the step
 // to continue from. The checkpoint may have been saved with any stage layout.
-func (t *trainer) restore(ctx context.Context) (int, error) {
-	c := t.cfg
+func (ck *checkpointer) restore(ctx context.Context, rs *rankStages) (int, error) {
+	c := ck.cfg
 	if c.CheckpointDir == "" {
 		return 0, nil
 	}
-	if err := checkResumeRoot(c, t.job.Restart); err != nil {
+	if err := checkResumeRoot(c, ck.job.Restart); err != nil {
 		return 0, err
 	}
-	if t.dRank == 0 {
+	if ck.dRank == 0 {
 		// This rank writes shards: find a root it cannot write now, not at the
 		// first save.
 		if err := checkpoint.CheckWritable(c.CheckpointDir); err != nil {
 			return 0, fmt.Errorf("--checkpoint-dir %s cannot hold checkpoints: %w", c.CheckpointDir, err)
 		}
 	}
-	p, err := t.resumePoint(ctx)
+	p, err := ck.resumePoint(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -123,27 +133,21 @@ func (t *trainer) restore(ctx context.Context) (int, error) {
 	}
 	// Each stage reads only the shards holding its parameters, so the
 	// checkpoint may come from any stage layout.
-	for _, st := range t.order {
+	for _, st := range ck.order {
 		var specs []checkpoint.TensorSpec
-		for _, p := range t.stages[st].Params() {
+		for _, p := range rs.stages[st].Params() {
 			specs = append(specs, checkpoint.TensorSpec{Name: p.Name, Shape: p.Shape})
 		}
 		_, sh, err := checkpoint.Gather(dir, checkpoint.Expect{Model: c.Model.JSON(), Optimizer: c.Optimizer, Params: specs})
 		if err != nil {
 			return 0, fmt.Errorf("resume stage %d from %s: %w", st, dir, err)
 		}
-		if err := t.stages[st].LoadShard(sh, t.opts[st], m.Step); err != nil {
+		if err := rs.stages[st].LoadShard(sh, rs.opts[st], m.Step); err != nil {
 			return 0, fmt.Errorf("checkpoint %s: %w", dir, err)
 		}
 	}
-	t.logf("resumed from %s (step %d)", dir, m.Step)
+	ck.logf("resumed from %s (step %d)", dir, m.Step)
 	return m.Data.Step, nil
-}
-
-func (t *trainer) logf(format string, args ...any) {
-	if t.job.Logf != nil && t.job.Rank == 0 {
-		t.job.Logf(format, args...)
-	}
 }
 
 // resumeKey holds rank 0's choice of checkpoint in the store (this attempt's
@@ -229,11 +233,11 @@ func checkResumeRoot(c TrainConfig, restart int) error {
 // after killed saves and, with --overwrite, clearing the old run first) and
 // publishes; every other rank waits for it. No rank writes to the root
 // before every rank has it.
-func (t *trainer) resumePoint(ctx context.Context) (resumeChoice, error) {
-	wctx, cancel := t.waitCtx(ctx)
+func (ck *checkpointer) resumePoint(ctx context.Context) (resumeChoice, error) {
+	wctx, cancel := ck.waitCtx(ctx)
 	defer cancel()
-	if t.job.Rank != 0 {
-		b, err := t.job.Store.Get(wctx, resumeKey)
+	if ck.job.Rank != 0 {
+		b, err := ck.job.Store.Get(wctx, resumeKey)
 		if err != nil {
 			return resumeChoice{}, &collective.PeerError{Peer: 0, Err: fmt.Errorf("resume: waiting for rank 0's choice of checkpoint: %w", err)}
 		}
@@ -243,31 +247,31 @@ func (t *trainer) resumePoint(ctx context.Context) (resumeChoice, error) {
 		}
 		return p, nil
 	}
-	p, err := t.chooseResume()
+	p, err := ck.chooseResume()
 	if err != nil {
 		return p, err
 	}
 	b, _ := json.Marshal(p)
-	if err := t.job.Store.Set(wctx, resumeKey, b); err != nil {
+	if err := ck.job.Store.Set(wctx, resumeKey, b); err != nil {
 		return p, fmt.Errorf("resume: publish the choice of checkpoint: %w", err)
 	}
 	return p, nil
 }
 
 // chooseResume is rank 0's side of resumePoint.
-func (t *trainer) chooseResume() (resumeChoice, error) {
-	c := t.cfg
+func (ck *checkpointer) chooseResume() (resumeChoice, error) {
+	c := ck.cfg
 	root := c.CheckpointDir
 	if removed, err := checkpoint.CleanTemps(root, ""); err != nil {
 		return resumeChoice{}, fmt.Errorf("--checkpoint-dir %s: cleaning up after killed saves: %w", root, err)
 	} else if len(removed) > 0 {
-		t.logf("removed %d temporary files of killed checkpoint saves under %s", len(removed), root)
+		ck.logf("removed %d temporary files of killed checkpoint saves under %s", len(removed), root)
 	}
 	steps, err := checkpoint.Complete(root)
 	if err != nil {
 		return resumeChoice{}, fmt.Errorf("--checkpoint-dir %s: %w", root, err)
 	}
-	plan, err := planResume(root, c.Resume || t.job.Restart > 0, c.Overwrite, steps)
+	plan, err := planResume(root, c.Resume || ck.job.Restart > 0, c.Overwrite, steps)
 	if err != nil {
 		return resumeChoice{}, err
 	}
@@ -275,11 +279,11 @@ func (t *trainer) chooseResume() (resumeChoice, error) {
 		if err := checkpoint.Clear(root); err != nil {
 			return resumeChoice{}, fmt.Errorf("--overwrite: %w", err)
 		}
-		t.logf("--overwrite: removed the %d checkpoints under %s", len(steps), root)
+		ck.logf("--overwrite: removed the %d checkpoints under %s", len(steps), root)
 	}
 	if plan.Step == 0 {
-		if c.Resume || t.job.Restart > 0 {
-			t.logf("no complete checkpoint under %s: starting from step 0", root)
+		if c.Resume || ck.job.Restart > 0 {
+			ck.logf("no complete checkpoint under %s: starting from step 0", root)
 		}
 		return resumeChoice{}, nil
 	}

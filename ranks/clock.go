@@ -13,17 +13,17 @@ import (
 // as NTP does: rank r asks, rank 0 answers with its time, and the answer is
 // taken to belong to the midpoint of the round trip; the round with the
 // shortest trip wins. Timelines of all ranks are then laid on rank 0's clock.
-func (t *trainer) alignClocks(ctx context.Context) error {
+func (rp *reporter) alignClocks(ctx context.Context) error {
 	const rounds = 3
-	st := t.job.Store
-	wctx, cancel := t.waitCtx(ctx)
+	st := rp.job.Store
+	wctx, cancel := rp.waitCtx(ctx)
 	defer cancel()
-	if t.job.Rank == 0 {
-		t.origin = time.Now()
-		if err := st.Set(wctx, "clock/origin", []byte(strconv.FormatInt(t.origin.UnixNano(), 10))); err != nil {
+	if rp.job.Rank == 0 {
+		rp.origin = time.Now()
+		if err := st.Set(wctx, "clock/origin", []byte(strconv.FormatInt(rp.origin.UnixNano(), 10))); err != nil {
 			return fmt.Errorf("clock alignment: %w", err)
 		}
-		for r := 1; r < t.job.Size; r++ {
+		for r := 1; r < rp.job.Size; r++ {
 			for i := range rounds {
 				if _, err := st.Get(wctx, fmt.Sprintf("clock/%d/req/%d", r, i)); err != nil {
 					return &collective.PeerError{Peer: r, Err: fmt.Errorf("clock alignment with rank %d: %w", r, err)}
@@ -44,14 +44,14 @@ func (t *trainer) alignClocks(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("clock alignment: origin %q: %w", b, err)
 	}
-	t.origin = time.Unix(0, o)
+	rp.origin = time.Unix(0, o)
 	best := time.Duration(-1)
 	for i := range rounds {
 		t1 := time.Now()
-		if err := st.Set(wctx, fmt.Sprintf("clock/%d/req/%d", t.job.Rank, i), nil); err != nil {
+		if err := st.Set(wctx, fmt.Sprintf("clock/%d/req/%d", rp.job.Rank, i), nil); err != nil {
 			return fmt.Errorf("clock alignment: %w", err)
 		}
-		b, err := st.Get(wctx, fmt.Sprintf("clock/%d/resp/%d", t.job.Rank, i))
+		b, err := st.Get(wctx, fmt.Sprintf("clock/%d/resp/%d", rp.job.Rank, i))
 		if err != nil {
 			return &collective.PeerError{Peer: 0, Err: fmt.Errorf("clock alignment: answer from rank 0: %w", err)}
 		}
@@ -63,7 +63,7 @@ func (t *trainer) alignClocks(ctx context.Context) error {
 		if rtt := t2.Sub(t1); best < 0 || rtt < best {
 			best = rtt
 			mid := t1.Add(rtt / 2)
-			t.offset = time.Unix(0, r0).Sub(mid.Round(0))
+			rp.offset = time.Unix(0, r0).Sub(mid.Round(0))
 		}
 	}
 	return nil

@@ -103,21 +103,21 @@ const configKey = "train/config"
 
 // checkConfig makes every rank compare its training flags with rank 0's,
 // which rank 0 publishes through the store, and refuse any difference.
-func (t *trainer) checkConfig(ctx context.Context) error {
-	mine := t.cfg.Flags(t.cut)
-	wctx, cancel := t.waitCtx(ctx)
+func (j *rankJob) checkConfig(ctx context.Context) error {
+	mine := j.cfg.Flags(j.cut)
+	wctx, cancel := j.waitCtx(ctx)
 	defer cancel()
-	if t.job.Rank == 0 {
+	if j.job.Rank == 0 {
 		b, err := json.Marshal(mine)
 		if err != nil {
 			return fmt.Errorf("training flags: %w", err)
 		}
-		if err := t.job.Store.Set(wctx, configKey, b); err != nil {
+		if err := j.job.Store.Set(wctx, configKey, b); err != nil {
 			return fmt.Errorf("publish the training flags: %w", err)
 		}
 		return nil
 	}
-	b, err := t.job.Store.Get(wctx, configKey)
+	b, err := j.job.Store.Get(wctx, configKey)
 	if err != nil {
 		return &collective.PeerError{Peer: 0, Err: fmt.Errorf("waiting for rank 0's training flags: %w", err)}
 	}
@@ -126,7 +126,7 @@ func (t *trainer) checkConfig(ctx context.Context) error {
 		return fmt.Errorf("rank 0's training flags %q: %w", b, err)
 	}
 	if d := DiffFlags(mine, rank0); len(d) > 0 {
-		return flagMismatch(t.job.Rank, t.job.Node, d)
+		return flagMismatch(j.job.Rank, j.job.Node, d)
 	}
 	return nil
 }

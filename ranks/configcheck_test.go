@@ -82,8 +82,8 @@ func TestCheckConfigExchange(t *testing.T) {
 	base.Agreed = []FlagValue{{"--lr", "0.003"}}
 	other := base
 	other.Agreed = []FlagValue{{"--lr", "0.01"}}
-	mk := func(rank, node int, cfg TrainConfig) *trainer {
-		return &trainer{cfg: cfg, rankPlace: rankPlace{cut: []int{4}}, job: Job{Rank: rank, Node: node, Size: 3, Store: st}}
+	mk := func(rank, node int, cfg TrainConfig) *rankJob {
+		return &rankJob{cfg: cfg, rankPlace: rankPlace{cut: []int{4}}, job: Job{Rank: rank, Node: node, Size: 3, Store: st}}
 	}
 	ctx := context.Background()
 	if err := mk(0, 0, base).checkConfig(ctx); err != nil {
@@ -234,13 +234,13 @@ func TestResumeRankZeroChooses(t *testing.T) {
 		ctx := context.Background()
 		c0 := cfg
 		c0.CheckpointDir = r0
-		p, err := (&trainer{cfg: c0, job: Job{Rank: 0, Store: st}}).resumePoint(ctx)
+		p, err := (&checkpointer{&rankJob{cfg: c0, job: Job{Rank: 0, Store: st}}}).resumePoint(ctx)
 		if err != nil || p.Step != 4 {
 			t.Fatalf("rank 0 chose %+v, %v; want step 4", p, err)
 		}
 		c1 := cfg
 		c1.CheckpointDir = root1
-		p1, err := (&trainer{cfg: c1, job: Job{Rank: 1, Store: st}}).resumePoint(ctx)
+		p1, err := (&checkpointer{&rankJob{cfg: c1, job: Job{Rank: 1, Store: st}}}).resumePoint(ctx)
 		if err != nil {
 			return err
 		}
@@ -281,7 +281,7 @@ func TestResumeNewRunRefusedOrOverwritten(t *testing.T) {
 	}
 	st := store.NewMemory()
 	defer st.Close()
-	tr := &trainer{cfg: cfg, job: Job{Rank: 0, Store: st}}
+	tr := &checkpointer{&rankJob{cfg: cfg, job: Job{Rank: 0, Store: st}}}
 	if _, err := tr.resumePoint(context.Background()); err == nil || !strings.Contains(err.Error(), "another run") {
 		t.Errorf("new run: %v, want a refusal", err)
 	}

@@ -20,6 +20,9 @@
 // timeline; report.go), of which rank 0 keeps only running totals
 // (summary.go), printed at the end by Result.WriteSummary (summary_text.go);
 // pplaunch sample reads a checkpoint through SampleSource (sample_checkpoint.go).
+// The trainer is composed of parts that own their state: rankJob (place.go),
+// rankStages (stages.go), stepLoop (steploop.go), checkpointer (ckpt.go),
+// evaluator (eval.go), reporter (report.go) and rebalancer (rebalance_run.go).
 // TrainConfig.Plan (config.go) checks a configuration for a
 // world size without effects, so the agent can refuse bad flags before any
 // rank starts; Job.Stop lets the ranks agree on a step after which to

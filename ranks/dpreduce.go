@@ -130,42 +130,51 @@ func (e *dpExchange) sumOwn() error {
 	return nil
 }
 
-// startReduce starts stage s's data-parallel exchange as soon as the stage's
-// last backward is done.
-func (t *trainer) startReduce(s int) error {
-	if t.dp == nil {
-		t.dp = map[int]*dpExchange{}
+// startReduce starts stage s's data-parallel exchange (of rs's stage) as
+// soon as the stage's last backward is done.
+func (sl *stepLoop) startReduce(s int, rs *rankStages) error {
+	if sl.dp == nil {
+		sl.dp = map[int]*dpExchange{}
 	}
-	e := t.dp[s]
+	e := sl.dp[s]
 	if e == nil {
-		peers := make([]int, t.cfg.DP)
+		peers := make([]int, sl.cfg.DP)
 		for d := range peers {
-			peers[d] = t.world(t.pRank, d)
+			peers[d] = sl.world(sl.pRank, d)
 		}
-		st := t.stages[s]
-		e = newDPExchange(t.exec.xf, t.job.Compute, peers, t.dRank, st.GradTensor())
-		if t.zeroOn() {
-			e.value, e.moves = st.ValueTensor(), zeroMoves(t.zeroParams(st), st.GradTensor().Len(), t.cfg.DP)
+		st := rs.stages[s]
+		e = newDPExchange(rs.exec.xf, sl.job.Compute, peers, sl.dRank, st.GradTensor())
+		if sl.zeroOn() {
+			e.value, e.moves = st.ValueTensor(), zeroMoves(sl.zeroParams(st), st.GradTensor().Len(), sl.cfg.DP)
 		}
-		t.dp[s] = e
+		sl.dp[s] = e
 	}
-	e.start(t.ctx, collective.Tag{Kind: collective.Data, Chunk: uint16(s), Step: uint32(t.curStep)})
+	e.start(sl.ctx, collective.Tag{Kind: collective.Data, Chunk: uint16(s), Step: uint32(sl.curStep)})
 	return nil
 }
 
 // finishReduce completes every stage's exchange, so dp replicas give the
 // bits of one process accumulating all their micro-batches.
-func (t *trainer) finishReduce(ctx context.Context, step int) error {
-	for _, s := range t.order {
-		e := t.dp[s]
+func (sl *stepLoop) finishReduce(ctx context.Context, step int) error {
+	for _, s := range sl.order {
+		e := sl.dp[s]
 		if e == nil || e.tr == nil {
 			return fmt.Errorf("step %d: stage %d never finished its backward", step, s)
 		}
-		err := e.finish(ctx, t.cfg.Timeout)
+		err := e.finish(ctx, sl.cfg.Timeout)
 		e.tr = nil
 		if err != nil {
 			return fmt.Errorf("step %d: data-parallel gradient exchange of stage %d: %w", step, s, err)
 		}
 	}
 	return nil
+}
+
+// freeExchanges drops every stage's exchange (a recut rebuilds the stages
+// and their gradients), freeing the receive buffers.
+func (sl *stepLoop) freeExchanges() {
+	for _, e := range sl.dp {
+		sl.job.Compute.Free(e.recv)
+	}
+	sl.dp = nil
 }

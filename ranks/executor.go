@@ -69,19 +69,19 @@ type Batches func(globalMicro int) (tokens, targets []int32, err error)
 // Transfers are issued in list order, which is the order the peer issues the
 // matching ones, as backends that pair transfers by order (NCCL) require; a
 // validated schedule therefore cannot deadlock here. On a backend whose
-// tensors live in device memory (tensor.PinnedStaging) a send goes on the wire once
-// its copy to pinned host memory is done, from a goroutine of its own
-// (xfer.go): the TCP communicator pairs transfers by tag, not by order. A
-// Device communicator (NCCL) gets device tensors as they are, in list order.
+// tensors live in device memory (Memory.HostStaging) a send goes on the
+// wire once its copy to pinned host memory is done, from a goroutine of its
+// own (xfer.go): the TCP communicator pairs transfers by tag, not by order.
+// A DeviceComm (NCCL) gets device tensors as they are, in list order.
 type Executor struct {
 	Sched  *schedules.Schedule
 	PRank  int           // this rank's pipeline rank (its list in Sched)
 	Stages map[int]Stage // the virtual stages this rank holds, by stage index
 	Comm   collective.Comm
-	// Device, when set, moves the device tensors instead of Comm: a
+	// DeviceComm, when set, moves the device tensors instead of Comm: a
 	// communicator of device memory (collective.MovesDevice: NCCL) over the
-	// same ranks. Comm then carries only host messages.
-	Device collective.Comm
+	// same ranks (Job.DeviceComm). Comm then carries only host messages.
+	DeviceComm collective.Comm
 	// Peer maps a pipeline rank to its rank in Comm (the same data-parallel replica).
 	Peer func(pipelineRank int) int
 	// First is the global index of this replica's micro-batch 0 (replica·M).
@@ -97,10 +97,11 @@ type Executor struct {
 	// Stall, when set, is called before each action; the test-only stall hook
 	// uses it to hang a chosen rank at a chosen action.
 	Stall func(step int, a schedules.Action)
-	// Backend is the stages' backend: receive buffers come from it, and
-	// when it is a tensor.PinnedStaging (device memory) transfers go through
-	// pinned host buffers (xfer.go). nil: host tensors.
-	Backend tensor.Memory
+	// Compute is the stages' backend (Job.Compute): receive buffers come
+	// from it, and when its tensors live in device memory (its HostStaging
+	// is not nil) transfers over Comm go through pinned host buffers
+	// (xfer.go). nil: host tensors.
+	Compute tensor.Memory
 	// Act is the dtype of the activations and gradients the stages pass
 	// (models.StageOptions.Activations): what the receive buffers hold and
 	// what travels, bfloat16 as two bytes an element.
@@ -168,8 +169,8 @@ func (x *Executor) init() {
 			}
 		}
 	}
-	x.pool = newBufPool(recvs, x.Backend, x.Act)
-	x.xf = newXfer(x.Comm, x.Device, x.Backend)
+	x.pool = newBufPool(recvs, x.Compute, x.Act)
+	x.xf = newXfer(x.Comm, x.DeviceComm, x.Compute)
 }
 
 // Step runs the rank's action list once for training step step. After an

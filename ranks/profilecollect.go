@@ -130,21 +130,21 @@ func (p *profiler) record(sched *schedules.Schedule, rec *StepRecord) {
 
 // unitsOf lists the model units of the stages of pipeline rank pr, in the
 // order the rank reports them.
-func (t *trainer) unitsOf(pr int) []int {
+func (j *rankJob) unitsOf(pr int) []int {
 	var us []int
-	for _, s := range t.sched.StagesOf(pr) {
+	for _, s := range j.sched.StagesOf(pr) {
 		first := 0
-		for _, n := range t.cut[:s] {
+		for _, n := range j.cut[:s] {
 			first += n
 		}
 		if s == 0 {
 			us = append(us, -1)
 		}
-		for b := range t.cut[s] {
+		for b := range j.cut[s] {
 			us = append(us, first+b)
 		}
-		if s == t.sched.Stages()-1 {
-			us = append(us, t.cfg.Model.Layers)
+		if s == j.sched.Stages()-1 {
+			us = append(us, j.cfg.Model.Layers)
 		}
 	}
 	return us
@@ -153,17 +153,17 @@ func (t *trainer) unitsOf(pr int) []int {
 // profileVector is what a pipeline rank sends rank 0: per unit the median
 // F, I, W seconds and the bytes kept after F and after I, then per stage the
 // kept bytes, then the rank's peak.
-func (t *trainer) profileVector() []float64 {
-	p := t.prof
+func (rp *reporter) profileVector() []float64 {
+	p := rp.prof
 	var v []float64
-	for _, u := range t.unitsOf(t.pRank) {
+	for _, u := range rp.unitsOf(rp.pRank) {
 		tm := p.times[u]
 		if tm == nil {
 			tm = &[3][]float64{}
 		}
 		v = append(v, median(tm[0]), median(tm[1]), median(tm[2]), float64(p.bytes[u][0]), float64(p.bytes[u][1]))
 	}
-	for _, s := range t.sched.StagesOf(t.pRank) {
+	for _, s := range rp.sched.StagesOf(rp.pRank) {
 		v = append(v, float64(p.perMB[s]))
 	}
 	return append(v, float64(p.peak))
@@ -171,56 +171,56 @@ func (t *trainer) profileVector() []float64 {
 
 // gatherProfile sends every pipeline rank's measurements of replica 0 to
 // rank 0, which returns the profile; other ranks return nil.
-func (t *trainer) gatherProfile(ctx context.Context) (*plan.Profile, error) {
-	if t.prof == nil || t.dRank != 0 {
+func (rp *reporter) gatherProfile(ctx context.Context) (*plan.Profile, error) {
+	if rp.prof == nil || rp.dRank != 0 {
 		return nil, nil
 	}
 	tag := collective.Tag{Kind: collective.Control, Chunk: chunkProfile}
-	wctx, cancel := t.waitCtx(ctx)
+	wctx, cancel := rp.waitCtx(ctx)
 	defer cancel()
-	if t.job.Rank != 0 {
-		if err := t.job.Comm.Send(wctx, 0, tag, collective.F64(t.profileVector())); err != nil {
+	if rp.job.Rank != 0 {
+		if err := rp.job.Comm.Send(wctx, 0, tag, collective.F64(rp.profileVector())); err != nil {
 			return nil, fmt.Errorf("profile to rank 0: %w", err)
 		}
 		return nil, nil
 	}
-	all := make([][]float64, t.cfg.PP)
-	all[0] = t.profileVector()
+	all := make([][]float64, rp.cfg.PP)
+	all[0] = rp.profileVector()
 	var ops []collective.Op
-	for r := 1; r < t.cfg.PP; r++ {
-		all[r] = make([]float64, unitFields*len(t.unitsOf(r))+len(t.sched.StagesOf(r))+1)
+	for r := 1; r < rp.cfg.PP; r++ {
+		all[r] = make([]float64, unitFields*len(rp.unitsOf(r))+len(rp.sched.StagesOf(r))+1)
 		ops = append(ops, collective.RecvOp(r, tag, collective.F64(all[r])))
 	}
 	if len(ops) > 0 {
-		if err := t.job.Comm.Batch(ops...).Wait(wctx); err != nil {
+		if err := rp.job.Comm.Batch(ops...).Wait(wctx); err != nil {
 			return nil, fmt.Errorf("profiles from the pipeline ranks: %w", err)
 		}
 	}
-	return t.buildProfile(all), nil
+	return rp.buildProfile(all), nil
 }
 
 // buildProfile puts rank 0's profile together from every pipeline rank's
 // vector (see profileVector).
-func (t *trainer) buildProfile(all [][]float64) *plan.Profile {
-	c, p := t.cfg, t.prof
+func (rp *reporter) buildProfile(all [][]float64) *plan.Profile {
+	c, p := rp.cfg, rp.prof
 	m := c.Model
 	slots := map[string]int{"adamw": 2, "sgd": 1}[c.Optimizer]
 	pr := &plan.Profile{
-		Version: plan.ProfileVersion, Backend: t.job.Compute.Name(), Precision: c.Precision.String(), MicroBatchSize: c.MicroSize, Recompute: c.Recompute,
+		Version: plan.ProfileVersion, Backend: rp.job.Compute.Name(), Precision: c.Precision.String(), MicroBatchSize: c.MicroSize, Recompute: c.Recompute,
 		Model:  plan.ProfileModel{Kind: m.Kind, Vocab: m.Vocab, Layers: m.Layers, Width: m.Width, Heads: m.Heads, Seq: m.Seq, Tied: m.Tied, Params: m.NumParams()},
-		Layout: plan.ProfileLayout{PP: c.PP, DP: c.DP, Schedule: c.Schedule, Virtual: t.sched.V, Microbatches: c.Micro, Cut: t.cut},
+		Layout: plan.ProfileLayout{PP: c.PP, DP: c.DP, Schedule: c.Schedule, Virtual: rp.sched.V, Microbatches: c.Micro, Cut: rp.cut},
 		Steps:  len(p.stepS), WarmupSteps: p.warmup, StepS: median(p.stepS),
 		Optimizer: c.Optimizer, OptimizerState: slots,
 		Units: make([]plan.UnitProfile, m.Layers+2),
 	}
 	for r, v := range all {
-		for i, u := range t.unitsOf(r) {
+		for i, u := range rp.unitsOf(r) {
 			row := v[unitFields*i:]
 			pr.Units[u+1] = plan.UnitProfile{Unit: u, F: row[0], I: row[1], W: row[2], ActivationBytes: int64(row[3]), AfterInputBytes: int64(row[4])}
 		}
-		k := unitFields * len(t.unitsOf(r))
-		for j, s := range t.sched.StagesOf(r) {
-			pr.Stages = append(pr.Stages, plan.StageProfile{Stage: s, Rank: r, Blocks: t.cut[s], ActivationBytes: int64(v[k+j])})
+		k := unitFields * len(rp.unitsOf(r))
+		for j, s := range rp.sched.StagesOf(r) {
+			pr.Stages = append(pr.Stages, plan.StageProfile{Stage: s, Rank: r, Blocks: rp.cut[s], ActivationBytes: int64(v[k+j])})
 		}
 		pr.Ranks = append(pr.Ranks, plan.RankProfile{Rank: r, PeakActivationBytes: int64(v[len(v)-1])})
 	}
@@ -238,8 +238,8 @@ func (t *trainer) buildProfile(all [][]float64) *plan.Profile {
 	}
 	slices.SortFunc(pr.Stages, func(a, b plan.StageProfile) int { return a.Stage - b.Stage })
 	bytes := int64(4 * c.MicroSize * m.Seq * m.Width)
-	for b := range t.sched.Stages() - 1 {
-		pr.Boundaries = append(pr.Boundaries, plan.BoundaryCost{After: b, Bytes: bytes, Local: t.sched.Placement[b] == t.sched.Placement[b+1],
+	for b := range rp.sched.Stages() - 1 {
+		pr.Boundaries = append(pr.Boundaries, plan.BoundaryCost{After: b, Bytes: bytes, Local: rp.sched.Placement[b] == rp.sched.Placement[b+1],
 			Forward: median(p.xfer[[2]int{b, 0}]), Backward: median(p.xfer[[2]int{b, 1}])})
 	}
 	return pr

@@ -138,18 +138,18 @@ func (m *recutMeter) vector() []float64 {
 // is measured by one rank of each replica, so the sum over the world divided
 // by the replicas is their mean, and the all-reduce leaves the same bits on
 // every rank. It returns the units' costs and the median step time of rank 0.
-func (t *trainer) agreeCosts(ctx context.Context, step int) ([]UnitCost, float64, error) {
-	L := t.cfg.Model.Layers
-	v := t.meter.vector()
-	if t.job.Rank != 0 {
+func (rb *rebalancer) agreeCosts(ctx context.Context, step int) ([]UnitCost, float64, error) {
+	L := rb.cfg.Model.Layers
+	v := rb.meter.vector()
+	if rb.job.Rank != 0 {
 		v[len(v)-1] = 0
 	}
-	wctx, cancel := t.waitCtx(ctx)
+	wctx, cancel := rb.waitCtx(ctx)
 	defer cancel()
-	if err := t.job.Comm.AllReduce(wctx, collective.F64(v), collective.Sum); err != nil {
+	if err := rb.job.Comm.AllReduce(wctx, collective.F64(v), collective.Sum); err != nil {
 		return nil, 0, fmt.Errorf("rebalance after step %d: all-reduce of the measured block times: %w", step+1, err)
 	}
-	dp := float64(t.cfg.DP)
+	dp := float64(rb.cfg.DP)
 	costs := make([]UnitCost, L+2)
 	for u := range costs {
 		costs[u] = UnitCost{v[3*u] / dp, v[3*u+1] / dp, v[3*u+2] / dp}

@@ -64,11 +64,11 @@ type hostState struct {
 
 // downloadStages copies this rank's parameters and optimizer state to the
 // host, as a checkpoint's save does.
-func (t *trainer) downloadStages() hostState {
+func (rs *rankStages) downloadStages() hostState {
 	h := hostState{vals: map[string][][]float32{}}
-	for _, s := range t.order {
-		st := t.opts[s].State()
-		sh := t.stages[s].ShardState(st)
+	for _, s := range rs.order {
+		st := rs.opts[s].State()
+		sh := rs.stages[s].ShardState(st)
 		h.kind, h.slots = st.Kind, slices.Sorted(maps.Keys(sh.State))
 		for i, p := range sh.Params {
 			v := [][]float32{p.Data}
@@ -85,11 +85,11 @@ func (t *trainer) downloadStages() hostState {
 // ranks, in one buffer per peer, and receives those moving here into h. A
 // data-parallel replica exchanges with its own pipeline's ranks: every
 // replica moves the same blocks at once.
-func (t *trainer) exchangeMoves(ctx context.Context, done int, moves []paramMove, h hostState) error {
+func (rb *rebalancer) exchangeMoves(ctx context.Context, done int, moves []paramMove, h hostState) error {
 	per := 1 + len(h.slots)
 	out, in := map[int][]float32{}, map[int][]paramMove{}
 	for _, m := range moves {
-		switch t.pRank {
+		switch rb.pRank {
 		case m.From:
 			for _, v := range h.vals[m.Name] {
 				out[m.To] = append(out[m.To], v...)
@@ -101,7 +101,7 @@ func (t *trainer) exchangeMoves(ctx context.Context, done int, moves []paramMove
 	tag := collective.Tag{Kind: collective.Control, Chunk: chunkRebalance, Step: uint32(done)}
 	var ops []collective.Op
 	for _, q := range slices.Sorted(maps.Keys(out)) {
-		ops = append(ops, collective.SendOp(t.world(q, t.dRank), tag, collective.F32(out[q])))
+		ops = append(ops, collective.SendOp(rb.world(q, rb.dRank), tag, collective.F32(out[q])))
 	}
 	bufs := map[int][]float32{}
 	for _, q := range slices.Sorted(maps.Keys(in)) {
@@ -110,14 +110,14 @@ func (t *trainer) exchangeMoves(ctx context.Context, done int, moves []paramMove
 			n += m.Numel * per
 		}
 		bufs[q] = make([]float32, n)
-		ops = append(ops, collective.RecvOp(t.world(q, t.dRank), tag, collective.F32(bufs[q])))
+		ops = append(ops, collective.RecvOp(rb.world(q, rb.dRank), tag, collective.F32(bufs[q])))
 	}
 	if len(ops) == 0 {
 		return nil
 	}
-	wctx, cancel := t.waitCtx(ctx)
+	wctx, cancel := rb.waitCtx(ctx)
 	defer cancel()
-	if err := t.job.Comm.Batch(ops...).Wait(wctx); err != nil {
+	if err := rb.job.Comm.Batch(ops...).Wait(wctx); err != nil {
 		return fmt.Errorf("rebalance after step %d: moving blocks between pipeline ranks %v: %w", done, slices.Sorted(maps.Keys(bufs)), err)
 	}
 	for q, ms := range in {
@@ -155,15 +155,16 @@ func (h hostState) shardFor(st *models.Stage) (checkpoint.Shard, error) {
 // the communicator (parameters and optimizer state, no disk), and every
 // rank builds its stages for the new cut and loads them as a resume from a
 // checkpoint of step done would, so the run goes on with the bits of that
-// resume. The old stages' memory is freed after the new ones are loaded.
-func (t *trainer) recut(ctx context.Context, done int, to []int) error {
-	h := t.downloadStages()
-	if err := t.exchangeMoves(ctx, done, recutMoves(t.cfg.Model, t.sched.Placement, t.cut, to), h); err != nil {
+// resume. The old stages' memory is freed after the new ones are loaded,
+// and with them sl's data-parallel exchanges (built for the old stages).
+func (rb *rebalancer) recut(ctx context.Context, done int, to []int, rs *rankStages, sl *stepLoop) error {
+	h := rs.downloadStages()
+	if err := rb.exchangeMoves(ctx, done, recutMoves(rb.cfg.Model, rb.sched.Placement, rb.cut, to), h); err != nil {
 		return err
 	}
 	stages, opts := map[int]*models.Stage{}, map[int]models.Optimizer{}
-	for _, s := range t.order {
-		st, opt, err := t.newStage(to, s)
+	for _, s := range rb.order {
+		st, opt, err := rs.newStage(to, s)
 		if err == nil {
 			var sh checkpoint.Shard
 			if sh, err = h.shardFor(st); err == nil {
@@ -175,17 +176,15 @@ func (t *trainer) recut(ctx context.Context, done int, to []int) error {
 		}
 		stages[s], opts[s] = st, opt
 	}
-	for _, s := range t.order {
-		t.stages[s].Release()
+	for _, s := range rb.order {
+		rs.stages[s].Release()
 		// Restoring an empty state frees the device buffers of the moments.
-		if err := t.opts[s].SetState(models.OptimizerState{Kind: h.kind}); err != nil {
+		if err := rs.opts[s].SetState(models.OptimizerState{Kind: h.kind}); err != nil {
 			return fmt.Errorf("rebalance after step %d: stage %d: %w", done, s, err)
 		}
-		t.stages[s], t.opts[s], t.execSt[s] = stages[s], opts[s], stages[s]
+		rs.stages[s], rs.opts[s], rs.execSt[s] = stages[s], opts[s], stages[s]
 	}
-	for _, e := range t.dp {
-		t.job.Compute.Free(e.recv)
-	}
-	t.dp, t.cut = nil, slices.Clone(to)
+	sl.freeExchanges()
+	rb.cut = slices.Clone(to)
 	return nil
 }

@@ -8,49 +8,62 @@ import (
 	"strings"
 )
 
-// window is the length of the --rebalance window being measured.
-func (t *trainer) window() int {
-	if t.checked {
-		return t.windows.every
-	}
-	return t.windows.first
+// rebalancer is --rebalance's state: when the ranks check the cut (the
+// windows; off when the meter is nil), what the rank measured since the
+// last check, whether one came before, and the cuts run and moves made so
+// far.
+type rebalancer struct {
+	*rankJob
+	windows rebalanceWindows
+	meter   *recutMeter
+	checked bool
+	history RecutHistory
 }
 
-// rebalanceAfter, where the window measured up to step ends, has the ranks
+// window is the length of the --rebalance window being measured.
+func (rb *rebalancer) window() int {
+	if rb.checked {
+		return rb.windows.every
+	}
+	return rb.windows.first
+}
+
+// after, where the window measured up to step ends, has the ranks
 // agree on the measured costs, decide (DecideRecut) and, when the cut
 // changes, move the blocks before the next step. It returns the move's
 // record on rank 0, nil when the cut stays. final (the last step, or a
-// stop) checks nothing: no step is left to gain.
-func (t *trainer) rebalanceAfter(ctx context.Context, step int, final bool) (*EventRecord, error) {
-	if t.meter == nil || final || !t.windows.due(t.meter.since, t.checked) {
+// stop) checks nothing: no step is left to gain. A move rebuilds rs's stages
+// and drops sl's exchanges.
+func (rb *rebalancer) after(ctx context.Context, step int, final bool, rs *rankStages, sl *stepLoop) (*EventRecord, error) {
+	if rb.meter == nil || final || !rb.windows.due(rb.meter.since, rb.checked) {
 		return nil, nil
 	}
-	start := t.now()
-	costs, measured, err := t.agreeCosts(ctx, step)
+	start := rb.now()
+	costs, measured, err := rb.agreeCosts(ctx, step)
 	if err != nil {
 		return nil, err
 	}
-	d, err := DecideRecut(t.sched, t.cut, costs, t.cfg.RebalanceThreshold, t.history)
+	d, err := DecideRecut(rb.sched, rb.cut, costs, rb.cfg.RebalanceThreshold, rb.history)
 	if err != nil {
 		return nil, err
 	}
-	t.history.Ran = ranCut(t.history.Ran, t.cut, d.BeforeS)
-	t.checked = true
+	rb.history.Ran = ranCut(rb.history.Ran, rb.cut, d.BeforeS)
+	rb.checked = true
 	if !d.Move {
-		t.meter.reset(false)
+		rb.meter.reset(false)
 		return nil, nil
 	}
-	if err := t.recut(ctx, step+1, d.To); err != nil {
+	if err := rb.recut(ctx, step+1, d.To, rs, sl); err != nil {
 		return nil, err
 	}
-	t.meter.reset(true)
-	t.history.Moves = append(t.history.Moves, [2][]int{d.From, slices.Clone(d.To)})
-	rec := &EventRecord{Record: RecordRebalance, Step: step + 1, Seconds: t.now().Sub(start).Seconds(),
+	rb.meter.reset(true)
+	rb.history.Moves = append(rb.history.Moves, [2][]int{d.From, slices.Clone(d.To)})
+	rec := &EventRecord{Record: RecordRebalance, Step: step + 1, Seconds: rb.now().Sub(start).Seconds(),
 		CutBefore: d.From, Cut: d.To, PredictedBeforeS: d.BeforeS, PredictedS: d.AfterS, MeasuredStepS: measured, Back: d.Back}
 	if d.Back {
-		rec.MeasuredBackS = measuredStep(t.history.Ran, d.To)
+		rec.MeasuredBackS = measuredStep(rb.history.Ran, d.To)
 	}
-	t.logf("%s", rec.line())
+	rb.logf("%s", rec.line())
 	return rec, nil
 }
 

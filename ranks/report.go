@@ -71,6 +71,23 @@ type StepRecord struct {
 	Timeline *schedules.Timeline `json:"-"`
 }
 
+// reporter is what rank 0 emits about the run: the step records (every
+// rank's measured step, put together on rank 0), the evaluations' and
+// checkpoints' records after them, and with --profile the profile; and the
+// rank's clock against rank 0's (clock.go), which every record is timed on.
+type reporter struct {
+	*rankJob
+	rankClock
+	prof *profiler // nil unless TrainConfig.Profile
+}
+
+// rankClock is the rank's clock against rank 0's (clock.go), for the
+// merged timeline.
+type rankClock struct {
+	origin time.Time
+	offset time.Duration // add to this rank's clock to get rank 0's
+}
+
 // reportHead is the report message's header: start, peak bytes, bytes per
 // micro-batch, CPU seconds, peak device bytes (-1 without a device), RSS
 // bytes, reduction seconds, optimizer seconds, optimizer state bytes; the
@@ -89,30 +106,30 @@ func cpuTime() time.Duration {
 // report sends this rank's measured step to rank 0, which puts together the
 // record: measured and predicted bubble (replica 0's pipeline) and every
 // rank's peak activation bytes. Times travel on rank 0's clock.
-func (t *trainer) report(ctx context.Context, step int, o stepOutcome, cpuS float64) (*StepRecord, error) {
+func (rp *reporter) report(ctx context.Context, step int, o stepOutcome, optimBytes int64) (*StepRecord, error) {
 	tag := collective.Tag{Kind: collective.Control, Chunk: chunkReport, Step: uint32(step)}
-	wctx, cancel := t.waitCtx(ctx)
+	wctx, cancel := rp.waitCtx(ctx)
 	defer cancel()
-	if t.job.Rank != 0 {
-		if err := t.job.Comm.Send(wctx, 0, tag, collective.F64(t.encodeReport(o, cpuS))); err != nil {
+	if rp.job.Rank != 0 {
+		if err := rp.job.Comm.Send(wctx, 0, tag, collective.F64(rp.encodeReport(o, optimBytes))); err != nil {
 			return nil, fmt.Errorf("step %d: report to rank 0: %w", step, err)
 		}
 		return nil, nil
 	}
-	all := make([][]float64, t.job.Size)
-	all[0] = t.encodeReport(o, cpuS)
+	all := make([][]float64, rp.job.Size)
+	all[0] = rp.encodeReport(o, optimBytes)
 	var ops []collective.Op
-	for r := 1; r < t.job.Size; r++ {
-		all[r] = make([]float64, reportHead+2*len(t.sched.Ranks[r%t.cfg.PP]))
+	for r := 1; r < rp.job.Size; r++ {
+		all[r] = make([]float64, reportHead+2*len(rp.sched.Ranks[r%rp.cfg.PP]))
 		ops = append(ops, collective.RecvOp(r, tag, collective.F64(all[r])))
 	}
 	if len(ops) > 0 {
-		if err := t.job.Comm.Batch(ops...).Wait(wctx); err != nil {
+		if err := rp.job.Comm.Batch(ops...).Wait(wctx); err != nil {
 			return nil, fmt.Errorf("step %d: reports from the ranks: %w", step, err)
 		}
 	}
-	rec := t.record(step, all)
-	if err := t.bubbles(rec, all); err != nil {
+	rec := rp.record(step, all)
+	if err := rp.bubbles(rec, all); err != nil {
 		return nil, fmt.Errorf("step %d: %w", step, err)
 	}
 	return rec, nil
@@ -120,19 +137,19 @@ func (t *trainer) report(ctx context.Context, step int, o stepOutcome, cpuS floa
 
 // encodeReport is this rank's report message: the header, then every
 // span's start and end.
-func (t *trainer) encodeReport(o stepOutcome, cpuS float64) []float64 {
+func (rp *reporter) encodeReport(o stepOutcome, optimBytes int64) []float64 {
 	sr := o.sr
 	v := make([]float64, reportHead+2*len(sr.Spans))
 	var perMB int64
 	for _, n := range sr.PerMB {
 		perMB += n
 	}
-	v[0] = sr.Start.Add(t.offset).Sub(t.origin).Seconds()
-	v[1], v[2], v[3], v[4] = float64(sr.Peak), float64(perMB), cpuS, -1
-	if m, ok := t.job.Compute.DeviceMemory(); ok {
+	v[0] = sr.Start.Add(rp.offset).Sub(rp.origin).Seconds()
+	v[1], v[2], v[3], v[4] = float64(sr.Peak), float64(perMB), o.cpuS, -1
+	if m, ok := rp.job.Compute.DeviceMemory(); ok {
 		v[4] = float64(m.Peak)
 	}
-	v[5], v[6], v[7], v[8] = float64(rssBytes()), o.reduceS, o.optimS, float64(t.optimizerBytes())
+	v[5], v[6], v[7], v[8] = float64(rssBytes()), o.reduceS, o.optimS, float64(optimBytes)
 	for i, sp := range sr.Spans {
 		v[reportHead+2*i], v[reportHead+1+2*i] = sp.Start, sp.End
 	}
@@ -141,8 +158,8 @@ func (t *trainer) encodeReport(o stepOutcome, cpuS float64) []float64 {
 
 // record is the step's record from every rank's report, with the timeline
 // of every rank on rank 0's clock.
-func (t *trainer) record(step int, all [][]float64) *StepRecord {
-	n := t.job.Size
+func (rp *reporter) record(step int, all [][]float64) *StepRecord {
+	n := rp.job.Size
 	rec := &StepRecord{Record: RecordStep, Step: step + 1, PeakActivation: make([]int64, n), PeakMicroBatches: make([]float64, n), CPUS: make([]float64, n),
 		RSS: make([]int64, n), ComputeS: make([]float64, n), ReduceS: make([]float64, n), OptimizerS: make([]float64, n),
 		OptimizerBytes: make([]int64, n)}
@@ -152,7 +169,7 @@ func (t *trainer) record(step int, all [][]float64) *StepRecord {
 		rec.CPUS[r] = v[3]
 		if v[4] >= 0 {
 			if rec.PeakDevice == nil {
-				rec.PeakDevice = make([]int64, t.job.Size)
+				rec.PeakDevice = make([]int64, rp.job.Size)
 			}
 			rec.PeakDevice[r] = int64(v[4])
 		}
@@ -160,7 +177,7 @@ func (t *trainer) record(step int, all [][]float64) *StepRecord {
 		if v[2] > 0 {
 			rec.PeakMicroBatches[r] = v[1] / v[2]
 		}
-		list := t.sched.Ranks[r%t.cfg.PP]
+		list := rp.sched.Ranks[r%rp.cfg.PP]
 		abs.Ranks[r] = make([]schedules.Span, len(list))
 		for i, a := range list {
 			sp := schedules.Span{Action: a, Start: v[0] + v[reportHead+2*i], End: v[0] + v[reportHead+1+2*i]}
@@ -171,44 +188,85 @@ func (t *trainer) record(step int, all [][]float64) *StepRecord {
 		}
 	}
 	rec.Timeline = abs
-	m := t.cfg.Model
-	rec.Transfers = transfers(t.sched, t.cfg.PP, abs, int64(t.cfg.MicroSize*m.Seq*m.Width*t.cfg.Precision.ActivationBytes()))
-	rec.TransferWaitS, rec.MessageS = waitTimes(t.sched, t.cfg.PP, abs)
+	m := rp.cfg.Model
+	rec.Transfers = transfers(rp.sched, rp.cfg.PP, abs, int64(rp.cfg.MicroSize*m.Seq*m.Width*rp.cfg.Precision.ActivationBytes()))
+	rec.TransferWaitS, rec.MessageS = waitTimes(rp.sched, rp.cfg.PP, abs)
 	return rec
 }
 
 // bubbles sets the measured bubble of replica 0's pipeline (from its
 // earliest start) and the one the simulator predicts from its mean action
 // times.
-func (t *trainer) bubbles(rec *StepRecord, all [][]float64) error {
-	pipe := &schedules.Timeline{Ranks: make([][]schedules.Span, t.cfg.PP)}
+func (rp *reporter) bubbles(rec *StepRecord, all [][]float64) error {
+	pipe := &schedules.Timeline{Ranks: make([][]schedules.Span, rp.cfg.PP)}
 	t0 := math.Inf(1)
-	for p := range t.cfg.PP {
+	for p := range rp.cfg.PP {
 		t0 = min(t0, all[p][0])
 	}
-	for p := range t.cfg.PP {
+	for p := range rp.cfg.PP {
 		for _, sp := range rec.Timeline.Ranks[p] {
 			sp.Start -= t0
 			sp.End -= t0
 			pipe.Ranks[p] = append(pipe.Ranks[p], sp)
 		}
 	}
-	st, err := schedules.Analyze(t.sched, pipe, nil)
+	st, err := schedules.Analyze(rp.sched, pipe, nil)
 	if err != nil {
 		return fmt.Errorf("measured timeline: %w", err)
 	}
 	rec.BubbleMeasured, rec.PipelineS = st.Bubble, st.Makespan
-	costs, err := schedules.MeanCosts(t.sched, pipe)
+	costs, err := schedules.MeanCosts(rp.sched, pipe)
 	if err != nil {
 		return fmt.Errorf("measured costs: %w", err)
 	}
-	sim, err := schedules.Simulate(t.sched, costs)
+	sim, err := schedules.Simulate(rp.sched, costs)
 	if err != nil {
 		return fmt.Errorf("simulation of measured costs: %w", err)
 	}
-	if st, err = schedules.Analyze(t.sched, sim, nil); err != nil {
+	if st, err = schedules.Analyze(rp.sched, sim, nil); err != nil {
 		return fmt.Errorf("simulated timeline: %w", err)
 	}
 	rec.BubblePredicted, rec.PredictedPipelineS = st.Bubble, st.Makespan
 	return nil
+}
+
+// publish sends this rank's measured step to rank 0, which completes the
+// record (loss, validation loss, norm, rate, time, throughput), adds it to the
+// summary and the profile, and hands it to Job.Report, then the evaluation's
+// and checkpoint's records after it to Job.Event. optimBytes is the
+// optimizer state the rank's stages hold now.
+func (rp *reporter) publish(ctx context.Context, step int, o stepOutcome, events []EventRecord, res *Result, optimBytes int64) error {
+	c := rp.cfg
+	rec, err := rp.report(ctx, step, o, optimBytes)
+	if err != nil || rp.job.Rank != 0 {
+		return err
+	}
+	rec.Loss, rec.GradNorm, rec.LR = o.loss, o.norm, o.lr
+	for _, e := range events {
+		if e.Record == RecordEval {
+			rec.ValLoss = e.ValLoss
+		}
+	}
+	rec.StepS = o.stepS
+	rec.TokensPerS = float64(c.DP*c.Micro*c.MicroSize*c.Model.Seq) / o.stepS
+	res.Summary.Add(*rec)
+	if rp.prof != nil {
+		rp.prof.record(rp.sched, rec)
+	}
+	if rp.job.Report != nil {
+		rp.job.Report(*rec)
+	}
+	if rp.job.Event != nil {
+		for _, e := range events {
+			rp.job.Event(e)
+		}
+	}
+	return nil
+}
+
+// endStep closes the profiler's step (nothing without --profile).
+func (rp *reporter) endStep(sr *StepResult) {
+	if rp.prof != nil {
+		rp.prof.endStep(sr)
+	}
 }

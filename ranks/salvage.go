@@ -26,10 +26,11 @@ const salvageWait = 2 * time.Second
 // is gone leaves the checkpoint uncommitted (its shards without a manifest,
 // which no resume reads): the world then goes on from the newest saved one.
 // Under ZeRO stage 1 a replica holds only part of its stage's optimizer
-// state, so nothing is salvaged.
-func (t *trainer) salvage(done int) {
-	c := t.cfg
-	if !t.job.Salvage || c.CheckpointDir == "" || t.zeroOn() || done == 0 || t.updating {
+// state, so nothing is salvaged; nor is anything when the failure came
+// while the optimizer was updating (some stages are then a step ahead).
+func (ck *checkpointer) salvage(done int, rs *rankStages, updating bool) {
+	c := ck.cfg
+	if !ck.job.Salvage || c.CheckpointDir == "" || ck.zeroOn() || done == 0 || updating {
 		return
 	}
 	if steps, err := checkpoint.Complete(c.CheckpointDir); err != nil || slices.Contains(steps, done) {
@@ -38,46 +39,46 @@ func (t *trainer) salvage(done int) {
 	ctx, cancel := context.WithTimeout(context.Background(), salvageWait)
 	defer cancel()
 	dir := checkpoint.StepDir(c.CheckpointDir, done)
-	S := t.sched.Stages()
+	S := ck.sched.Stages()
 	key := func(s int) string { return fmt.Sprintf("salvage/%d/stage/%d", done, s) }
-	for _, s := range t.order {
-		if _, won, err := t.job.Store.CompareAndSet(ctx, key(s)+"/claim", nil, []byte(strconv.Itoa(t.job.Rank))); err != nil || !won {
+	for _, s := range ck.order {
+		if _, won, err := ck.job.Store.CompareAndSet(ctx, key(s)+"/claim", nil, []byte(strconv.Itoa(ck.job.Rank))); err != nil || !won {
 			continue
 		}
-		info, err := checkpoint.WriteShard(dir, s, S, t.stages[s].ShardState(t.opts[s].State()))
+		info, err := checkpoint.WriteShard(dir, s, S, rs.stages[s].ShardState(rs.opts[s].State()))
 		if err != nil {
-			t.job.Logf("rank %d: saving step %d from memory: %v", t.job.Rank, done, err)
+			ck.job.Logf("rank %d: saving step %d from memory: %v", ck.job.Rank, done, err)
 			return
 		}
 		b, _ := json.Marshal(info)
-		if err := t.job.Store.Set(ctx, key(s), b); err != nil {
+		if err := ck.job.Store.Set(ctx, key(s), b); err != nil {
 			return
 		}
-		if n, err := t.job.Store.Add(ctx, fmt.Sprintf("salvage/%d/written", done), 1); err == nil && n == int64(S) {
-			t.commitSalvage(ctx, dir, done, key)
+		if n, err := ck.job.Store.Add(ctx, fmt.Sprintf("salvage/%d/written", done), 1); err == nil && n == int64(S) {
+			ck.commitSalvage(ctx, dir, done, key)
 		}
 	}
 }
 
 // commitSalvage commits the manifest of the salvaged checkpoint of step
 // done, whose stages' entries are in the store under key(s).
-func (t *trainer) commitSalvage(ctx context.Context, dir string, done int, key func(int) string) {
-	m := t.manifest(done)
-	for s := range t.sched.Stages() {
-		b, err := t.job.Store.Get(ctx, key(s))
+func (ck *checkpointer) commitSalvage(ctx context.Context, dir string, done int, key func(int) string) {
+	m := ck.manifest(done)
+	for s := range ck.sched.Stages() {
+		b, err := ck.job.Store.Get(ctx, key(s))
 		var info checkpoint.StageInfo
 		if err == nil {
 			err = json.Unmarshal(b, &info)
 		}
 		if err != nil {
-			t.job.Logf("rank %d: saving step %d from memory: stage %d's entry: %v", t.job.Rank, done, s, err)
+			ck.job.Logf("rank %d: saving step %d from memory: stage %d's entry: %v", ck.job.Rank, done, s, err)
 			return
 		}
 		m.Stages = append(m.Stages, info)
 	}
 	if err := checkpoint.Commit(dir, m); err != nil {
-		t.job.Logf("rank %d: saving step %d from memory: %v", t.job.Rank, done, err)
+		ck.job.Logf("rank %d: saving step %d from memory: %v", ck.job.Rank, done, err)
 		return
 	}
-	t.job.Logf("rank %d: a step failed; saved step %d from the memory of the ranks left: %s", t.job.Rank, done, dir)
+	ck.job.Logf("rank %d: a step failed; saved step %d from the memory of the ranks left: %s", ck.job.Rank, done, dir)
 }

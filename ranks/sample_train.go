@@ -18,26 +18,26 @@ func sampleDue(o *SampleOptions, step, steps int) bool {
 // sample generates through replica 0's pipeline with the trained stages
 // (Infer keeps nothing, so the training state is untouched) and hands the
 // text to Job.OnSample on rank 0.
-func (t *trainer) sample(ctx context.Context, step int) error {
-	o := t.job.Sample
-	if t.dRank != 0 {
+func (rs *rankStages) sample(ctx context.Context, step int) error {
+	o := rs.job.Sample
+	if rs.dRank != 0 {
 		return nil
 	}
 	prompt := o.Prompt
 	if prompt == nil {
-		prompt = DefaultPrompt(t.corpus, t.cfg.Model.Seq)
+		prompt = DefaultPrompt(rs.corpus, rs.cfg.Model.Seq)
 	}
-	placement := make([]int, t.sched.Stages())
-	for s, p := range t.sched.Placement {
-		placement[s] = t.world(p, 0)
+	placement := make([]int, rs.sched.Stages())
+	for s, p := range rs.sched.Placement {
+		placement[s] = rs.world(p, 0)
 	}
-	sm := &Sampler{Comm: t.job.Comm, Rank: t.job.Rank, Placement: placement, Stages: t.stages, Timeout: t.cfg.Timeout}
+	sm := &Sampler{Comm: rs.job.Comm, Rank: rs.job.Rank, Placement: placement, Stages: rs.stages, Timeout: rs.cfg.Timeout}
 	toks, err := sm.Generate(ctx, uint32(step), prompt, *o)
 	if err != nil {
 		return err
 	}
-	if t.job.Rank == 0 && t.job.OnSample != nil {
-		t.job.OnSample(Sample{Step: step + 1, Prompt: prompt, Tokens: toks})
+	if rs.job.Rank == 0 && rs.job.OnSample != nil {
+		rs.job.OnSample(Sample{Step: step + 1, Prompt: prompt, Tokens: toks})
 	}
 	return nil
 }

@@ -13,26 +13,26 @@ import (
 // stage of its replica) and how many ranks were asked to stop. Each gradient
 // and loss entry has exactly one non-zero contributor, so the sum is exact
 // whatever order the all-reduce adds in.
-func (t *trainer) reduceScalars(ctx context.Context, step int, losses map[int]float64, stop bool) (norm, loss float64, stopAll bool, err error) {
-	n, nl := len(t.names), t.cfg.DP*t.cfg.Micro
+func (rs *rankStages) reduceScalars(ctx context.Context, step int, losses map[int]float64, stop bool) (norm, loss float64, stopAll bool, err error) {
+	n, nl := len(rs.names), rs.cfg.DP*rs.cfg.Micro
 	buf := make([]float64, n+nl+1)
 	if stop {
 		buf[n+nl] = 1
 	}
-	mine := t.gradSumSquares()
-	for i, name := range t.names {
+	mine := rs.gradSumSquares()
+	for i, name := range rs.names {
 		buf[i] = mine[name]
 	}
 	for g, l := range losses {
 		buf[n+g] = l
 	}
-	wctx, cancel := t.waitCtx(ctx)
+	wctx, cancel := rs.waitCtx(ctx)
 	defer cancel()
-	if err := t.job.Comm.AllReduce(wctx, collective.F64(buf), collective.Sum); err != nil {
+	if err := rs.job.Comm.AllReduce(wctx, collective.F64(buf), collective.Sum); err != nil {
 		return 0, 0, false, fmt.Errorf("step %d: all-reduce of gradient norm and losses: %w", step, err)
 	}
 	sums := make(map[string]float64, n)
-	for i, name := range t.names {
+	for i, name := range rs.names {
 		sums[name] = buf[i]
 	}
 	var total float64
@@ -45,11 +45,11 @@ func (t *trainer) reduceScalars(ctx context.Context, step int, losses map[int]fl
 // gradSumSquares is Σgrad² of each parameter whose share of the global norm
 // this replica gives (normOwner), by name: the parameters of all this rank's
 // stages together, so a backend sums them in one pass and one download.
-func (t *trainer) gradSumSquares() map[string]float64 {
+func (rs *rankStages) gradSumSquares() map[string]float64 {
 	var mine []*models.Param
-	for _, s := range t.order {
-		for _, p := range t.stages[s].Params() {
-			if t.normOwner(t.stages[s], p) == t.dRank {
+	for _, s := range rs.order {
+		for _, p := range rs.stages[s].Params() {
+			if rs.normOwner(rs.stages[s], p) == rs.dRank {
 				mine = append(mine, p)
 			}
 		}

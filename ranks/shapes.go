@@ -42,11 +42,11 @@ func (x *Executor) MessageKinds() []collective.Transfer {
 	return ts
 }
 
-// transfers is Transfers and the trainer's own device messages: the tied
-// embedding exchange, the data-parallel reduce-scatter and validation's
-// activations.
-func (t *trainer) transfers() []collective.Transfer {
-	ts := t.exec.MessageKinds()
+// transfers is the executor's MessageKinds and the rank's other device
+// messages: the tied embedding exchange, the data-parallel reduce-scatter
+// and validation's activations.
+func (rs *rankStages) transfers() []collective.Transfer {
+	ts := rs.exec.MessageKinds()
 	add := func(dt collective.DType, send bool, peer int, kind collective.Kind, chunk int, shape ...int) {
 		ts = append(ts, collective.Transfer{Send: send, Peer: peer, Kind: kind, Chunk: uint16(chunk), DType: dt, Shape: shape})
 	}
@@ -54,39 +54,39 @@ func (t *trainer) transfers() []collective.Transfer {
 		add(collective.Float32, send, peer, kind, chunk, shape...)
 	}
 	act := func(send bool, peer int, kind collective.Kind, chunk int, shape ...int) {
-		add(wireDType(t.exec.Act), send, peer, kind, chunk, shape...)
+		add(wireDType(rs.exec.Act), send, peer, kind, chunk, shape...)
 	}
-	if t.cfg.Model.Tied {
-		first, last, emb, head := t.tiedParams()
+	if rs.cfg.Model.Tied {
+		first, last, emb, head := rs.tiedParams()
 		if first != last && (emb == nil) != (head == nil) {
-			peer, mine := t.tiedPeer(emb, head)
+			peer, mine := rs.tiedPeer(emb, head)
 			f32(true, peer, collective.Control, chunkTied, mine.Grad.Shape...)
 			f32(false, peer, collective.Control, chunkTied, mine.Grad.Shape...)
 		}
 	}
-	if t.cfg.DP > 1 {
+	if rs.cfg.DP > 1 {
 		// The all-gather's sizes follow from the same gradient length and
 		// replica count as the reduce-scatter's, stated here.
-		for _, s := range t.order {
-			n := t.stages[s].GradTensor().Len()
-			lo, hi := collective.ChunkBounds(n, t.cfg.DP, t.dRank)
-			for d := range t.cfg.DP {
-				if d != t.dRank {
-					dlo, dhi := collective.ChunkBounds(n, t.cfg.DP, d)
-					f32(true, t.world(t.pRank, d), collective.Data, s, dhi-dlo)
-					f32(false, t.world(t.pRank, d), collective.Data, s, hi-lo)
+		for _, s := range rs.order {
+			n := rs.stages[s].GradTensor().Len()
+			lo, hi := collective.ChunkBounds(n, rs.cfg.DP, rs.dRank)
+			for d := range rs.cfg.DP {
+				if d != rs.dRank {
+					dlo, dhi := collective.ChunkBounds(n, rs.cfg.DP, d)
+					f32(true, rs.world(rs.pRank, d), collective.Data, s, dhi-dlo)
+					f32(false, rs.world(rs.pRank, d), collective.Data, s, hi-lo)
 				}
 			}
 		}
 	}
-	if t.dRank == 0 && t.cfg.EvalBatches > 0 {
-		for _, s := range t.order {
-			st := t.stages[s]
-			if s > 0 && t.sched.Placement[s-1] != t.pRank {
-				act(false, t.world(t.sched.Placement[s-1], 0), collective.Control, s, st.ActShape(t.cfg.MicroSize)...)
+	if rs.dRank == 0 && rs.cfg.EvalBatches > 0 {
+		for _, s := range rs.order {
+			st := rs.stages[s]
+			if s > 0 && rs.sched.Placement[s-1] != rs.pRank {
+				act(false, rs.world(rs.sched.Placement[s-1], 0), collective.Control, s, st.ActShape(rs.cfg.MicroSize)...)
 			}
-			if s < t.sched.Stages()-1 && t.sched.Placement[s+1] != t.pRank {
-				act(true, t.world(t.sched.Placement[s+1], 0), collective.Control, s+1, ioShape(st, t.cfg.MicroSize, false)...)
+			if s < rs.sched.Stages()-1 && rs.sched.Placement[s+1] != rs.pRank {
+				act(true, rs.world(rs.sched.Placement[s+1], 0), collective.Control, s+1, ioShape(st, rs.cfg.MicroSize, false)...)
 			}
 		}
 	}
@@ -95,10 +95,10 @@ func (t *trainer) transfers() []collective.Transfer {
 
 // checkShapes compares every rank's transfers (transfers) over the host
 // communicator, before step step.
-func (t *trainer) checkShapes(ctx context.Context, step int) error {
-	wctx, cancel := t.waitCtx(ctx)
+func (rs *rankStages) checkShapes(ctx context.Context, step int) error {
+	wctx, cancel := rs.waitCtx(ctx)
 	defer cancel()
-	if err := collective.CheckShapes(wctx, t.job.Comm, step, t.transfers()); err != nil {
+	if err := collective.CheckShapes(wctx, rs.job.Comm, step, rs.transfers()); err != nil {
 		return fmt.Errorf("step %d: transfer shapes: %w", step, err)
 	}
 	return nil

@@ -69,23 +69,23 @@ func burn(d time.Duration) {
 	}
 }
 
-// timing is the stages' Timing hook: the profiler's and the rebalancing
-// meter's, with Job.Slow run inside a block's measured time; nil when
-// nothing measures or slows (the stages then read no clock). For the meter
+// timing is the stages' Timing hook: prof's and the rebalancing meter's,
+// with Job.Slow run inside a block's measured time; nil when nothing
+// measures or slows (the stages then read no clock). For the meter
 // on a backend that queues its work, each pass's time also counts the wait
 // for the device to finish it: with the device idle when the next pass is
 // queued, that is the device's time for the pass, not the host's to queue
 // it (at the cost of the overlap between the two while rebalancing is on).
-func (t *trainer) timing() models.Timing {
-	slow, prof, meter := t.job.Slow, t.prof, t.meter
+func (j *rankJob) timing(prof *profiler, meter *recutMeter) models.Timing {
+	slow := j.job.Slow
 	if slow == nil && prof == nil && meter == nil {
 		return nil
 	}
 	var dev tensor.Backend // a backend that queues its work (a GPU), for the meter
-	if meter != nil && t.job.Compute.Device() != nil {
-		dev = t.job.Compute
+	if meter != nil && j.job.Compute.Device() != nil {
+		dev = j.job.Compute
 	}
-	L := t.cfg.Model.Layers
+	L := j.cfg.Model.Layers
 	return func(unit int, pass models.Pass, d time.Duration, saved int64) {
 		if dev != nil {
 			t0 := time.Now()

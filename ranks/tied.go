@@ -12,12 +12,12 @@ import (
 // both the first and the last stage (models.AddTiedGrads's order), with the
 // backend's elementwise Add, whose float32 sums are the same bits on every
 // backend.
-func (t *trainer) syncTied(ctx context.Context, step int) error {
-	if !t.cfg.Model.Tied {
+func (rs *rankStages) syncTied(ctx context.Context, step int) error {
+	if !rs.cfg.Model.Tied {
 		return nil
 	}
-	first, last, emb, head := t.tiedParams()
-	be := t.job.Compute
+	first, last, emb, head := rs.tiedParams()
+	be := rs.job.Compute
 	switch {
 	case first != nil && last != nil && first == last:
 		first.SumLocalTiedGrads()
@@ -29,13 +29,13 @@ func (t *trainer) syncTied(ctx context.Context, step int) error {
 	case emb == nil && head == nil:
 		return nil
 	}
-	peer, mine := t.tiedPeer(emb, head)
+	peer, mine := rs.tiedPeer(emb, head)
 	recv := be.Alloc(mine.Grad.Shape...)
 	defer be.Free(recv)
 	tag := collective.Tag{Kind: collective.Control, Chunk: chunkTied, Step: uint32(step)}
-	wctx, cancel := t.waitCtx(ctx)
+	wctx, cancel := rs.waitCtx(ctx)
 	defer cancel()
-	tr := t.exec.xf.start(wctx, sendReq(peer, tag, mine.Grad), recvReq(peer, tag, recv))
+	tr := rs.exec.xf.start(wctx, sendReq(peer, tag, mine.Grad), recvReq(peer, tag, recv))
 	if err := tr.wait(wctx); err != nil {
 		return fmt.Errorf("step %d: tied embedding exchange with rank %d: %w", step, peer, err)
 	}
@@ -49,9 +49,9 @@ func (t *trainer) syncTied(ctx context.Context, step int) error {
 
 // tiedParams are the first and last stages (nil where not on this rank)
 // and the tied embedding and head this rank holds (nil where it does not).
-func (t *trainer) tiedParams() (first, last *models.Stage, emb, head *models.Param) {
-	first, last = t.stages[0], t.stages[t.sched.Stages()-1]
-	for _, p := range t.cfg.Model.Params() {
+func (rs *rankStages) tiedParams() (first, last *models.Stage, emb, head *models.Param) {
+	first, last = rs.stages[0], rs.stages[rs.sched.Stages()-1]
+	for _, p := range rs.cfg.Model.Params() {
 		if p.TiedTo != "" {
 			if last != nil {
 				head = last.Param(p.Name)
@@ -66,10 +66,10 @@ func (t *trainer) tiedParams() (first, last *models.Stage, emb, head *models.Par
 
 // tiedPeer is, on a rank holding only one of the tied embedding (emb) and
 // head, the rank holding the other, and this rank's parameter.
-func (t *trainer) tiedPeer(emb, head *models.Param) (int, *models.Param) {
-	peerStage, mine := t.sched.Stages()-1, emb
+func (rs *rankStages) tiedPeer(emb, head *models.Param) (int, *models.Param) {
+	peerStage, mine := rs.sched.Stages()-1, emb
 	if head != nil {
 		peerStage, mine = 0, head
 	}
-	return t.world(t.sched.Placement[peerStage], t.dRank), mine
+	return rs.world(rs.sched.Placement[peerStage], rs.dRank), mine
 }

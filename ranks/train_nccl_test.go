@@ -14,7 +14,6 @@ import (
 	"github.com/pplaunch/pplaunch/cbits/cudaemu"
 	"github.com/pplaunch/pplaunch/collective"
 	"github.com/pplaunch/pplaunch/collective/ncclfake"
-	"github.com/pplaunch/pplaunch/models/tensor"
 	"github.com/pplaunch/pplaunch/schedules"
 	"github.com/pplaunch/pplaunch/store"
 )
@@ -104,7 +103,7 @@ func ncclDevice(t *testing.T, size int, timeout time.Duration, more func(rank in
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
 		c, err := collective.NewNCCL(ctx, job.Store, rank, size, collective.NCCLOptions{
-			Options: collective.Options{Timeout: timeout}, Device: job.Compute.(*tensor.CUDA), API: f.Rank(),
+			Options: collective.Options{Timeout: timeout}, Device: job.Compute.Device(), API: f.Rank(),
 		})
 		if err != nil {
 			t.Errorf("rank %d: %v", rank, err)

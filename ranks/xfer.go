@@ -11,8 +11,8 @@ import (
 // xfer moves tensors of the rank's backend through the communicator, each
 // in its dtype (bfloat16 activations as two bytes an element). Host
 // tensors (the CPU backend) go as they are: the communicator reads and
-// writes their values, with no copy. Device tensors (a tensor.PinnedStaging) go
-// through pinned host buffers: a send is copied out on the backend's copy
+// writes their values, with no copy. Device tensors (a backend whose
+// Memory.HostStaging is not nil) go through pinned host buffers: a send is copied out on the backend's copy
 // stream after the compute that made it and goes on the wire from a
 // goroutine of its own once the copy is done, so compute goes on meanwhile;
 // a receive lands in a pinned buffer, is copied in on the copy stream as soon
@@ -27,17 +27,19 @@ type xfer struct {
 }
 
 // newXfer moves be's tensors through device when it is set (Job.DeviceComm),
-// else through host.
+// else through host; be nil is host tensors.
 func newXfer(host, device collective.Comm, be tensor.Memory) xfer {
 	comm := host
 	if device != nil {
 		comm = device
 	}
+	if be == nil {
+		return xfer{comm: comm}
+	}
 	if comm.MovesDevice() {
 		return xfer{comm: comm, dev: be.Device()}
 	}
-	stg, _ := be.(tensor.PinnedStaging)
-	return xfer{comm: comm, stg: stg}
+	return xfer{comm: comm, stg: be.HostStaging()}
 }
 
 // req is one send of t, or receive into t.

@@ -124,12 +124,12 @@ func (e *dpExchange) gatherValues(ctx context.Context, timeout time.Duration, st
 
 // zeroOn says whether the optimizer state is sharded: ZeRO stage 1 with
 // more than one replica (one replica owns everything anyway).
-func (t *trainer) zeroOn() bool { return t.cfg.Zero == 1 && t.cfg.DP > 1 }
+func (j *rankJob) zeroOn() bool { return j.cfg.Zero == 1 && j.cfg.DP > 1 }
 
 // zeroParams is stage st's layout for zeroMoves.
-func (t *trainer) zeroParams(st *models.Stage) []zeroParam {
+func (j *rankJob) zeroParams(st *models.Stage) []zeroParam {
 	tied := map[string]bool{}
-	for _, p := range t.cfg.Model.Params() {
+	for _, p := range j.cfg.Model.Params() {
 		if p.TiedTo != "" {
 			tied[p.Name], tied[p.TiedTo] = true, true
 		}
@@ -144,32 +144,32 @@ func (t *trainer) zeroParams(st *models.Stage) []zeroParam {
 // normOwner is the replica that gives parameter p's Σg² to the global
 // norm: replica 0 (every replica holds every summed gradient), or under
 // ZeRO stage 1 the owner of p's first element.
-func (t *trainer) normOwner(st *models.Stage, p *models.Param) int {
-	if !t.zeroOn() {
+func (j *rankJob) normOwner(st *models.Stage, p *models.Param) int {
+	if !j.zeroOn() {
 		return 0
 	}
-	return owner(st.GradTensor().Len(), t.cfg.DP, p.Offset())
+	return owner(st.GradTensor().Len(), j.cfg.DP, p.Offset())
 }
 
 // shardOptimizer is stage st's optimizer: under ZeRO stage 1 the part of
 // opt this replica owns.
-func (t *trainer) shardOptimizer(st *models.Stage, opt models.Optimizer) models.Optimizer {
-	if !t.zeroOn() {
+func (j *rankJob) shardOptimizer(st *models.Stage, opt models.Optimizer) models.Optimizer {
+	if !j.zeroOn() {
 		return opt
 	}
-	lo, hi := collective.ChunkBounds(st.GradTensor().Len(), t.cfg.DP, t.dRank)
+	lo, hi := collective.ChunkBounds(st.GradTensor().Len(), j.cfg.DP, j.dRank)
 	return models.NewSharded(opt, st.Params(), lo, hi)
 }
 
 // gatherParams all-gathers every stage's parameters after a ZeRO stage 1
 // update.
-func (t *trainer) gatherParams(ctx context.Context, step int) error {
-	for _, s := range t.order {
-		e := t.dp[s]
+func (sl *stepLoop) gatherParams(ctx context.Context, step int) error {
+	for _, s := range sl.order {
+		e := sl.dp[s]
 		if e == nil || e.value == nil {
 			return fmt.Errorf("step %d: stage %d has no sharded exchange", step, s)
 		}
-		if err := e.gatherValues(ctx, t.cfg.Timeout, step); err != nil {
+		if err := e.gatherValues(ctx, sl.cfg.Timeout, step); err != nil {
 			return fmt.Errorf("step %d: data-parallel parameter exchange of stage %d: %w", step, s, err)
 		}
 	}
@@ -184,14 +184,14 @@ const chunkZeroState = 0xFFF3
 // replica 0 (ok): under ZeRO stage 1 put together from every replica's
 // part, which the other replicas send here (and return !ok), so that a
 // checkpoint holds no trace of the layout that wrote it.
-func (t *trainer) optimizerState(ctx context.Context, step, s int) (st models.OptimizerState, ok bool, err error) {
-	opt := t.opts[s]
-	if !t.zeroOn() {
-		return opt.State(), t.dRank == 0, nil
+func (rs *rankStages) optimizerState(ctx context.Context, step, s int) (st models.OptimizerState, ok bool, err error) {
+	opt := rs.opts[s]
+	if !rs.zeroOn() {
+		return opt.State(), rs.dRank == 0, nil
 	}
-	stage, part := t.stages[s], opt.State()
+	stage, part := rs.stages[s], opt.State()
 	n := stage.GradTensor().Len()
-	lo, hi := collective.ChunkBounds(n, t.cfg.DP, t.dRank)
+	lo, hi := collective.ChunkBounds(n, rs.cfg.DP, rs.dRank)
 	flat, err := stage.FlatState(part, lo, hi)
 	if err != nil {
 		return st, false, err
@@ -204,35 +204,26 @@ func (t *trainer) optimizerState(ctx context.Context, step, s int) (st models.Op
 	var ops []collective.Op
 	for k, name := range slots {
 		tag := collective.Tag{Kind: collective.Control, Chunk: chunkZeroState, Step: uint32(step), MicroBatch: uint32(s<<8 | k)}
-		if t.dRank != 0 {
-			ops = append(ops, collective.SendOp(t.world(t.pRank, 0), tag, collective.F32(flat[name])))
+		if rs.dRank != 0 {
+			ops = append(ops, collective.SendOp(rs.world(rs.pRank, 0), tag, collective.F32(flat[name])))
 			continue
 		}
 		whole := make([]float32, n)
 		copy(whole[lo:], flat[name])
-		for d := 1; d < t.cfg.DP; d++ {
-			dlo, dhi := collective.ChunkBounds(n, t.cfg.DP, d)
-			ops = append(ops, collective.RecvOp(t.world(t.pRank, d), tag, collective.F32(whole[dlo:dhi])))
+		for d := 1; d < rs.cfg.DP; d++ {
+			dlo, dhi := collective.ChunkBounds(n, rs.cfg.DP, d)
+			ops = append(ops, collective.RecvOp(rs.world(rs.pRank, d), tag, collective.F32(whole[dlo:dhi])))
 		}
 		flat[name] = whole
 	}
-	wctx, cancel := t.waitCtx(ctx)
+	wctx, cancel := rs.waitCtx(ctx)
 	defer cancel()
-	if err := t.job.Comm.Batch(ops...).Wait(wctx); err != nil {
+	if err := rs.job.Comm.Batch(ops...).Wait(wctx); err != nil {
 		return st, false, fmt.Errorf("gather of stage %d's optimizer state on replica 0: %w", s, err)
 	}
-	if t.dRank != 0 {
+	if rs.dRank != 0 {
 		return st, false, nil
 	}
 	st, err = stage.StateFromFlat(part.Kind, part.Steps, flat)
 	return st, err == nil, err
-}
-
-// optimizerBytes is the optimizer state this rank's stages hold.
-func (t *trainer) optimizerBytes() int64 {
-	var n int64
-	for _, s := range t.order {
-		n += t.opts[s].StateBytes()
-	}
-	return n
 }

@@ -152,6 +152,10 @@ type Memory interface {
 	// Device is the backend's GPU for a communicator that moves device
 	// memory, nil where tensors live in host memory.
 	Device() Device
+	// HostStaging is the backend's pinned host buffers for a communicator
+	// of host memory (TCP), nil where tensors live in host memory (the
+	// communicator then reads and writes their Data directly).
+	HostStaging() PinnedStaging
 }
 
 // AdamWStep is one AdamW update's scalars, already rounded to float32 in the
