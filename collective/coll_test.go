@@ -2,11 +2,14 @@ package collective
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 func TestChunkBounds(t *testing.T) {
@@ -143,6 +146,31 @@ func TestAllReduceMaxPropagatesNaN(t *testing.T) {
 			}
 			return nil
 		})
+	}
+}
+
+// An all-reduce that a rank never joins fails at the deadline with an error
+// that names, as an OpError, the rank it waited on: the piece of the
+// collective that timed out, as a stage loop's receive does, so the launcher
+// can blame the silent rank. On the direct path and on the ring.
+func TestAllReduceTimeoutNamesPeer(t *testing.T) {
+	for _, b := range backends {
+		for _, opts := range []Options{{}, {SmallBytes: 8, SegmentBytes: 40}} {
+			t.Run(fmt.Sprintf("%s/small-%d", b.name, opts.SmallBytes), func(t *testing.T) {
+				cs := b.world(t, 2, opts)
+				// Rank 1 never calls: any deadline expires; its length is not asserted.
+				ctx, cancel := context.WithTimeout(testCtx(t), 20*time.Millisecond)
+				defer cancel()
+				err := cs[0].AllReduce(ctx, F64(make([]float64, 64)), Sum)
+				var oe *OpError
+				if !errors.As(err, &oe) || oe.Peer != 1 || !errors.Is(err, context.DeadlineExceeded) {
+					t.Fatalf("all-reduce without rank 1: %v; want an OpError with Peer 1 and a deadline exceeded", err)
+				}
+				if want := "from rank 1: timeout after"; !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not say %q", err, want)
+				}
+			})
+		}
 	}
 }
 

@@ -45,7 +45,8 @@ func (o *op) describe() string {
 	return fmt.Sprintf("%s %s %s rank %d%s", dir, o.tag, prep, o.peer, g)
 }
 
-// finish completes o once; err (if any) is wrapped with o's description.
+// finish completes o once; err (if any) is wrapped with o's description and
+// peer (OpError).
 func (o *op) finish(err error) {
 	if !o.finished.CompareAndSwap(false, true) {
 		return
@@ -54,7 +55,7 @@ func (o *op) finish(err error) {
 		if ce := o.cancelErr.Load(); ce != nil {
 			err = *ce // a cancelled op reports the timeout, not the broken link it caused
 		}
-		err = fmt.Errorf("%s: %w", o.describe(), err)
+		err = &OpError{Peer: o.peer, Op: o.describe(), Err: err}
 	}
 	o.h.complete(err)
 }

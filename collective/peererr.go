@@ -12,3 +12,17 @@ type PeerError struct {
 
 func (e *PeerError) Error() string { return e.Err.Error() }
 func (e *PeerError) Unwrap() error { return e.Err }
+
+// OpError is the failure of one send or receive: Op names it ("recv
+// collective call=3 phase=0 step=0 segment=0 from rank 1"), Peer is the world
+// rank on the other end, so that a caller can tell whom a timed-out wait was
+// waiting on in an all-reduce or any other call that hides its pieces (the
+// launcher names a rank that every other waits on as the silent one).
+type OpError struct {
+	Peer int // world rank
+	Op   string
+	Err  error
+}
+
+func (e *OpError) Error() string { return e.Op + ": " + e.Err.Error() }
+func (e *OpError) Unwrap() error { return e.Err }

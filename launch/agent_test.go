@@ -84,7 +84,7 @@ func wait(t *testing.T, done <-chan int, errb *watchBuf) int {
 	select {
 	case code := <-done:
 		return code
-	case <-time.After(60 * time.Second):
+	case <-time.After(60 * time.Second): // guards against a hang only
 		t.Fatalf("agent did not exit; stderr:\n%s", errb)
 		return 0
 	}

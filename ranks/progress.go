@@ -116,14 +116,22 @@ func Classify(err error) (class string, peer int) {
 	peer = -1
 	var ae *ActionError
 	var pe *collective.PeerError
+	var oe *collective.OpError
 	var refused *store.RefusedError
 	atStart := false
-	if errors.As(err, &ae) {
+	switch {
+	case errors.As(err, &ae):
 		peer = ae.Peer
-	} else if errors.As(err, &pe) {
+	case errors.As(err, &pe):
 		// A wait for one rank at the start (connecting, rank 0's flags,
 		// clocks, checkpoint choice).
 		peer, atStart = pe.Peer, true
+	case errors.As(err, &oe) && !errors.Is(err, collective.ErrClosed) && !errors.Is(err, collective.ErrAborted):
+		// A send or receive outside the schedule's actions (a piece of the
+		// step's all-reduce, an evaluation's loss) that timed out or lost
+		// its peer: the rank on its other end. A communicator this rank
+		// closed or aborted names no one.
+		peer = oe.Peer
 	}
 	msg := err.Error()
 	switch {

@@ -79,6 +79,18 @@ func TestClassify(t *testing.T) {
 		{&ActionError{Peer: 2, Err: fmt.Errorf("timeout after 3s (%w)", context.DeadlineExceeded)}, contract.FailTimeout, 2},
 		{&ActionError{Peer: 1, Err: errors.New("rank 1 is gone: connection closed (process exited or aborted)")}, contract.FailPeerGone, 1},
 		{fmt.Errorf("all-reduce: %w", collective.ErrAborted), contract.FailPeerGone, -1},
+		// The step's all-reduce waited on rank 1 (stopped, or hung): rank 1
+		// is the one to blame, as for a stage loop's receive.
+		{fmt.Errorf("step 2: all-reduce of gradient norm and losses: rank 0: all-reduce sum of 57 elements (call 3): %w",
+			&collective.OpError{Peer: 1, Op: "recv collective call=3 phase=0 step=0 segment=0 from rank 1", Err: fmt.Errorf("timeout after 4s (%w)", context.DeadlineExceeded)}),
+			contract.FailTimeout, 1},
+		{&collective.OpError{Peer: 3, Op: "recv activation chunk=0 step=1 mb=0 from rank 3", Err: errors.New("rank 3 is gone: connection closed (process exited or aborted)")},
+			contract.FailPeerGone, 3},
+		// This rank's own communicator, aborted or closed: no peer to blame.
+		{&collective.OpError{Peer: 2, Op: "send collective call=1 phase=1 step=0 segment=0 to rank 2", Err: fmt.Errorf("%w by rank 0: NaN", collective.ErrAborted)},
+			contract.FailPeerGone, -1},
+		{&collective.OpError{Peer: 2, Op: "recv collective call=1 phase=1 step=0 segment=0 from rank 2", Err: errors.New("corrupt frame from rank 2: bad magic")},
+			contract.FailError, 2},
 		// A peer that failed on its own closes its links on the way out.
 		{&ActionError{Peer: 2, Err: errors.New("recv gradient chunk=1 step=1 mb=0 from rank 2: rank 2 closed its communicator")}, contract.FailPeerGone, 2},
 		{&ActionError{Peer: -1, Err: errors.New("NaN loss")}, contract.FailError, -1},

@@ -146,8 +146,15 @@ var killCases = []fcase{
 		marker: "stalling before 1F2 of step 1", code: 1,
 		want: []string{`restarting the group`, `failed \(restart 1 of 1\)`, `with rank 1: .*timeout after 3`}},
 	// Mid-run: the ranks have far more steps left than the signal takes to land.
+	// Rank 0 then times out in whatever it waits on rank 1 for: a stage loop's
+	// receive or send, or a piece of the step's all-reduce; either names rank 1.
 	{name: "sigstop/rank1-mid-run", args: steps(200), during: stopAfter(1, 2), timeout: 4 * time.Second, grace: 3 * time.Second,
-		code: 1, want: []string{rootCause(1, `was silent: its process was stopped \(SIGSTOP or SIGTSTP\)`), `with rank 1: .*timeout after 4`}},
+		code: 1, want: []string{rootCause(1, `was silent: its process was stopped \(SIGSTOP or SIGTSTP\)`), `rank 0 timed out waiting for it: .*(from|to) rank 1: timeout after 4`}},
+	// Two data-parallel replicas wait on each other only in collectives (the
+	// gradients' reduce-scatter and all-gather, the step's all-reduce): rank
+	// 0's wait for a piece from rank 1 names rank 1 as well.
+	{name: "sigstop/dp-replica-mid-run", args: steps(200, "--dp", "2"), during: stopAfter(1, 2), timeout: 4 * time.Second, grace: 3 * time.Second,
+		code: 1, want: []string{rootCause(1, `was silent: its process was stopped \(SIGSTOP or SIGTSTP\)`), `rank 0 timed out waiting for it: .*(from|to) rank 1: timeout after 4`}},
 	{name: "sigstop/rank1-at-start", args: steps(200), during: stopWhenUp(1), timeout: 4 * time.Second, grace: 3 * time.Second,
 		code: 1, want: []string{rootCause(1, `was silent: its process was stopped \(SIGSTOP or SIGTSTP\)`)}},
 	{name: "sigstop/rank1-restart", restarts: 1, ckpt: true, args: steps(60, "--checkpoint-every", "20"), during: stopAfter(1, 2),

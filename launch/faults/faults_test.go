@@ -81,6 +81,13 @@ var base = []string{"--layers", "4", "--width", "32", "--heads", "2", "--seq", "
 // loaded machine would turn such a bound into a flaky test.
 const slack = 20 * time.Second
 
+// leftoverBound is how long run lets the job's processes take to go after
+// its agents exited. leftovers returns as soon as they are gone, so this only
+// bounds a leak: a process that stays would stay for any bound, and keepers
+// that kill what an agent SIGKILLed left behind may wait seconds for a core
+// on a loaded machine.
+const leftoverBound = 30 * time.Second
+
 func (c fcase) trainArgs(e *env, extra ...string) []string {
 	args := append(append([]string{}, base...), "--timeout", c.timeout.String())
 	if c.ckpt {
@@ -183,7 +190,7 @@ func (c fcase) run(t *testing.T, e *env) outcome {
 	}
 	// Far more than the bound: a slow start is not the fault's.
 	j.wait(t, c.timeout+c.grace+slack+2*time.Minute)
-	if left := leftovers(id, 5*time.Second); len(left) > 0 {
+	if left := leftovers(id, leftoverBound); len(left) > 0 {
 		t.Errorf("processes of the job left after its agents exited: %v (%s)", left, describe(left))
 		killJob(id)
 	}

@@ -65,15 +65,15 @@ func TestShapeRefusals(t *testing.T) {
 	}
 }
 
-// receive reads c to its end and returns the bytes that came after the first
-// read and how long they took, so the rate does not count a burst that was
-// already waiting.
-func receive(c net.Conn) (int64, time.Duration, error) {
+// receive reads c to its end and returns the bytes and the time from start,
+// which the caller takes before the sender can have sent a byte (before the
+// port is announced, or the sender started). So the time counts the whole
+// transfer and any stall of either process on a loaded machine: the rate
+// can only come out lower than the link's, never higher. (Started at the
+// first byte instead, a receiver that stalled after it would find the bytes
+// that arrived meanwhile waiting, and count them as a burst above the rate.)
+func receive(c net.Conn, start time.Time) (int64, time.Duration, error) {
 	buf := make([]byte, 256<<10)
-	if _, err := io.ReadFull(c, buf[:1]); err != nil {
-		return 0, 0, err
-	}
-	start := time.Now()
 	var n int64
 	for {
 		k, err := c.Read(buf)
@@ -102,11 +102,12 @@ func (zeros) Read(p []byte) (int, error) { clear(p); return len(p), nil }
 
 // sink accepts one connection, receives it, and prints "bytes nanoseconds".
 func sink() int {
+	start := time.Now() // before the port is announced: no byte can have come
 	c, ok := acceptOne()
 	if !ok {
 		return 1
 	}
-	n, d, err := receive(c)
+	n, d, err := receive(c, start)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -210,6 +211,7 @@ func throughput(t *testing.T, ctx context.Context, n *Net, from, to *Host, size 
 		defer ln.Close()
 		port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 		src := helper(ctx, from, "source", n.Gateway.String()+":"+port, strconv.FormatInt(size, 10))
+		start := time.Now() // before the source runs: no byte can have come
 		if err := src.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -217,7 +219,7 @@ func throughput(t *testing.T, ctx context.Context, n *Net, from, to *Host, size 
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, took, err = receive(c)
+		got, took, err = receive(c, start)
 		c.Close()
 		if err != nil {
 			t.Fatalf("receiving from %s: %v", from.Name, err)
@@ -302,7 +304,8 @@ func TestLimitRate(t *testing.T) {
 	// Host to host goes through the sender's eth0 and the receiver's veth; the
 	// machine to a host through the host's veth alone, a host to the machine
 	// through its eth0 alone. tbf lets through no more than its rate after the
-	// first burst (a few tens of KB of 5 MB), so 1.3× can only be exceeded by a
+	// first burst (a few tens of KB of 5 MB), and the time is measured from
+	// before the first byte (receive), so 1.3× can only be exceeded by a
 	// missing limit. A loaded machine only lowers the rate, so no lower bound
 	// is asserted: it would fail on the machine, not on the limit.
 	for _, p := range [][2]*Host{{b, a}, {a, b}, {nil, a}, {a, nil}} {
@@ -395,11 +398,18 @@ func TestDelay(t *testing.T) {
 	}
 	after := rtt()
 	t.Logf("connect from %s to %s: %v, with a delay of %v each way %v", b.Name, a.Name, before, d, after)
+	// netem holds every packet at least d, so a connect (SYN there, SYN-ACK
+	// back) takes at least 2d whatever the load: only a missing delay makes
+	// it shorter. A loaded machine only makes it longer, so no upper bound on
+	// the time is asserted; the qdisc's own account says the delay is d.
 	if before >= d {
-		t.Errorf("connect took %v before the delay, not much below %v: the test cannot tell", before, d)
+		t.Skipf("connect took %v before the delay, not much below %v: on a machine this loaded the test cannot tell the delay from the machine", before, d)
 	}
-	if after < 2*d*9/10 || after > 2*d+2*time.Second {
-		t.Errorf("connect with a delay of %v each way took %v, want about %v", d, after, 2*d)
+	if after < 2*d*9/10 {
+		t.Errorf("connect with a delay of %v each way took %v, want at least %v", d, after, 2*d)
+	}
+	if out, err := exec.Command("tc", "-n", a.nsName, "qdisc", "show", "dev", "eth0").CombinedOutput(); err != nil || !strings.Contains(string(out), fmt.Sprint("delay ", d)) {
+		t.Errorf("eth0 of %s: %q, %v; want netem with delay %v", a.Name, out, err, d)
 	}
 	// The rate limit goes under the delay, and the delay stays.
 	if err := n.LimitRate(1_000_000_000); err != nil {
