@@ -10,9 +10,8 @@ import (
 	"testing"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"github.com/pplaunch/pplaunch/store/etcdstore/etcdtest"
+	"github.com/pplaunch/pplaunch/store/etcdstore/gateway"
 )
 
 func open(t *testing.T, srv *etcdtest.Server, run string, node int, edit ...func(*Options)) *Store {
@@ -137,7 +136,7 @@ func TestLastToLeaveClearsTheRun(t *testing.T) {
 		b.Set(c, "x", []byte("y"))
 		a.Close()
 		b.Close()
-		r, err := cli.Get(c, "/pplaunch/again/", clientv3.WithPrefix())
+		r, err := cli.Range(c, gateway.Prefix("/pplaunch/again/"))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -25,9 +25,7 @@ import (
 	"testing"
 	"time"
 
-	"go.etcd.io/etcd/client/pkg/v3/transport"
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
+	"github.com/pplaunch/pplaunch/store/etcdstore/gateway"
 )
 
 // Options says how to start the server.
@@ -126,26 +124,36 @@ func (s *Server) waitHealthy(t testing.TB, exited <-chan struct{}) {
 	}
 }
 
-// Client is a client of the server as root (closed at the test's end).
-func (s *Server) Client(t testing.TB, userPassword ...string) *clientv3.Client {
+// Client is a client of the server (as root, or as the user and password
+// given), closed at the test's end.
+func (s *Server) Client(t testing.TB, userPassword ...string) *gateway.Client {
 	t.Helper()
-	cfg := clientv3.Config{Endpoints: []string{s.Endpoint}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()}
+	cfg := gateway.Config{Endpoints: []string{s.Endpoint}, DialTimeout: 5 * time.Second}
 	if s.CACert != "" {
-		tc, err := transport.TLSInfo{CertFile: s.Cert, KeyFile: s.Key, TrustedCAFile: s.CACert}.ClientConfig()
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.TLS = tc
+		cfg.TLS = s.clientTLS(t)
 	}
 	if len(userPassword) == 2 {
 		cfg.Username, cfg.Password = userPassword[0], userPassword[1]
 	}
-	cli, err := clientv3.New(cfg)
+	cli := gateway.New(cfg)
+	t.Cleanup(func() { cli.Close() })
+	return cli
+}
+
+// clientTLS trusts the server's CA and presents the client certificate.
+func (s *Server) clientTLS(t testing.TB) *tls.Config {
+	t.Helper()
+	ca, err := os.ReadFile(s.CACert)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cli.Close() })
-	return cli
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(ca)
+	cert, err := tls.LoadX509KeyPair(s.Cert, s.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert}}
 }
 
 // EnableAuth turns authentication on with the root user's password, and adds
@@ -155,22 +163,23 @@ func (s *Server) EnableAuth(t testing.TB, rootPassword, user, password string) {
 	cli := s.Client(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	steps := []func() error{
-		func() error { _, err := cli.RoleAdd(ctx, "root"); return err },
-		func() error { _, err := cli.UserAdd(ctx, "root", rootPassword); return err },
-		func() error { _, err := cli.UserGrantRole(ctx, "root", "root"); return err },
-		func() error { _, err := cli.RoleAdd(ctx, "rdzv"); return err },
-		func() error {
-			_, err := cli.RoleGrantPermission(ctx, "rdzv", "\x00", "\x00", clientv3.PermissionType(clientv3.PermReadWrite))
-			return err
-		},
-		func() error { _, err := cli.UserAdd(ctx, user, password); return err },
-		func() error { _, err := cli.UserGrantRole(ctx, user, "rdzv"); return err },
-		func() error { _, err := cli.AuthEnable(ctx); return err },
+	every := []byte{0} // from the first key to the end
+	steps := []struct {
+		path string
+		req  any
+	}{
+		{"auth/role/add", map[string]string{"name": "root"}},
+		{"auth/user/add", map[string]string{"name": "root", "password": rootPassword}},
+		{"auth/user/grant", map[string]string{"user": "root", "role": "root"}},
+		{"auth/role/add", map[string]string{"name": "rdzv"}},
+		{"auth/role/grant", map[string]any{"name": "rdzv", "perm": map[string]any{"permType": "READWRITE", "key": every, "range_end": every}}},
+		{"auth/user/add", map[string]string{"name": user, "password": password}},
+		{"auth/user/grant", map[string]string{"user": user, "role": "rdzv"}},
+		{"auth/enable", struct{}{}},
 	}
 	for i, step := range steps {
-		if err := step(); err != nil {
-			t.Fatalf("enable etcd authentication, step %d: %v", i+1, err)
+		if err := cli.Call(ctx, step.path, step.req, nil); err != nil {
+			t.Fatalf("enable etcd authentication, step %d (%s): %v", i+1, step.path, err)
 		}
 	}
 }
