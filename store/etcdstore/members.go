@@ -203,7 +203,7 @@ func (s *Store) Members(ctx context.Context, f func(MemberEvent)) error {
 	dir := s.pfx + memberDir
 	r, err := s.cli.Range(ctx, gateway.Prefix(dir))
 	if err != nil {
-		return fmt.Errorf("etcd: read the members: %w", err)
+		return s.fail("read", memberDir, err)
 	}
 	left := map[int]bool{}
 	for _, kv := range r.Kvs {
@@ -215,7 +215,7 @@ func (s *Store) Members(ctx context.Context, f func(MemberEvent)) error {
 	defer cancel()
 	for wr := range s.cli.Watch(wctx, watchUnder(dir, r.Header.Revision+1)) {
 		if wr.Err != nil {
-			return fmt.Errorf("etcd: watch the members: %w", wr.Err)
+			return s.fail("watch", memberDir, wr.Err)
 		}
 		for _, ev := range wr.Events {
 			n, err := strconv.Atoi(strings.TrimPrefix(string(ev.Kv.Key), dir))

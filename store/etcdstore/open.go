@@ -163,6 +163,9 @@ func explain(o Options, err error) error {
 		return fmt.Errorf("etcd at %s refused user %q: %v: check --rdzv-conf user= and password= (or %s)", at, o.User, err, EnvPassword)
 	case errors.Is(err, gateway.ErrUserEmpty) || errors.Is(err, gateway.ErrInvalidAuthToken) || errors.Is(err, gateway.ErrPermissionDenied):
 		return fmt.Errorf("etcd at %s: %v: the cluster has authentication enabled; give --rdzv-conf user=NAME and the password (password= or %s), for a user whose role may read and write %s", at, err, EnvPassword, o.Prefix)
+	case errors.Is(err, gateway.ErrCommonName):
+		return fmt.Errorf("etcd at %s refused the client certificate %s: it has a Common Name, which etcd's JSON gateway (what pplaunch speaks) cannot pass on "+
+			"while authentication is on (%v): give --rdzv-conf cert= and key= a client certificate without a Common Name; the user is user=", at, o.Cert, err)
 	case strings.Contains(msg, "x509") || strings.Contains(msg, "tls:") || strings.Contains(msg, "certificate"):
 		return fmt.Errorf("etcd at %s: TLS failed: %v: check --rdzv-conf cacert= (the CA that signed the server's certificate) and, if the server asks for client certificates, cert= and key=", at, err)
 	case strings.Contains(msg, "first record does not look like a TLS handshake") || strings.Contains(msg, "EOF") && o.CACert != "":

@@ -2,7 +2,6 @@ package etcdstore
 
 import (
 	"context"
-	"fmt"
 	"strings"
 
 	"github.com/pplaunch/pplaunch/store/etcdstore/gateway"
@@ -23,7 +22,7 @@ func (s *Store) Values(ctx context.Context, dir string, f func(key string, value
 	defer cancel()
 	for wr := range s.cli.Watch(wctx, watchUnder(s.pfx+dir, r.Header.Revision+1)) {
 		if wr.Err != nil {
-			return fmt.Errorf("etcd: watch %q: %w", dir, wr.Err)
+			return s.fail("watch", dir, wr.Err)
 		}
 		for _, ev := range wr.Events {
 			if ev.Type == gateway.Put {

@@ -42,8 +42,11 @@ type Server struct {
 	Endpoint string // HOST:PORT of its client URL
 	// TLS files (Options.TLS): the CA that signed the server's and the
 	// client's certificates, the client's certificate and key, and a second
-	// CA that signed neither (for tests of a wrong CA).
+	// CA that signed neither (for tests of a wrong CA). The client
+	// certificate has no Common Name: with authentication on, etcd's JSON
+	// gateway refuses one that has, such as NamedCert's ("trainer").
 	CACert, Cert, Key, OtherCA string
+	NamedCert, NamedKey        string
 	log                        *lockedBuffer
 }
 
@@ -70,7 +73,7 @@ func Start(t testing.TB, o Options) *Server {
 	var tlsArgs []string
 	if o.TLS {
 		scheme = "https"
-		s.CACert, s.Cert, s.Key, s.OtherCA = makeCerts(t, dir)
+		s.makeCerts(t, dir)
 		tlsArgs = []string{"--cert-file", filepath.Join(dir, "server.pem"), "--key-file", filepath.Join(dir, "server-key.pem"),
 			"--trusted-ca-file", s.CACert, "--client-cert-auth"}
 	}
@@ -196,9 +199,10 @@ func freePort(t testing.TB, host string) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
-// makeCerts writes a CA, a server certificate for 127.0.0.1 and a client
-// certificate it signed, and a second, unrelated CA.
-func makeCerts(t testing.TB, dir string) (ca, cert, key, other string) {
+// makeCerts writes a CA, a server certificate for 127.0.0.1 and client
+// certificates it signed (one without a Common Name, one with), and a
+// second, unrelated CA.
+func (s *Server) makeCerts(t testing.TB, dir string) {
 	t.Helper()
 	caKey, caCert := newCA(t, "pplaunch test CA")
 	_, otherCert := newCA(t, "another CA")
@@ -209,17 +213,22 @@ func makeCerts(t testing.TB, dir string) (ca, cert, key, other string) {
 		}
 		return p
 	}
-	ca = write("ca.pem", "CERTIFICATE", caCert.Raw)
-	other = write("other-ca.pem", "CERTIFICATE", otherCert.Raw)
+	s.CACert = write("ca.pem", "CERTIFICATE", caCert.Raw)
+	s.OtherCA = write("other-ca.pem", "CERTIFICATE", otherCert.Raw)
 	for _, leaf := range []struct {
-		name  string
-		usage x509.ExtKeyUsage
-	}{{"server", x509.ExtKeyUsageServerAuth}, {"client", x509.ExtKeyUsageClientAuth}} {
+		file, cn  string
+		usage     x509.ExtKeyUsage
+		cert, key *string
+	}{
+		{"server", "server", x509.ExtKeyUsageServerAuth, new(string), new(string)},
+		{"client", "", x509.ExtKeyUsageClientAuth, &s.Cert, &s.Key},
+		{"named-client", "trainer", x509.ExtKeyUsageClientAuth, &s.NamedCert, &s.NamedKey},
+	} {
 		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 		if err != nil {
 			t.Fatal(err)
 		}
-		tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: leaf.name},
+		tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: leaf.cn},
 			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
 			KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{leaf.usage, x509.ExtKeyUsageClientAuth},
 			IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, DNSNames: []string{"localhost"}}
@@ -231,16 +240,12 @@ func makeCerts(t testing.TB, dir string) (ca, cert, key, other string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c := write(leaf.name+".pem", "CERTIFICATE", der)
-		kp := write(leaf.name+"-key.pem", "EC PRIVATE KEY", kder)
-		if leaf.name == "client" {
-			cert, key = c, kp
+		*leaf.cert = write(leaf.file+".pem", "CERTIFICATE", der)
+		*leaf.key = write(leaf.file+"-key.pem", "EC PRIVATE KEY", kder)
+		if _, err := tls.LoadX509KeyPair(*leaf.cert, *leaf.key); err != nil {
+			t.Fatal(err)
 		}
 	}
-	if _, err := tls.LoadX509KeyPair(cert, key); err != nil {
-		t.Fatal(err)
-	}
-	return ca, cert, key, other
 }
 
 func newCA(t testing.TB, name string) (*ecdsa.PrivateKey, *x509.Certificate) {

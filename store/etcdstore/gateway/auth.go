@@ -30,7 +30,7 @@ func (c *Client) authToken(ctx context.Context, path string) (string, error) {
 		Token string `json:"token"`
 	}
 	if err := json.NewDecoder(body).Decode(&r); err != nil || r.Token == "" {
-		return "", fmt.Errorf("etcd at %s: authenticate as %q: no token in the answer (%v)", c.at(), c.cfg.Username, err)
+		return "", fmt.Errorf("authenticate as %q: no token in etcd's answer (%v)", c.cfg.Username, err)
 	}
 	c.token = r.Token
 	return c.token, nil

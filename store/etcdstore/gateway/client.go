@@ -85,7 +85,7 @@ func (c *Client) Call(ctx context.Context, path string, req, resp any) error {
 		return nil
 	}
 	if err := json.NewDecoder(body).Decode(resp); err != nil {
-		return fmt.Errorf("etcd at %s: the answer to /v3/%s is not the JSON expected: %v", c.at(), path, err)
+		return fmt.Errorf("the answer to POST /v3/%s is not the JSON expected of etcd: %v", path, err)
 	}
 	return nil
 }
@@ -162,9 +162,6 @@ func (c *Client) join(ctx context.Context) (context.Context, context.CancelFunc)
 	unhook := context.AfterFunc(c.ctx, cancel)
 	return ctx, func() { unhook(); cancel() }
 }
-
-// at names the endpoints, for messages.
-func (c *Client) at() string { return strings.Join(c.cfg.Endpoints, ",") }
 
 // cancelOnClose ends a request's context once its body is read and closed.
 type cancelOnClose struct {

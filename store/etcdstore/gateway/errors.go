@@ -35,6 +35,10 @@ var (
 	ErrInvalidAuthToken = serverError("etcdserver: invalid auth token")
 	ErrPermissionDenied = serverError("etcdserver: permission denied")
 	ErrAuthNotEnabled   = serverError("etcdserver: authentication is not enabled")
+	// ErrCommonName: with authentication on and --client-cert-auth, etcd's
+	// gateway refuses a client certificate that carries a Common Name (it
+	// cannot pass that identity on; etcd's embed/serve.go).
+	ErrCommonName = serverError("CommonName of client sending a request against gateway will be ignored and not used as expected")
 
 	// Transient: etcd could not commit a write in time; it may or may not
 	// have happened, and may succeed a moment later.
@@ -69,12 +73,14 @@ func answerError(base, path string, code int, msg []byte) error {
 	if json.Unmarshal(msg, &s) == nil && s.text() != "" {
 		return &Error{Message: s.text(), Code: s.Code, Status: code}
 	}
-	at := strings.TrimPrefix(strings.TrimPrefix(base, "http://"), "https://")
 	text := strings.TrimSpace(string(msg))
-	if code == http.StatusNotFound {
-		return &Error{Status: code, Message: fmt.Sprintf("etcd at %s: POST /v3/%s: 404 %s: no v3 JSON gateway there: "+
-			"give --rdzv-endpoint an etcd 3.4 or later client URL, started with its gateway on (--enable-grpc-gateway, the default)", at, path, text)}
+	switch {
+	case strings.HasPrefix(text, ErrCommonName.Message):
+		return &Error{Status: code, Message: ErrCommonName.Message}
+	case code == http.StatusNotFound:
+		return &Error{Status: code, Message: fmt.Sprintf("POST %s/v3/%s: 404 %s: no v3 JSON gateway there: "+
+			"give --rdzv-endpoint the client URL of an etcd 3.4 or later, started with its gateway on (--enable-grpc-gateway, the default)", base, path, text)}
 	}
-	return &Error{Status: code, Message: fmt.Sprintf("etcd at %s: POST /v3/%s: HTTP %d %s: %q (not an etcd answer: is this etcd's client URL?)",
-		at, path, code, http.StatusText(code), text)}
+	return &Error{Status: code, Message: fmt.Sprintf("POST %s/v3/%s: HTTP %d %s: %q (not an etcd answer: is this etcd's client URL?)",
+		base, path, code, http.StatusText(code), text)}
 }

@@ -79,7 +79,7 @@ func (c *Client) KeepAlive(ctx context.Context, id int64) error {
 		case errors.Is(err, ErrLeaseNotFound):
 			return err
 		case time.Since(renewed) > time.Duration(ttl)*time.Second:
-			return fmt.Errorf("etcd at %s: lease %x lapsed: no keep-alive answered for %v (%w)", c.at(), id, time.Duration(ttl)*time.Second, err)
+			return fmt.Errorf("lease %x lapsed: no keep-alive answered for %v (%w)", id, time.Duration(ttl)*time.Second, err)
 		default:
 			wait = 250 * time.Millisecond // etcd unreachable for now: try again soon
 		}

@@ -74,7 +74,7 @@ func (c *Client) watch(ctx context.Context, r WatchRequest, ch chan<- WatchRespo
 		}
 		if final || time.Since(broke) > watchRetryFor {
 			if !final {
-				err = fmt.Errorf("etcd at %s: watch %q broke and could not be reopened within %v: %w", c.at(), r.Key, watchRetryFor, err)
+				err = fmt.Errorf("watch %q broke and could not be reopened within %v: %w", r.Key, watchRetryFor, err)
 			}
 			send(ctx, ch, WatchResponse{Err: err})
 			return
@@ -136,13 +136,13 @@ func (c *Client) watchStream(ctx context.Context, r WatchRequest, ch chan<- Watc
 // canceled is why etcd ended the watch r.
 func (c *Client) canceled(r WatchRequest, wr *WatchResponse) error {
 	if wr.CompactRevision > 0 {
-		return fmt.Errorf("etcd at %s: watch %q from revision %d: etcd has compacted its history up to revision %d, so the changes in between are gone (%w): "+
-			"etcd compacts too eagerly for this run (its --auto-compaction-retention); keep more history, or start the run again", c.at(), r.Key, r.StartRevision, wr.CompactRevision, ErrCompacted)
+		return fmt.Errorf("watch %q from revision %d: etcd has compacted its history up to revision %d, so the changes in between are gone (%w): "+
+			"etcd compacts too eagerly for this run (its --auto-compaction-retention); keep more history, or start the run again", r.Key, r.StartRevision, wr.CompactRevision, ErrCompacted)
 	}
 	if wr.CancelReason != "" {
-		return fmt.Errorf("etcd at %s: watch %q cancelled by etcd: %w", c.at(), r.Key, serverError(wr.CancelReason))
+		return fmt.Errorf("watch %q cancelled by etcd: %w", r.Key, serverError(wr.CancelReason))
 	}
-	return fmt.Errorf("etcd at %s: watch %q cancelled by etcd, without a reason", c.at(), r.Key)
+	return fmt.Errorf("watch %q cancelled by etcd, without a reason", r.Key)
 }
 
 func send(ctx context.Context, ch chan<- WatchResponse, wr WatchResponse) bool {
