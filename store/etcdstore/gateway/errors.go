@@ -78,7 +78,7 @@ func answerError(base, path string, code int, msg []byte) error {
 	case strings.HasPrefix(text, ErrCommonName.Message):
 		return &Error{Status: code, Message: ErrCommonName.Message}
 	case code == http.StatusNotFound:
-		return &Error{Status: code, Message: fmt.Sprintf("POST %s/v3/%s: 404 %s: no v3 JSON gateway there: "+
+		return &Error{Status: code, Message: fmt.Sprintf("POST %s/v3/%s: HTTP 404 %q: no v3 JSON gateway there: "+
 			"give --rdzv-endpoint the client URL of an etcd 3.4 or later, started with its gateway on (--enable-grpc-gateway, the default)", base, path, text)}
 	}
 	return &Error{Status: code, Message: fmt.Sprintf("POST %s/v3/%s: HTTP %d %s: %q (not an etcd answer: is this etcd's client URL?)",
