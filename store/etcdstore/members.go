@@ -85,7 +85,7 @@ func (s *Store) claimMember(ctx context.Context, key string) (int64, string, err
 func (s *Store) keepMember(key string, id int64) {
 	defer s.wg.Done()
 	for {
-		s.cli.KeepAlive(s.ctx, id) // until Close, or the lease is gone
+		s.cli.KeepAlive(s.ctx, id, seconds(s.o.MemberTTL)) // until Close, or the lease is gone
 		for s.ctx.Err() == nil {
 			g, err := s.cli.Grant(s.ctx, seconds(s.o.MemberTTL))
 			if err == nil {
@@ -117,7 +117,8 @@ func (s *Store) joinRun(ctx context.Context) error {
 		if err != nil {
 			return explain(s.o, err)
 		}
-		if _, err := s.cli.KeepAliveOnce(ctx, id); err != nil {
+		ttl, err := s.cli.KeepAliveOnce(ctx, id)
+		if err != nil {
 			if !errors.Is(err, gateway.ErrLeaseNotFound) || attempt > 10 {
 				return explain(s.o, err)
 			}
@@ -130,7 +131,7 @@ func (s *Store) joinRun(ctx context.Context) error {
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			s.cli.KeepAlive(s.ctx, id) // until Close, or the lease is gone
+			s.cli.KeepAlive(s.ctx, id, ttl) // until Close, or the lease is gone
 		}()
 		return nil
 	}

@@ -80,7 +80,12 @@ func (c *Client) Call(ctx context.Context, path string, req, resp any) error {
 	if err != nil {
 		return err
 	}
-	defer body.Close()
+	defer func() {
+		// Read to the end, so that the connection serves the next request
+		// (a body closed before its end closes its connection too).
+		io.Copy(io.Discard, io.LimitReader(body, 1<<16))
+		body.Close()
+	}()
 	if resp == nil {
 		return nil
 	}

@@ -65,7 +65,7 @@ func TestLeaseGone(t *testing.T) {
 		t.Fatalf("keep-alive of a live lease: %d, %v; want 5", ttl, err)
 	}
 	kept := make(chan error, 1)
-	go func() { kept <- cli.KeepAlive(c, id) }()
+	go func() { kept <- cli.KeepAlive(c, id, 5) }()
 	if err := cli.Revoke(c, id); err != nil {
 		t.Fatal(err)
 	}

@@ -51,14 +51,11 @@ func (c *Client) KeepAliveOnce(ctx context.Context, id int64) (int64, error) {
 	return resp.Result.TTL, nil
 }
 
-// KeepAlive renews lease id every third of its time to live until ctx ends
+// KeepAlive renews lease id, which has ttl seconds left now (as granted,
+// or as KeepAliveOnce said), every third of its time to live until ctx ends
 // (it returns ctx's error) or the lease is gone: it lapsed or was revoked
 // (ErrLeaseNotFound), or etcd did not answer for as long as it had left.
-func (c *Client) KeepAlive(ctx context.Context, id int64) error {
-	ttl, err := c.KeepAliveOnce(ctx, id)
-	if err != nil {
-		return err
-	}
+func (c *Client) KeepAlive(ctx context.Context, id, ttl int64) error {
 	renewed := time.Now()
 	wait := max(time.Duration(ttl)*time.Second/3, 100*time.Millisecond)
 	for {
