@@ -131,11 +131,46 @@ func TestWatchReopens(t *testing.T) {
 	}
 }
 
+// TestConnectionReused: requests one after another share one connection
+// (each answer is read to its end).
+func TestConnectionReused(t *testing.T) {
+	srv := etcdtest.Start(t, etcdtest.Options{})
+	p := newProxy(t, srv.Endpoint)
+	cli, c := gateway.New(gateway.Config{Endpoints: []string{p.addr}}), ctx(t)
+	defer cli.Close()
+	for i := range 20 {
+		if _, err := cli.Put(c, "k", "v", 0); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cli.Get(c, "k"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cli.Delete(c, "absent"); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			if err := cli.Revoke(c, 12345); !errors.Is(err, gateway.ErrLeaseNotFound) {
+				t.Fatalf("revoke of no lease: %v; want %v", err, gateway.ErrLeaseNotFound)
+			}
+		}
+	}
+	if n := p.accepted(); n != 1 {
+		t.Errorf("61 requests one after another took %d connections; want 1", n)
+	}
+}
+
 // proxy forwards TCP connections to an address; cut breaks those open.
 type proxy struct {
 	addr  string
 	mu    sync.Mutex
 	conns []net.Conn
+	n     int // connections accepted
+}
+
+func (p *proxy) accepted() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.n
 }
 
 func newProxy(t *testing.T, to string) *proxy {
@@ -158,6 +193,7 @@ func newProxy(t *testing.T, to string) *proxy {
 			}
 			p.mu.Lock()
 			p.conns = append(p.conns, in, out)
+			p.n++
 			p.mu.Unlock()
 			go func() { io.Copy(out, in); out.Close() }()
 			go func() { io.Copy(in, out); in.Close() }()
