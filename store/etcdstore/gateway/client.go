@@ -126,7 +126,7 @@ func (c *Client) post(ctx context.Context, path string, req any) (io.ReadCloser,
 
 // send tries each endpoint from the current one until one answers.
 func (c *Client) send(ctx context.Context, path string, b []byte, token string) (io.ReadCloser, error) {
-	var err error
+	err := errors.New("no etcd endpoint given")
 	for range len(c.urls) {
 		i := int(c.cur.Load())
 		var body io.ReadCloser

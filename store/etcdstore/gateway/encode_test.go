@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -79,5 +80,13 @@ func TestAnswerError(t *testing.T) {
 				t.Errorf("%s: %v; want it to say %q", tc.name, err, w)
 			}
 		}
+	}
+}
+
+func TestNoEndpoint(t *testing.T) {
+	c := New(Config{})
+	defer c.Close()
+	if _, err := c.Get(context.Background(), "k"); err == nil || !strings.Contains(err.Error(), "no etcd endpoint") {
+		t.Errorf("a client of no endpoint: %v; want it to say so", err)
 	}
 }
