@@ -25,10 +25,12 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"unsafe"
 )
 
-var archRE = regexp.MustCompile(`^sm_[0-9]+[af]?$`)
+// archRE is compiled at the first Compile, not at every process's start.
+var archRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^sm_[0-9]+[af]?$`) })
 
 // nvrtcErr is the error for an NVRTC status, with NVRTC's name for it.
 func (c *CUDALibs) nvrtcErr(st C.int, call, log string) error {
@@ -48,7 +50,7 @@ func (c *CUDALibs) nvrtcErr(st C.int, call, log string) error {
 // (warnings, and with "--ptxas-options=-v" registers and spills). A compile
 // error is an error that includes the log.
 func (c *CUDALibs) Compile(src, name, arch string, opts ...string) (cubin []byte, log string, err error) {
-	if !archRE.MatchString(arch) {
+	if !archRE().MatchString(arch) {
 		return nil, "", fmt.Errorf("nvrtc compile %s: arch %q is not a real GPU architecture like sm_90 (CUBIN, not PTX, is built)", name, arch)
 	}
 	csrc, cname := C.CString(src), C.CString(name)

@@ -3,6 +3,7 @@ package cbits
 import (
 	"regexp"
 	"strconv"
+	"sync"
 )
 
 // KernelResources is what ptxas reports for one kernel when Compile is given
@@ -17,22 +18,29 @@ type KernelResources struct {
 	SpillLoads   int // bytes
 }
 
-var (
-	ptxasEntry = regexp.MustCompile(`Compiling entry function '([^']+)' for '([^']+)'`)
-	ptxasFrame = regexp.MustCompile(`(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads`)
-	ptxasUsed  = regexp.MustCompile(`Used (\d+) registers`)
-	ptxasBar   = regexp.MustCompile(`used (\d+) barriers`)
-	ptxasSmem  = regexp.MustCompile(`(\d+) bytes smem`)
-	lineRE     = regexp.MustCompile(`[^\n]+`)
-)
+// ptxasPatterns are the lines of ptxas's report, compiled at the first
+// report read rather than at the start of every process that links cbits.
+type ptxasPatterns struct{ entry, frame, used, bar, smem, line *regexp.Regexp }
+
+var ptxasLines = sync.OnceValue(func() ptxasPatterns {
+	return ptxasPatterns{
+		entry: regexp.MustCompile(`Compiling entry function '([^']+)' for '([^']+)'`),
+		frame: regexp.MustCompile(`(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads`),
+		used:  regexp.MustCompile(`Used (\d+) registers`),
+		bar:   regexp.MustCompile(`used (\d+) barriers`),
+		smem:  regexp.MustCompile(`(\d+) bytes smem`),
+		line:  regexp.MustCompile(`[^\n]+`),
+	}
+})
 
 // ParsePtxasInfo reads ptxas's verbose report from an NVRTC log: one entry
 // per kernel, in the order compiled. A log without a report gives none.
 func ParsePtxasInfo(log string) []KernelResources {
 	var out []KernelResources
 	atoi := func(s string) int { n, _ := strconv.Atoi(s); return n }
-	for _, l := range lineRE.FindAllString(log, -1) {
-		if m := ptxasEntry.FindStringSubmatch(l); m != nil {
+	re := ptxasLines()
+	for _, l := range re.line.FindAllString(log, -1) {
+		if m := re.entry.FindStringSubmatch(l); m != nil {
 			out = append(out, KernelResources{Kernel: m[1], Arch: m[2]})
 			continue
 		}
@@ -40,15 +48,15 @@ func ParsePtxasInfo(log string) []KernelResources {
 			continue
 		}
 		k := &out[len(out)-1]
-		if m := ptxasFrame.FindStringSubmatch(l); m != nil {
+		if m := re.frame.FindStringSubmatch(l); m != nil {
 			k.StackFrame, k.SpillStores, k.SpillLoads = atoi(m[1]), atoi(m[2]), atoi(m[3])
 		}
-		if m := ptxasUsed.FindStringSubmatch(l); m != nil {
+		if m := re.used.FindStringSubmatch(l); m != nil {
 			k.Registers = atoi(m[1])
-			if b := ptxasBar.FindStringSubmatch(l); b != nil {
+			if b := re.bar.FindStringSubmatch(l); b != nil {
 				k.Barriers = atoi(b[1])
 			}
-			if s := ptxasSmem.FindStringSubmatch(l); s != nil {
+			if s := re.smem.FindStringSubmatch(l); s != nil {
 				k.SharedBytes = atoi(s[1])
 			}
 		}

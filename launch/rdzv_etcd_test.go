@@ -10,10 +10,9 @@ import (
 	"testing"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"github.com/pplaunch/pplaunch/store/etcdstore"
 	"github.com/pplaunch/pplaunch/store/etcdstore/etcdtest"
+	"github.com/pplaunch/pplaunch/store/etcdstore/gateway"
 )
 
 // runEtcdNodes runs nnodes agents of run on loopback, meeting in the etcd
@@ -69,7 +68,7 @@ func TestEtcdTwoNodesFormOneWorld(t *testing.T) {
 	if len(stores) != 1 {
 		t.Errorf("the ranks were given %d store addresses, want node 0's one: %v", len(stores), stores)
 	}
-	r, err := srv.Client(t).Get(context.Background(), "/pplaunch/etcd-world/", clientv3.WithPrefix())
+	r, err := srv.Client(t).Range(context.Background(), gateway.Prefix("/pplaunch/etcd-world/"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,11 +13,10 @@ import (
 	"testing"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"github.com/pplaunch/pplaunch/launch/netns"
 	"github.com/pplaunch/pplaunch/ranks"
 	"github.com/pplaunch/pplaunch/store/etcdstore/etcdtest"
+	"github.com/pplaunch/pplaunch/store/etcdstore/gateway"
 )
 
 // watchedOutput is an agent's combined output, with a wait for a line
@@ -431,7 +430,7 @@ func TestTrainElasticEtcdJoinerLost(t *testing.T) {
 
 // waitEtcdKey waits, by watch, until key exists in etcd (or, gone, until it
 // does not); it fails the test when ctx ends first.
-func waitEtcdKey(t *testing.T, ctx context.Context, cli *clientv3.Client, key string, gone bool) {
+func waitEtcdKey(t *testing.T, ctx context.Context, cli *gateway.Client, key string, gone bool) {
 	t.Helper()
 	r, err := cli.Get(ctx, key)
 	if err != nil {
@@ -442,9 +441,9 @@ func waitEtcdKey(t *testing.T, ctx context.Context, cli *clientv3.Client, key st
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	for wr := range cli.Watch(wctx, key, clientv3.WithRev(r.Header.Revision+1)) {
+	for wr := range cli.Watch(wctx, gateway.WatchRequest{Key: []byte(key), StartRevision: r.Header.Revision + 1}) {
 		for _, ev := range wr.Events {
-			if (ev.Type == clientv3.EventTypeDelete) == gone {
+			if (ev.Type == gateway.Delete) == gone {
 				return
 			}
 		}

@@ -16,10 +16,9 @@ import (
 	"testing"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"github.com/pplaunch/pplaunch/ranks"
 	"github.com/pplaunch/pplaunch/store/etcdstore/etcdtest"
+	"github.com/pplaunch/pplaunch/store/etcdstore/gateway"
 )
 
 // trainTwoAgents runs `train` as two agents, real processes on loopback,
@@ -214,15 +213,23 @@ func TestTrainEtcdCtrlZ(t *testing.T) {
 	cli := srv.Client(t)
 	member := "/pplaunch/" + id + "/members/1"
 	wctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	watch := cli.Watch(wctx, member)
-	if r, err := cli.Get(wctx, member); err != nil || len(r.Kvs) > 0 {
-		for wr := range watch {
-			if len(wr.Events) > 0 && wr.Events[0].Type == clientv3.EventTypeDelete {
+	r, err := cli.Get(wctx, member)
+	lapsed := err == nil && len(r.Kvs) == 0 // gone already
+	if !lapsed {
+		var from int64 // the changes after the revision read (0: after now)
+		if err == nil {
+			from = r.Header.Revision + 1
+		}
+		for wr := range cli.Watch(wctx, gateway.WatchRequest{Key: []byte(member), StartRevision: from}) {
+			if wr.Err != nil {
+				break
+			}
+			if len(wr.Events) > 0 && wr.Events[0].Type == gateway.Delete {
+				lapsed = true
 				break
 			}
 		}
 	}
-	lapsed := wctx.Err() == nil
 	cancel()
 	cmds[1].Process.Signal(syscall.SIGCONT)
 	if !lapsed {

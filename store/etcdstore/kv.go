@@ -7,10 +7,8 @@ import (
 	"strconv"
 	"strings"
 
-	"go.etcd.io/etcd/api/v3/mvccpb"
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"github.com/pplaunch/pplaunch/store"
+	"github.com/pplaunch/pplaunch/store/etcdstore/gateway"
 )
 
 var _ store.Store = (*Store)(nil)
@@ -18,7 +16,7 @@ var _ store.Store = (*Store)(nil)
 // Set stores value under key, bound to the run lease.
 func (s *Store) Set(ctx context.Context, key string, value []byte) error {
 	_, err := retrying(ctx, func() error {
-		_, err := s.cli.Put(ctx, s.pfx+key, string(value), clientv3.WithLease(s.run))
+		_, err := s.cli.Put(ctx, s.pfx+key, string(value), s.run)
 		return err
 	})
 	if err != nil {
@@ -38,12 +36,12 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	for wr := range s.cli.Watch(wctx, s.pfx+key, clientv3.WithRev(r.Header.Revision+1)) {
-		if err := wr.Err(); err != nil {
-			return nil, s.fail("get", key, err)
+	for wr := range s.cli.Watch(wctx, gateway.WatchRequest{Key: []byte(s.pfx + key), StartRevision: r.Header.Revision + 1}) {
+		if wr.Err != nil {
+			return nil, s.fail("get", key, wr.Err)
 		}
 		for _, ev := range wr.Events {
-			if ev.Type == mvccpb.PUT {
+			if ev.Type == gateway.Put {
 				return nonNil(ev.Kv.Value), nil
 			}
 		}
@@ -62,7 +60,7 @@ func (s *Store) Wait(ctx context.Context, keys ...string) error {
 	for _, k := range keys {
 		missing[s.pfx+k] = true
 	}
-	r, err := s.cli.Get(ctx, dir, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	r, err := s.cli.Range(ctx, keysUnder(dir))
 	if err != nil {
 		return s.fail("wait for", keys[0], err)
 	}
@@ -74,12 +72,12 @@ func (s *Store) Wait(ctx context.Context, keys ...string) error {
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	for wr := range s.cli.Watch(wctx, dir, clientv3.WithPrefix(), clientv3.WithRev(r.Header.Revision+1)) {
-		if err := wr.Err(); err != nil {
-			return s.fail("wait for", keys[0], err)
+	for wr := range s.cli.Watch(wctx, watchUnder(dir, r.Header.Revision+1)) {
+		if wr.Err != nil {
+			return s.fail("wait for", keys[0], wr.Err)
 		}
 		for _, ev := range wr.Events {
-			if ev.Type == mvccpb.PUT {
+			if ev.Type == gateway.Put {
 				delete(missing, string(ev.Kv.Key))
 			}
 		}
@@ -109,8 +107,8 @@ func (s *Store) Add(ctx context.Context, key string, delta int64) (int64, error)
 		if delta == 0 {
 			return cur, nil
 		}
-		t, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(k), "=", rev)).
-			Then(clientv3.OpPut(k, strconv.FormatInt(cur+delta, 10), clientv3.WithLease(s.run))).Commit()
+		t, err := s.cli.Txn(ctx, gateway.TxnRequest{Compare: []gateway.Compare{gateway.ModRevisionIs(k, rev)},
+			Success: []gateway.RequestOp{s.put(k, strconv.FormatInt(cur+delta, 10))}})
 		if err != nil {
 			return 0, s.fail("add to", key, err)
 		}
@@ -135,20 +133,19 @@ func (s *Store) CompareAndSet(ctx context.Context, key string, expected, desired
 			return nonNil(r.Kvs[0].Value), false, nil
 		}
 	}
-	cmp := clientv3.Compare(clientv3.Version(k), "=", 0)
+	cmp := gateway.VersionIs(k, 0)
 	if expected != nil {
-		cmp = clientv3.Compare(clientv3.Value(k), "=", string(expected))
+		cmp = gateway.ValueIs(k, expected)
 	}
-	var t *clientv3.TxnResponse
+	var t *gateway.TxnResponse
 	ambiguous, err := retrying(ctx, func() (err error) {
-		t, err = s.cli.Txn(ctx).If(cmp).Then(clientv3.OpPut(k, string(desired), clientv3.WithLease(s.run))).
-			Else(clientv3.OpGet(k)).Commit()
+		t, err = s.cli.Txn(ctx, putElseGet(cmp, s.put(k, string(desired))))
 		return err
 	})
 	if err != nil {
 		return nil, false, s.fail("compare-and-set", key, err)
 	}
-	kvs := t.Responses[0].GetResponseRange().GetKvs()
+	kvs := t.Kvs(0)
 	// After an attempt that may have happened, finding desired there is
 	// taken for that attempt's swap.
 	if t.Succeeded || ambiguous && len(kvs) > 0 && bytes.Equal(kvs[0].Value, desired) {
@@ -172,7 +169,7 @@ func (s *Store) Delete(ctx context.Context, key string) (bool, error) {
 // Count returns the number of the run's keys (its lease and member keys
 // not counted).
 func (s *Store) Count(ctx context.Context) (int64, error) {
-	r, err := s.cli.Get(ctx, s.pfx, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	r, err := s.cli.Range(ctx, keysUnder(s.pfx))
 	if err != nil {
 		return 0, s.fail("count", "", err)
 	}
@@ -183,6 +180,28 @@ func (s *Store) Count(ctx context.Context) (int64, error) {
 		}
 	}
 	return n, nil
+}
+
+// put is an operation that writes value at key, bound to the run lease.
+func (s *Store) put(key, value string) gateway.RequestOp { return putLeased(key, value, s.run) }
+
+// putElseGet is a transaction that does put if cmp holds, otherwise reads
+// cmp's key (the answer's Kvs(0)).
+func putElseGet(cmp gateway.Compare, put gateway.RequestOp) gateway.TxnRequest {
+	return gateway.TxnRequest{Compare: []gateway.Compare{cmp}, Success: []gateway.RequestOp{put},
+		Failure: []gateway.RequestOp{{Range: &gateway.RangeRequest{Key: cmp.Key}}}}
+}
+
+// keysUnder reads the names of every key under dir.
+func keysUnder(dir string) gateway.RangeRequest {
+	r := gateway.Prefix(dir)
+	r.KeysOnly = true
+	return r
+}
+
+// watchUnder watches every key under dir from revision rev on.
+func watchUnder(dir string, rev int64) gateway.WatchRequest {
+	return gateway.WatchRequest{Key: []byte(dir), RangeEnd: gateway.PrefixEnd(dir), StartRevision: rev}
 }
 
 // fail names the call, the key and the endpoint in err.
@@ -225,7 +244,7 @@ func (s *Store) Missing(ctx context.Context, keys ...string) ([]string, error) {
 	if len(keys) == 0 {
 		return nil, nil
 	}
-	r, err := s.cli.Get(ctx, s.pfx+commonPrefix(keys), clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	r, err := s.cli.Range(ctx, keysUnder(s.pfx+commonPrefix(keys)))
 	if err != nil {
 		return nil, s.fail("read", commonPrefix(keys), err)
 	}

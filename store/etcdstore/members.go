@@ -8,9 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"go.etcd.io/etcd/api/v3/mvccpb"
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
-	clientv3 "go.etcd.io/etcd/client/v3"
+	"github.com/pplaunch/pplaunch/store/etcdstore/gateway"
 )
 
 func (s *Store) memberKey(node int) string { return s.pfx + memberDir + strconv.Itoa(node) }
@@ -40,7 +38,7 @@ func (s *Store) joinMembers(ctx context.Context) error {
 				s.o.Node, strings.TrimSuffix(strings.TrimPrefix(s.pfx, "/pplaunch/"), "/"), holder)
 		}
 		wctx, cancel := context.WithDeadline(ctx, deadline)
-		for range s.cli.Watch(wctx, key) { // until it goes, or the deadline
+		for range s.cli.Watch(wctx, gateway.WatchRequest{Key: []byte(key)}) { // until it goes, or the deadline
 			break
 		}
 		cancel()
@@ -49,29 +47,28 @@ func (s *Store) joinMembers(ctx context.Context) error {
 
 // claimMember puts key under a new lease if it is absent; otherwise it
 // returns the holder's value (and revokes the lease it made).
-func (s *Store) claimMember(ctx context.Context, key string) (clientv3.LeaseID, string, error) {
-	var g *clientv3.LeaseGrantResponse
+func (s *Store) claimMember(ctx context.Context, key string) (int64, string, error) {
+	var id int64
 	_, err := retrying(ctx, func() (err error) { // a lease granted twice: the spare one lapses
-		g, err = s.cli.Grant(ctx, int64((s.o.MemberTTL+time.Second-1)/time.Second))
+		id, err = s.cli.Grant(ctx, seconds(s.o.MemberTTL))
 		return err
 	})
 	if err != nil {
 		return 0, "", err
 	}
-	var r *clientv3.TxnResponse
+	var r *gateway.TxnResponse
 	ambiguous, err := retrying(ctx, func() (err error) {
-		r, err = s.cli.Txn(ctx).If(clientv3.Compare(clientv3.Version(key), "=", 0)).
-			Then(clientv3.OpPut(key, s.o.Info, clientv3.WithLease(g.ID))).Else(clientv3.OpGet(key)).Commit()
+		r, err = s.cli.Txn(ctx, putElseGet(gateway.VersionIs(key, 0), putLeased(key, s.o.Info, id)))
 		return err
 	})
 	if err != nil {
 		return 0, "", err
 	}
-	kvs := r.Responses[0].GetResponseRange().GetKvs()
-	if r.Succeeded || ambiguous && len(kvs) > 0 && kvs[0].Lease == int64(g.ID) {
-		return g.ID, "", nil // (or an attempt that seemed to fail put it)
+	kvs := r.Kvs(0)
+	if r.Succeeded || ambiguous && len(kvs) > 0 && kvs[0].Lease == id {
+		return id, "", nil // (or an attempt that seemed to fail put it)
 	}
-	s.cli.Revoke(ctx, g.ID)
+	s.cli.Revoke(ctx, id)
 	holder := "?"
 	if len(kvs) > 0 {
 		holder = string(kvs[0].Value)
@@ -85,19 +82,15 @@ func (s *Store) claimMember(ctx context.Context, key string) (clientv3.LeaseID, 
 // keepMember keeps the member lease alive. A lease that lapsed anyway (this
 // agent was stopped for longer than MemberTTL: Ctrl-Z) is replaced and the
 // key put again, so the others see the node back.
-func (s *Store) keepMember(key string, id clientv3.LeaseID) {
+func (s *Store) keepMember(key string, id int64) {
 	defer s.wg.Done()
 	for {
-		ch, err := s.cli.KeepAlive(s.ctx, id)
-		if err == nil {
-			for range ch {
-			}
-		}
+		s.cli.KeepAlive(s.ctx, id, seconds(s.o.MemberTTL)) // until Close, or the lease is gone
 		for s.ctx.Err() == nil {
-			g, err := s.cli.Grant(s.ctx, int64((s.o.MemberTTL+time.Second-1)/time.Second))
+			g, err := s.cli.Grant(s.ctx, seconds(s.o.MemberTTL))
 			if err == nil {
-				if _, err = s.cli.Put(s.ctx, key, s.o.Info, clientv3.WithLease(g.ID)); err == nil {
-					id = g.ID
+				if _, err = s.cli.Put(s.ctx, key, s.o.Info, g); err == nil {
+					id = g
 					s.mu.Lock()
 					s.member = id
 					s.mu.Unlock()
@@ -124,25 +117,21 @@ func (s *Store) joinRun(ctx context.Context) error {
 		if err != nil {
 			return explain(s.o, err)
 		}
-		if _, err := s.cli.KeepAliveOnce(ctx, id); err != nil {
-			if !errors.Is(err, rpctypes.ErrLeaseNotFound) || attempt > 10 {
+		ttl, err := s.cli.KeepAliveOnce(ctx, id)
+		if err != nil {
+			if !errors.Is(err, gateway.ErrLeaseNotFound) || attempt > 10 {
 				return explain(s.o, err)
 			}
 			// The run's last agent went an instant ago: start afresh.
-			s.cli.Txn(ctx).If(clientv3.Compare(clientv3.Value(key), "=", strconv.FormatInt(int64(id), 16))).
-				Then(clientv3.OpDelete(key)).Commit()
+			s.cli.Txn(ctx, gateway.TxnRequest{Compare: []gateway.Compare{gateway.ValueIs(key, []byte(strconv.FormatInt(id, 16)))},
+				Success: []gateway.RequestOp{{Delete: &gateway.DeleteRangeRequest{Key: []byte(key)}}}})
 			continue
 		}
 		s.run = id
-		ch, err := s.cli.KeepAlive(s.ctx, id)
-		if err != nil {
-			return explain(s.o, err)
-		}
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			for range ch {
-			}
+			s.cli.KeepAlive(s.ctx, id, ttl) // until Close, or the lease is gone
 		}()
 		return nil
 	}
@@ -152,39 +141,45 @@ func (s *Store) joinRun(ctx context.Context) error {
 // there. Every agent but the first finds it with one read: a grant, a
 // failed transaction and a revoke would be three writes through etcd's log
 // (each a disk sync) for every agent that joins.
-func (s *Store) runLease(ctx context.Context, key string) (clientv3.LeaseID, error) {
+func (s *Store) runLease(ctx context.Context, key string) (int64, error) {
 	if r, err := s.cli.Get(ctx, key); err != nil {
 		return 0, err
 	} else if len(r.Kvs) > 0 {
 		return parseLease(key, r.Kvs[0].Value)
 	}
-	g, err := s.cli.Grant(ctx, int64((s.o.RunTTL+time.Second-1)/time.Second))
+	id, err := s.cli.Grant(ctx, seconds(s.o.RunTTL))
 	if err != nil {
 		return 0, err
 	}
-	mine := strconv.FormatInt(int64(g.ID), 16)
-	r, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.Version(key), "=", 0)).
-		Then(clientv3.OpPut(key, mine, clientv3.WithLease(g.ID))).Else(clientv3.OpGet(key)).Commit()
+	r, err := s.cli.Txn(ctx, putElseGet(gateway.VersionIs(key, 0), putLeased(key, strconv.FormatInt(id, 16), id)))
 	if err != nil {
 		return 0, err
 	}
 	if r.Succeeded {
-		return g.ID, nil
+		return id, nil
 	}
-	s.cli.Revoke(ctx, g.ID)
-	kvs := r.Responses[0].GetResponseRange().GetKvs()
+	s.cli.Revoke(ctx, id)
+	kvs := r.Kvs(0)
 	if len(kvs) == 0 {
 		return 0, fmt.Errorf("the run's lease key %s vanished while read", key)
 	}
 	return parseLease(key, kvs[0].Value)
 }
 
-func parseLease(key string, v []byte) (clientv3.LeaseID, error) {
+// seconds is d as a lease's time to live, rounded up.
+func seconds(d time.Duration) int64 { return int64((d + time.Second - 1) / time.Second) }
+
+// putLeased is an operation that writes value at key, bound to lease.
+func putLeased(key, value string, lease int64) gateway.RequestOp {
+	return gateway.RequestOp{Put: &gateway.PutRequest{Key: []byte(key), Value: []byte(value), Lease: lease}}
+}
+
+func parseLease(key string, v []byte) (int64, error) {
 	id, err := strconv.ParseInt(string(v), 16, 64)
 	if err != nil {
 		return 0, fmt.Errorf("the run's lease key %s holds %q, not a lease id (was it written by another program?)", key, v)
 	}
-	return clientv3.LeaseID(id), nil
+	return id, nil
 }
 
 // MemberEvent is a change of the run's membership.
@@ -207,9 +202,9 @@ const (
 // ends. A member that left on purpose is reported Left, never Lapsed.
 func (s *Store) Members(ctx context.Context, f func(MemberEvent)) error {
 	dir := s.pfx + memberDir
-	r, err := s.cli.Get(ctx, dir, clientv3.WithPrefix())
+	r, err := s.cli.Range(ctx, gateway.Prefix(dir))
 	if err != nil {
-		return fmt.Errorf("etcd: read the members: %w", err)
+		return s.fail("read", memberDir, err)
 	}
 	left := map[int]bool{}
 	for _, kv := range r.Kvs {
@@ -219,9 +214,9 @@ func (s *Store) Members(ctx context.Context, f func(MemberEvent)) error {
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	for wr := range s.cli.Watch(wctx, dir, clientv3.WithPrefix(), clientv3.WithRev(r.Header.Revision+1)) {
-		if err := wr.Err(); err != nil {
-			return fmt.Errorf("etcd: watch the members: %w", err)
+	for wr := range s.cli.Watch(wctx, watchUnder(dir, r.Header.Revision+1)) {
+		if wr.Err != nil {
+			return s.fail("watch", memberDir, wr.Err)
 		}
 		for _, ev := range wr.Events {
 			n, err := strconv.Atoi(strings.TrimPrefix(string(ev.Kv.Key), dir))
@@ -238,12 +233,12 @@ func (s *Store) Members(ctx context.Context, f func(MemberEvent)) error {
 
 // memberChange is what the watch event ev on node n's member key means;
 // left holds the nodes whose agents said they leave.
-func memberChange(ev *clientv3.Event, n int, left map[int]bool) (MemberEvent, bool) {
+func memberChange(ev gateway.Event, n int, left map[int]bool) (MemberEvent, bool) {
 	switch {
-	case ev.Type == mvccpb.PUT && string(ev.Kv.Value) == leftValue:
+	case ev.Type == gateway.Put && string(ev.Kv.Value) == leftValue:
 		left[n] = true
 		return MemberEvent{Node: n, Kind: Left}, true
-	case ev.Type == mvccpb.PUT:
+	case ev.Type == gateway.Put:
 		delete(left, n)
 		return MemberEvent{Node: n, Kind: Joined, Holder: string(ev.Kv.Value)}, true
 	case left[n]:

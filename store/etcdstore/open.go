@@ -10,10 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
-	"go.etcd.io/etcd/client/pkg/v3/transport"
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
+	"github.com/pplaunch/pplaunch/store/etcdstore/gateway"
 )
 
 // Options says which etcd to reach, how, and as which member of which run.
@@ -44,15 +41,15 @@ type Options struct {
 // Store is one agent's connection to etcd: a store.Store over the run's
 // prefix, and its membership. Safe for concurrent use.
 type Store struct {
-	cli  *clientv3.Client
+	cli  *gateway.Client
 	o    Options
 	pfx  string
-	run  clientv3.LeaseID // the run lease every key but the members' is bound to
-	ctx  context.Context  // ends at Close: stops the keep-alives
+	run  int64           // the run lease every key but the members' is bound to
+	ctx  context.Context // ends at Close: stops the keep-alives
 	stop context.CancelFunc
 
 	mu     sync.Mutex
-	member clientv3.LeaseID // this agent's member lease (renewed after a lapse)
+	member int64 // this agent's member lease (renewed after a lapse)
 	done   bool
 	wg     sync.WaitGroup
 }
@@ -82,11 +79,8 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: o.Endpoints, TLS: tc, Username: o.User, Password: o.Password,
-		DialTimeout: o.ReachWithin, Logger: zap.NewNop(), Context: ctx})
-	if err != nil {
-		return nil, explain(o, err)
-	}
+	cli := gateway.New(gateway.Config{Endpoints: o.Endpoints, TLS: tc, Username: o.User, Password: o.Password,
+		DialTimeout: min(o.ReachWithin, 5*time.Second)})
 	s := &Store{cli: cli, o: o, pfx: o.Prefix}
 	s.ctx, s.stop = context.WithCancel(context.WithoutCancel(ctx))
 	if err := s.reach(ctx); err != nil {
@@ -121,19 +115,11 @@ func tlsConfig(o Options) (*tls.Config, error) {
 			return nil, fmt.Errorf("etcd TLS: --rdzv-conf %s=%s: %v", f[0], f[1], err)
 		}
 	}
-	if err := checkPEM(o); err != nil {
-		return nil, err
-	}
-	tc, err := transport.TLSInfo{CertFile: o.Cert, KeyFile: o.Key, TrustedCAFile: o.CACert}.ClientConfig()
-	if err != nil {
-		return nil, fmt.Errorf("etcd TLS: --rdzv-conf cacert=%s cert=%s key=%s: %v (want PEM files: the CA certificate, the client certificate and its key)",
-			o.CACert, o.Cert, o.Key, err)
-	}
-	return tc, nil
+	return clientTLS(o)
 }
 
 // reach asks etcd for the run's lease key until it answers or ReachWithin
-// passes (the client dials lazily: this is the first real contact).
+// passes (the client connects at its first request: this is it).
 func (s *Store) reach(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, s.o.ReachWithin)
 	defer cancel()
@@ -150,29 +136,41 @@ func (s *Store) reach(ctx context.Context) error {
 			}
 			return explain(s.o, err)
 		}
+		select { // refused at once: a moment before the next try
+		case <-ctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
 }
 
 // retryable is an error of an endpoint that may answer later.
 func retryable(err error) bool {
-	return errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "Unavailable") ||
+	var ge *gateway.Error
+	return errors.Is(err, context.DeadlineExceeded) || isTransient(err) || errors.As(err, &ge) && ge.Code == codeUnavailable ||
 		strings.Contains(err.Error(), "connection refused") || strings.Contains(err.Error(), "no such host")
 }
+
+// codeUnavailable is gRPC's status code of a server not ready to answer
+// (no leader yet).
+const codeUnavailable = 14
 
 // explain turns a client error into what was wrong and how to fix it.
 func explain(o Options, err error) error {
 	at := strings.Join(o.Endpoints, ",")
 	msg := err.Error()
 	switch {
-	case errors.Is(err, rpctypes.ErrAuthFailed) || strings.Contains(msg, "authentication failed"):
+	case errors.Is(err, gateway.ErrAuthFailed) || strings.Contains(msg, "authentication failed"):
 		return fmt.Errorf("etcd at %s refused user %q: %v: check --rdzv-conf user= and password= (or %s)", at, o.User, err, EnvPassword)
-	case strings.Contains(msg, "user name is empty") || strings.Contains(msg, "invalid auth token") || strings.Contains(msg, "permission denied"):
+	case errors.Is(err, gateway.ErrUserEmpty) || errors.Is(err, gateway.ErrInvalidAuthToken) || errors.Is(err, gateway.ErrPermissionDenied):
 		return fmt.Errorf("etcd at %s: %v: the cluster has authentication enabled; give --rdzv-conf user=NAME and the password (password= or %s), for a user whose role may read and write %s", at, err, EnvPassword, o.Prefix)
+	case errors.Is(err, gateway.ErrCommonName):
+		return fmt.Errorf("etcd at %s refused the client certificate %s: it has a Common Name, which etcd's JSON gateway (what pplaunch speaks) cannot pass on "+
+			"while authentication is on (%v): give --rdzv-conf cert= and key= a client certificate without a Common Name; the user is user=", at, o.Cert, err)
 	case strings.Contains(msg, "x509") || strings.Contains(msg, "tls:") || strings.Contains(msg, "certificate"):
 		return fmt.Errorf("etcd at %s: TLS failed: %v: check --rdzv-conf cacert= (the CA that signed the server's certificate) and, if the server asks for client certificates, cert= and key=", at, err)
 	case strings.Contains(msg, "first record does not look like a TLS handshake") || strings.Contains(msg, "EOF") && o.CACert != "":
 		return fmt.Errorf("etcd at %s: %v: the server speaks plain TCP; drop --rdzv-conf cacert=, cert= and key=", at, err)
-	case errors.Is(err, context.DeadlineExceeded) || strings.Contains(msg, "Unavailable") || strings.Contains(msg, "connection refused"):
+	case errors.Is(err, context.DeadlineExceeded) || strings.Contains(msg, "connection refused"):
 		hint := ""
 		if o.CACert == "" {
 			hint = "; if it serves TLS, give --rdzv-conf cacert=FILE"
@@ -205,13 +203,15 @@ func (s *Store) Close() error {
 	defer cancel()
 	key := s.memberKey(s.o.Node)
 	if member != 0 {
-		s.cli.Put(ctx, key, leftValue, clientv3.WithLease(member))
+		s.cli.Put(ctx, key, leftValue, member)
 		s.cli.Revoke(ctx, member)
 	}
 	if s.run != 0 {
 		// Every member writes before it reads: of two leaving at once, the
 		// later reader sees the other gone, so one of them revokes.
-		if r, err := s.cli.Get(ctx, s.pfx+memberDir, clientv3.WithPrefix(), clientv3.WithCountOnly()); err == nil && r.Count == 0 {
+		q := gateway.Prefix(s.pfx + memberDir)
+		q.CountOnly = true
+		if r, err := s.cli.Range(ctx, q); err == nil && r.Count == 0 {
 			s.cli.Revoke(ctx, s.run)
 		}
 	}

@@ -6,36 +6,40 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strings"
 	"time"
 )
 
-// checkPEM reads the TLS files as etcd's client would, so that a wrong file
-// is named before any connection.
-func checkPEM(o Options) error {
+// clientTLS reads the TLS files into the client's configuration, naming the
+// option of a file that is not what it should be, before any connection.
+func clientTLS(o Options) (*tls.Config, error) {
+	tc := &tls.Config{MinVersion: tls.VersionTLS12}
 	if o.CACert != "" {
 		b, err := os.ReadFile(o.CACert)
 		if err != nil {
-			return fmt.Errorf("etcd TLS: --rdzv-conf cacert=%s: %v", o.CACert, err)
+			return nil, fmt.Errorf("etcd TLS: --rdzv-conf cacert=%s: %v", o.CACert, err)
 		}
-		if !x509.NewCertPool().AppendCertsFromPEM(b) {
-			return fmt.Errorf("etcd TLS: --rdzv-conf cacert=%s: no PEM certificate in it (want PEM files: the CA certificate, the client certificate and its key)", o.CACert)
+		tc.RootCAs = x509.NewCertPool()
+		if !tc.RootCAs.AppendCertsFromPEM(b) {
+			return nil, fmt.Errorf("etcd TLS: --rdzv-conf cacert=%s: no PEM certificate in it (want PEM files: the CA certificate, the client certificate and its key)", o.CACert)
 		}
 	}
 	if o.Cert != "" {
-		if _, err := tls.LoadX509KeyPair(o.Cert, o.Key); err != nil {
-			return fmt.Errorf("etcd TLS: --rdzv-conf cert=%s key=%s: %v (want PEM files: the client certificate and its private key)", o.Cert, o.Key, err)
+		cert, err := tls.LoadX509KeyPair(o.Cert, o.Key)
+		if err != nil {
+			return nil, fmt.Errorf("etcd TLS: --rdzv-conf cert=%s key=%s: %v (want PEM files: the client certificate and its private key)", o.Cert, o.Key, err)
 		}
+		tc.Certificates = []tls.Certificate{cert}
 	}
-	return nil
+	return tc, nil
 }
 
-// probe says why the first endpoint does not answer etcd's client, where a
-// plain connection and a TLS handshake can tell (the client itself only
-// reports a timeout): nothing listening, a certificate the CA did not sign,
+// probe says why the first endpoint does not answer, where a plain
+// connection and a TLS handshake can tell better than the request's error: nothing listening, a certificate the CA did not sign,
 // a client certificate refused or missing, TLS on one side only. nil: no
 // finding.
 func probe(o Options) error {
-	at := o.Endpoints[0]
+	at := strings.TrimPrefix(strings.TrimPrefix(o.Endpoints[0], "https://"), "http://")
 	conn, err := net.DialTimeout("tcp", at, time.Second)
 	if err != nil {
 		return fmt.Errorf("etcd at %s: not reachable within %v (%v): check --rdzv-endpoint (HOST:PORT of an etcd client URL, port 2379 by default) and that etcd runs there", at, o.ReachWithin, err)
@@ -45,13 +49,12 @@ func probe(o Options) error {
 	tc, _ := tlsConfig(o)
 	if tc == nil {
 		// Does the server speak TLS?
-		if tls.Client(conn, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}}).Handshake() == nil {
+		if tls.Client(conn, &tls.Config{InsecureSkipVerify: true}).Handshake() == nil {
 			return fmt.Errorf("etcd at %s serves TLS: give --rdzv-conf cacert=FILE (the CA that signed its certificate) and, if it asks for client certificates, cert=FILE,key=FILE", at)
 		}
 		return nil
 	}
 	tc = tc.Clone()
-	tc.NextProtos = []string{"h2"}
 	if tc.ServerName == "" {
 		tc.ServerName, _, _ = net.SplitHostPort(at)
 	}

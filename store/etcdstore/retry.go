@@ -5,15 +5,15 @@ import (
 	"errors"
 	"time"
 
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	"github.com/pplaunch/pplaunch/store/etcdstore/gateway"
 )
 
 // transient errors are etcd's answers that it could not commit a write in
 // time (a slow disk under a loaded machine, a leader change, too many
 // proposals queued): the write may or may not have happened, and the same
 // request may succeed a moment later.
-var transient = []error{rpctypes.ErrTimeout, rpctypes.ErrTooManyRequests, rpctypes.ErrTimeoutDueToLeaderFail,
-	rpctypes.ErrTimeoutDueToConnectionLost, rpctypes.ErrLeaderChanged, rpctypes.ErrNoLeader, rpctypes.ErrTimeoutWaitAppliedIndex}
+var transient = []error{gateway.ErrTimeout, gateway.ErrTooManyRequests, gateway.ErrTimeoutDueToLeaderFail,
+	gateway.ErrTimeoutDueToConnectionLost, gateway.ErrLeaderChanged, gateway.ErrNoLeader, gateway.ErrTimeoutWaitAppliedIndex}
 
 func isTransient(err error) bool {
 	for _, e := range transient {

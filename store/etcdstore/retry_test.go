@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"testing"
 
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	"github.com/pplaunch/pplaunch/store/etcdstore/gateway"
 )
 
 func TestRetrying(t *testing.T) {
@@ -19,11 +19,11 @@ func TestRetrying(t *testing.T) {
 		err     error
 	}{
 		{"at once", []error{nil}, 1, false, nil},
-		{"after a timeout", []error{rpctypes.ErrTimeout, nil}, 2, true, nil},
-		{"after a queue full", []error{rpctypes.ErrTooManyRequests, rpctypes.ErrLeaderChanged, nil}, 3, true, nil},
+		{"after a timeout", []error{gateway.ErrTimeout, nil}, 2, true, nil},
+		{"after a queue full", []error{gateway.ErrTooManyRequests, gateway.ErrLeaderChanged, nil}, 3, true, nil},
 		{"not transient", []error{other}, 1, false, other},
-		{"wrapped timeout then other", []error{fmt.Errorf("put: %w", rpctypes.ErrTimeout), other}, 2, true, other},
-		{"gives up", []error{rpctypes.ErrTimeout, rpctypes.ErrTimeout, rpctypes.ErrTimeout, rpctypes.ErrTimeout, rpctypes.ErrTimeout}, retryWrites, true, rpctypes.ErrTimeout},
+		{"wrapped timeout then other", []error{fmt.Errorf("put: %w", gateway.ErrTimeout), other}, 2, true, other},
+		{"gives up", []error{gateway.ErrTimeout, gateway.ErrTimeout, gateway.ErrTimeout, gateway.ErrTimeout, gateway.ErrTimeout}, retryWrites, true, gateway.ErrTimeout},
 	} {
 		n := 0
 		amb, err := retrying(context.Background(), func() error { n++; return tc.answers[n-1] })
@@ -34,7 +34,7 @@ func TestRetrying(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	n := 0
-	if _, err := retrying(ctx, func() error { n++; return rpctypes.ErrTimeout }); n != 1 || !errors.Is(err, rpctypes.ErrTimeout) {
+	if _, err := retrying(ctx, func() error { n++; return gateway.ErrTimeout }); n != 1 || !errors.Is(err, gateway.ErrTimeout) {
 		t.Errorf("ended context: %d tries, %v; want 1 and the timeout", n, err)
 	}
 }

@@ -2,18 +2,16 @@ package etcdstore
 
 import (
 	"context"
-	"fmt"
 	"strings"
 
-	"go.etcd.io/etcd/api/v3/mvccpb"
-	clientv3 "go.etcd.io/etcd/client/v3"
+	"github.com/pplaunch/pplaunch/store/etcdstore/gateway"
 )
 
 // Values reports to f every key under dir (relative to the run's prefix)
 // with its value, first as they are now, then each write as etcd has it,
 // until ctx ends: a watch where the built-in store would be polled.
 func (s *Store) Values(ctx context.Context, dir string, f func(key string, value []byte)) error {
-	r, err := s.cli.Get(ctx, s.pfx+dir, clientv3.WithPrefix())
+	r, err := s.cli.Range(ctx, gateway.Prefix(s.pfx+dir))
 	if err != nil {
 		return s.fail("read", dir, err)
 	}
@@ -22,12 +20,12 @@ func (s *Store) Values(ctx context.Context, dir string, f func(key string, value
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	for wr := range s.cli.Watch(wctx, s.pfx+dir, clientv3.WithPrefix(), clientv3.WithRev(r.Header.Revision+1)) {
-		if err := wr.Err(); err != nil {
-			return fmt.Errorf("etcd: watch %q: %w", dir, err)
+	for wr := range s.cli.Watch(wctx, watchUnder(s.pfx+dir, r.Header.Revision+1)) {
+		if wr.Err != nil {
+			return s.fail("watch", dir, wr.Err)
 		}
 		for _, ev := range wr.Events {
-			if ev.Type == mvccpb.PUT {
+			if ev.Type == gateway.Put {
 				f(strings.TrimPrefix(string(ev.Kv.Key), s.pfx), ev.Kv.Value)
 			}
 		}

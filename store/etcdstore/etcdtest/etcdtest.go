@@ -25,9 +25,7 @@ import (
 	"testing"
 	"time"
 
-	"go.etcd.io/etcd/client/pkg/v3/transport"
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
+	"github.com/pplaunch/pplaunch/store/etcdstore/gateway"
 )
 
 // Options says how to start the server.
@@ -44,8 +42,11 @@ type Server struct {
 	Endpoint string // HOST:PORT of its client URL
 	// TLS files (Options.TLS): the CA that signed the server's and the
 	// client's certificates, the client's certificate and key, and a second
-	// CA that signed neither (for tests of a wrong CA).
+	// CA that signed neither (for tests of a wrong CA). The client
+	// certificate has no Common Name: with authentication on, etcd's JSON
+	// gateway refuses one that has, such as NamedCert's ("trainer").
 	CACert, Cert, Key, OtherCA string
+	NamedCert, NamedKey        string
 	log                        *lockedBuffer
 }
 
@@ -72,7 +73,7 @@ func Start(t testing.TB, o Options) *Server {
 	var tlsArgs []string
 	if o.TLS {
 		scheme = "https"
-		s.CACert, s.Cert, s.Key, s.OtherCA = makeCerts(t, dir)
+		s.makeCerts(t, dir)
 		tlsArgs = []string{"--cert-file", filepath.Join(dir, "server.pem"), "--key-file", filepath.Join(dir, "server-key.pem"),
 			"--trusted-ca-file", s.CACert, "--client-cert-auth"}
 	}
@@ -126,26 +127,36 @@ func (s *Server) waitHealthy(t testing.TB, exited <-chan struct{}) {
 	}
 }
 
-// Client is a client of the server as root (closed at the test's end).
-func (s *Server) Client(t testing.TB, userPassword ...string) *clientv3.Client {
+// Client is a client of the server (as root, or as the user and password
+// given), closed at the test's end.
+func (s *Server) Client(t testing.TB, userPassword ...string) *gateway.Client {
 	t.Helper()
-	cfg := clientv3.Config{Endpoints: []string{s.Endpoint}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()}
+	cfg := gateway.Config{Endpoints: []string{s.Endpoint}, DialTimeout: 5 * time.Second}
 	if s.CACert != "" {
-		tc, err := transport.TLSInfo{CertFile: s.Cert, KeyFile: s.Key, TrustedCAFile: s.CACert}.ClientConfig()
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.TLS = tc
+		cfg.TLS = s.clientTLS(t)
 	}
 	if len(userPassword) == 2 {
 		cfg.Username, cfg.Password = userPassword[0], userPassword[1]
 	}
-	cli, err := clientv3.New(cfg)
+	cli := gateway.New(cfg)
+	t.Cleanup(func() { cli.Close() })
+	return cli
+}
+
+// clientTLS trusts the server's CA and presents the client certificate.
+func (s *Server) clientTLS(t testing.TB) *tls.Config {
+	t.Helper()
+	ca, err := os.ReadFile(s.CACert)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cli.Close() })
-	return cli
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(ca)
+	cert, err := tls.LoadX509KeyPair(s.Cert, s.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert}}
 }
 
 // EnableAuth turns authentication on with the root user's password, and adds
@@ -155,22 +166,23 @@ func (s *Server) EnableAuth(t testing.TB, rootPassword, user, password string) {
 	cli := s.Client(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	steps := []func() error{
-		func() error { _, err := cli.RoleAdd(ctx, "root"); return err },
-		func() error { _, err := cli.UserAdd(ctx, "root", rootPassword); return err },
-		func() error { _, err := cli.UserGrantRole(ctx, "root", "root"); return err },
-		func() error { _, err := cli.RoleAdd(ctx, "rdzv"); return err },
-		func() error {
-			_, err := cli.RoleGrantPermission(ctx, "rdzv", "\x00", "\x00", clientv3.PermissionType(clientv3.PermReadWrite))
-			return err
-		},
-		func() error { _, err := cli.UserAdd(ctx, user, password); return err },
-		func() error { _, err := cli.UserGrantRole(ctx, user, "rdzv"); return err },
-		func() error { _, err := cli.AuthEnable(ctx); return err },
+	every := []byte{0} // from the first key to the end
+	steps := []struct {
+		path string
+		req  any
+	}{
+		{"auth/role/add", map[string]string{"name": "root"}},
+		{"auth/user/add", map[string]string{"name": "root", "password": rootPassword}},
+		{"auth/user/grant", map[string]string{"user": "root", "role": "root"}},
+		{"auth/role/add", map[string]string{"name": "rdzv"}},
+		{"auth/role/grant", map[string]any{"name": "rdzv", "perm": map[string]any{"permType": "READWRITE", "key": every, "range_end": every}}},
+		{"auth/user/add", map[string]string{"name": user, "password": password}},
+		{"auth/user/grant", map[string]string{"user": user, "role": "rdzv"}},
+		{"auth/enable", struct{}{}},
 	}
 	for i, step := range steps {
-		if err := step(); err != nil {
-			t.Fatalf("enable etcd authentication, step %d: %v", i+1, err)
+		if err := cli.Call(ctx, step.path, step.req, nil); err != nil {
+			t.Fatalf("enable etcd authentication, step %d (%s): %v", i+1, step.path, err)
 		}
 	}
 }
@@ -187,9 +199,10 @@ func freePort(t testing.TB, host string) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
-// makeCerts writes a CA, a server certificate for 127.0.0.1 and a client
-// certificate it signed, and a second, unrelated CA.
-func makeCerts(t testing.TB, dir string) (ca, cert, key, other string) {
+// makeCerts writes a CA, a server certificate for 127.0.0.1 and client
+// certificates it signed (one without a Common Name, one with), and a
+// second, unrelated CA.
+func (s *Server) makeCerts(t testing.TB, dir string) {
 	t.Helper()
 	caKey, caCert := newCA(t, "pplaunch test CA")
 	_, otherCert := newCA(t, "another CA")
@@ -200,17 +213,22 @@ func makeCerts(t testing.TB, dir string) (ca, cert, key, other string) {
 		}
 		return p
 	}
-	ca = write("ca.pem", "CERTIFICATE", caCert.Raw)
-	other = write("other-ca.pem", "CERTIFICATE", otherCert.Raw)
+	s.CACert = write("ca.pem", "CERTIFICATE", caCert.Raw)
+	s.OtherCA = write("other-ca.pem", "CERTIFICATE", otherCert.Raw)
 	for _, leaf := range []struct {
-		name  string
-		usage x509.ExtKeyUsage
-	}{{"server", x509.ExtKeyUsageServerAuth}, {"client", x509.ExtKeyUsageClientAuth}} {
+		file, cn  string
+		usage     x509.ExtKeyUsage
+		cert, key *string
+	}{
+		{"server", "server", x509.ExtKeyUsageServerAuth, new(string), new(string)},
+		{"client", "", x509.ExtKeyUsageClientAuth, &s.Cert, &s.Key},
+		{"named-client", "trainer", x509.ExtKeyUsageClientAuth, &s.NamedCert, &s.NamedKey},
+	} {
 		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 		if err != nil {
 			t.Fatal(err)
 		}
-		tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: leaf.name},
+		tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: leaf.cn},
 			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
 			KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{leaf.usage, x509.ExtKeyUsageClientAuth},
 			IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, DNSNames: []string{"localhost"}}
@@ -222,16 +240,12 @@ func makeCerts(t testing.TB, dir string) (ca, cert, key, other string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c := write(leaf.name+".pem", "CERTIFICATE", der)
-		kp := write(leaf.name+"-key.pem", "EC PRIVATE KEY", kder)
-		if leaf.name == "client" {
-			cert, key = c, kp
+		*leaf.cert = write(leaf.file+".pem", "CERTIFICATE", der)
+		*leaf.key = write(leaf.file+"-key.pem", "EC PRIVATE KEY", kder)
+		if _, err := tls.LoadX509KeyPair(*leaf.cert, *leaf.key); err != nil {
+			t.Fatal(err)
 		}
 	}
-	if _, err := tls.LoadX509KeyPair(cert, key); err != nil {
-		t.Fatal(err)
-	}
-	return ca, cert, key, other
 }
 
 func newCA(t testing.TB, name string) (*ecdsa.PrivateKey, *x509.Certificate) {
