@@ -285,13 +285,13 @@ func (c *trainCmd) job(stdout io.Writer, backend string) func(ctx context.Contex
 // rankConfig is the run's configuration on a rank of a world of size ranks:
 // the flags (and --config) resolved for that world and checked.
 func (c *trainCmd) rankConfig(size int) (ranks.TrainConfig, error) {
-	e, err := readElastic(os.Getenv)
+	e, err := contract.ReadElastic(os.Getenv)
 	if err != nil {
 		return ranks.TrainConfig{}, err
 	}
 	world := size
-	if e.base > 0 {
-		world = e.base // an elastic job's batch is its first world's
+	if e.Base > 0 {
+		world = e.Base // an elastic job's batch is its first world's
 	}
 	if err := c.resolveWorld(world); err != nil {
 		return ranks.TrainConfig{}, err
@@ -300,7 +300,7 @@ func (c *trainCmd) rankConfig(size int) (ranks.TrainConfig, error) {
 	if err != nil {
 		return ranks.TrainConfig{}, err
 	}
-	if cfg, err = elasticConfig(cfg, e, size); err != nil {
+	if cfg, err = cfg.ForWorld(e, size); err != nil {
 		return ranks.TrainConfig{}, err
 	}
 	l, err := cfg.Plan(size)
