@@ -140,7 +140,7 @@ func (c *trainCmd) precheck(f launch.Flags, getenv func(string) string) error {
 		return nil
 	}
 	size := 0
-	// Bad launcher flags are runAgent's to report.
+	// Bad launcher flags are launch.RunAgent's to report.
 	lc, err := launch.Resolve(f, getenv)
 	if err == nil && lc.NNodes == 1 {
 		size = lc.NProc
@@ -223,7 +223,7 @@ func (c *trainCmd) job(stdout io.Writer, backend string) func(ctx context.Contex
 		if cpu, ok := be.(*tensor.CPU); ok && cpu.OpenBLASHint() != "" && r.Rank == 0 {
 			logf("train: %s", cpu.OpenBLASHint())
 		}
-		pre := ranks.WatchPreemption(cfg.CheckpointDir != "", r.Rank, logf)
+		pre := ranks.WatchPreemption(ctx, cfg.CheckpointDir != "", r.Rank, logf)
 		defer pre.Close()
 		comm, err := openComm(ctx, r, collective.TCPOptions{Options: collective.Options{Timeout: cfg.Timeout}})
 		if err != nil {
