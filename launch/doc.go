@@ -5,6 +5,10 @@
 // supervises them (fail fast, signal forwarding and job control, restarts on
 // every node) and prints a root-cause summary (Run). DirectEnv gives a process
 // started by srun or mpirun the same contract without an agent (--direct).
+// RankEnv says whether this process is a rank (the rank's side is ranks.Run);
+// RunAgent, RunProgram and RunSelf run the agent from the command line
+// (entry.go); SimulatedJoin is the rendezvous of bench rendezvous' many
+// simulated agents in one process.
 //
 // The supervision decisions (when to stop, whom to blame, when to tell the
 // other nodes, whether to restart) are a pure function of events (decide.go,

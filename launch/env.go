@@ -1,7 +1,6 @@
 package launch
 
 import (
-	"fmt"
 	"net"
 	"strconv"
 	"strings"
@@ -62,11 +61,7 @@ func rankEnv(base []string, c Config, w World, local, restart int) []string {
 		contract.EnvTEUseAgent: "False",
 	}
 	if c.Elastic() {
-		set[contract.EnvElasticBase] = strconv.Itoa(w.Base)
-		if w.PrevSize > 0 {
-			set[contract.EnvElasticPrev] = fmt.Sprintf("%d:%d", w.PrevNodes, w.PrevSize)
-			set[contract.EnvElasticReason] = w.Reason
-		}
+		contract.Elastic{Base: w.Base, PrevNodes: w.PrevNodes, PrevSize: w.PrevSize, Reason: w.Reason}.Set(set)
 	}
 	env := make([]string, 0, len(base)+len(set)+2)
 	has := map[string]bool{}

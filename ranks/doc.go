@@ -2,6 +2,13 @@
 // (agent, srun or mpirun), its connection to the store and communicator, and the
 // stage loop that executes a schedule with the real model stages.
 //
+// Run (run.go) is a rank's life in a job: identity, the store, the job, the
+// last barrier, and its exit code (0, 1, 2, or 128+signal), with progress
+// published for the agent; one signal watcher per rank (signals.go) ends the
+// job at the first SIGINT, SIGTERM or SIGHUP and feeds Preemption.
+// TrainConfig.ForWorld and Relayout (elastic_world.go) lay an elastic job's
+// first global batch out on the world it re-formed as.
+//
 // Executor (executor.go, steprun.go) runs one pipeline rank's action list
 // (from package schedules) step after step, one method per action kind:
 // receives posted into pooled buffers of the receiving stage's shape, sends

@@ -1,8 +1,8 @@
 package ranks
 
 import (
+	"context"
 	"os"
-	"os/signal"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -18,48 +18,50 @@ import (
 // 128+signal after the others (the rank's code for them, so the agent
 // reports them). Without, there is nothing to save: SIGUSR1 is logged and
 // ignored, the others end the job at once as before.
+//
+// The signals come from the rank's one watcher (signals.go), which Run
+// starts; a Preemption adds SIGUSR1 to what it catches.
 type Preemption struct {
-	sigs chan os.Signal
+	checkpoints bool
+	rank        int
+	logf        func(string, ...any)
+	w           *rankSignals
+
 	once sync.Once
-	got  chan struct{} // closed at the first signal
+	got  chan struct{} // closed at the first signal that asks to stop
 	sig  atomic.Value  // that signal
-	quit chan struct{}
 }
 
-// WatchPreemption starts watching; rank 0 logs what it received with logf.
-// Close stops the watch.
-func WatchPreemption(checkpoints bool, rank int, logf func(string, ...any)) *Preemption {
-	p := &Preemption{sigs: make(chan os.Signal, 4), got: make(chan struct{}), quit: make(chan struct{})}
-	if checkpoints {
-		signal.Notify(p.sigs, syscall.SIGUSR1, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
-	} else {
-		signal.Notify(p.sigs, syscall.SIGUSR1)
+// WatchPreemption starts watching the signals of the rank whose job ctx is
+// (Run's), or of this process when ctx is no rank job's; rank 0 logs what
+// it received with logf. Close stops the watch.
+func WatchPreemption(ctx context.Context, checkpoints bool, rank int, logf func(string, ...any)) *Preemption {
+	p := &Preemption{checkpoints: checkpoints, rank: rank, logf: logf, got: make(chan struct{}), w: signalsFrom(ctx)}
+	if p.w == nil {
+		p.w = watchSignals(func() {}, true)
 	}
-	go p.watch(checkpoints, rank, logf)
+	p.w.attach(p)
 	return p
 }
 
-func (p *Preemption) watch(checkpoints bool, rank int, logf func(string, ...any)) {
-	for {
-		select {
-		case s := <-p.sigs:
-			if !checkpoints {
-				if rank == 0 {
-					logf("received %s: no --checkpoint-dir to save to, carrying on", contract.SignalName(s))
-				}
-				continue
-			}
-			p.once.Do(func() {
-				p.sig.Store(s)
-				close(p.got)
-				if rank == 0 {
-					logf("received %s: stopping after this step with a checkpoint", contract.SignalName(s))
-				}
-			})
-		case <-p.quit:
-			return
-		}
+// receive is what the watcher hands p: s, one of the signals p watches.
+func (p *Preemption) receive(s os.Signal) {
+	if p == nil {
+		return
 	}
+	if !p.checkpoints {
+		if s == syscall.SIGUSR1 && p.rank == 0 {
+			p.logf("received %s: no --checkpoint-dir to save to, carrying on", contract.SignalName(s))
+		}
+		return
+	}
+	p.once.Do(func() {
+		p.sig.Store(s)
+		close(p.got)
+		if p.rank == 0 {
+			p.logf("received %s: stopping after this step with a checkpoint", contract.SignalName(s))
+		}
+	})
 }
 
 // Requested reports whether a stop was asked for.
@@ -82,7 +84,4 @@ func (p *Preemption) Signal() os.Signal {
 }
 
 // Close stops watching.
-func (p *Preemption) Close() {
-	signal.Stop(p.sigs)
-	close(p.quit)
-}
+func (p *Preemption) Close() { p.w.detach(p) }

@@ -1,6 +1,7 @@
 package ranks
 
 import (
+	"context"
 	"fmt"
 	"syscall"
 	"testing"
@@ -15,7 +16,7 @@ import (
 func TestPreemptionSignals(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGUSR1, syscall.SIGTERM} {
 		logged := make(chan string, 4)
-		p := WatchPreemption(true, 0, func(f string, a ...any) { logged <- fmt.Sprintf(f, a...) })
+		p := WatchPreemption(context.Background(), true, 0, func(f string, a ...any) { logged <- fmt.Sprintf(f, a...) })
 		if p.Requested() || p.Signal() != nil {
 			t.Fatalf("%s: a stop requested before any signal", sig)
 		}
@@ -32,7 +33,7 @@ func TestPreemptionSignals(t *testing.T) {
 		p.Close()
 	}
 	logged := make(chan string, 4)
-	p := WatchPreemption(false, 0, func(f string, a ...any) { logged <- fmt.Sprintf(f, a...) })
+	p := WatchPreemption(context.Background(), false, 0, func(f string, a ...any) { logged <- fmt.Sprintf(f, a...) })
 	defer p.Close()
 	if err := syscall.Kill(syscall.Getpid(), syscall.SIGUSR1); err != nil {
 		t.Fatal(err)
@@ -42,5 +43,32 @@ func TestPreemptionSignals(t *testing.T) {
 	}
 	if p.Requested() {
 		t.Error("without checkpoints SIGUSR1 asked to stop")
+	}
+}
+
+// Under Run, the rank's one watcher serves both: the first SIGTERM asks a
+// checkpointing job to stop, and is the rank's own signal (its exit code)
+// that cancels the job's context, which such a job outlives.
+func TestPreemptionUnderTheRankWatcher(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w := watchSignals(cancel, false)
+	defer w.close()
+	logged := make(chan string, 4)
+	p := WatchPreemption(withSignals(ctx, w), true, 0, func(f string, a ...any) { logged <- fmt.Sprintf(f, a...) })
+	defer p.Close()
+	if err := syscall.Kill(syscall.Getpid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	<-p.Got()
+	<-ctx.Done()
+	if p.Signal() != syscall.SIGTERM || w.signal() != syscall.SIGTERM {
+		t.Errorf("the preemption saw %v, the rank kept %v; want SIGTERM for both", p.Signal(), w.signal())
+	}
+	if got := <-logged; got != "received SIGTERM: stopping after this step with a checkpoint" {
+		t.Errorf("logged %q", got)
+	}
+	if w.freeze() != syscall.SIGTERM || w.relayedOrStopped() != contract.FailStopped {
+		t.Errorf("after the job: kept %v, class %s", w.signal(), w.relayedOrStopped())
 	}
 }

@@ -5,34 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
-	"time"
 )
-
-// The link flags map onto TCPOptions, and contradicting ones are refused
-// naming both.
-func TestLinkFlags(t *testing.T) {
-	for _, tc := range []struct {
-		flags        linkFlags
-		buffer, poll int
-		err          string
-	}{
-		{linkFlags{}, 0, 0, ""},
-		{linkFlags{SocketBuffer: 512 << 10}, 512 << 10, 0, ""},
-		{linkFlags{Autotune: true, NoPoll: true}, -1, -1, ""},
-		{linkFlags{Autotune: true, SocketBuffer: 1 << 20}, 0, 0, "--autotune and --socket-buffer 1MiB: choose one"},
-	} {
-		o, err := tc.flags.options(time.Minute)
-		if tc.err != "" {
-			if err == nil || err.Error() != tc.err {
-				t.Errorf("%+v: error %v, want %q", tc.flags, err, tc.err)
-			}
-			continue
-		}
-		if err != nil || o.SocketBuffer != tc.buffer || o.Poll != tc.poll || o.Timeout != time.Minute {
-			t.Errorf("%+v: %+v, %v; want buffer %d, poll %d, timeout 1m", tc.flags, o, err, tc.buffer, tc.poll)
-		}
-	}
-}
 
 // TestBenchCommAsRanks runs `bench p2p` and `bench allreduce` as real ranks
 // over TCP and checks that rank 0 prints one JSON object per size, each with a

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/pplaunch/pplaunch/bench"
@@ -25,12 +23,12 @@ type benchRendezvousCmd struct {
 }
 
 func (c *benchRendezvousCmd) run(ctx context.Context, stdout io.Writer) error {
-	agents, err := intList("--agents", c.Agents)
+	agents, err := bench.ParseCounts("--agents", c.Agents)
 	if err != nil {
 		return exitError{code: 2, err: err} // a usage error
 	}
 	rows, err := bench.Rendezvous(ctx, bench.RendezvousOptions{Agents: agents, RanksPerAgent: c.RanksPerAgent,
-		Rounds: c.Rounds, Timeout: c.Timeout, Join: joinWithin(c.Timeout, c.Etcd)})
+		Rounds: c.Rounds, Timeout: c.Timeout, Join: launch.SimulatedJoin(c.Timeout, c.Etcd)})
 	// The sizes that formed are printed even when a larger one did not.
 	var werr error
 	if c.JSON {
@@ -42,39 +40,4 @@ func (c *benchRendezvousCmd) run(ctx context.Context, stdout io.Writer) error {
 		werr = bench.WriteRendezvousText(stdout, rows, c.RanksPerAgent, c.Rounds)
 	}
 	return errors.Join(err, werr)
-}
-
-// joinWithin is bench.Joiner over the agents' own rendezvous, with timeout
-// as the agents' --rdzv-timeout, meeting in the etcd at etcd when it is not "".
-func joinWithin(timeout time.Duration, etcd string) bench.Joiner {
-	return func(ctx context.Context, node, nnodes, nproc int, storeAddr, token string) (int, int, func(), error) {
-		return launchJoin(ctx, node, nnodes, nproc, storeAddr, token, timeout, etcd)
-	}
-}
-
-func launchJoin(ctx context.Context, node, nnodes, nproc int, storeAddr, token string, timeout time.Duration, etcd string) (int, int, func(), error) {
-	// Each round hosts a store of its own: its address names the round's run.
-	c := launch.Config{NProc: nproc, NNodes: nnodes, NodeRank: node, StoreHost: "127.0.0.1",
-		RunID: "bench-rendezvous-" + strings.ReplaceAll(storeAddr, ":", "-"), Token: token, RdzvTimeout: timeout, GracePeriod: time.Second}
-	if etcd != "" {
-		c.Etcd = &launch.EtcdRendezvous{Endpoints: []string{etcd}}
-	}
-	j, err := launch.Join(ctx, c, storeAddr, io.Discard)
-	if err != nil {
-		return 0, 0, nil, err
-	}
-	return j.World.FirstRank, j.World.Size, j.Leave, nil
-}
-
-// intList parses "1,2,4" into positive integers.
-func intList(flag, s string) ([]int, error) {
-	var out []int
-	for _, f := range strings.Split(s, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 1 {
-			return nil, fmt.Errorf("%s %q: want positive integers separated by commas, e.g. 1,2,4", flag, s)
-		}
-		out = append(out, n)
-	}
-	return out, nil
 }

@@ -26,7 +26,7 @@ func TestScalingPrepare(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			c.cmd.train = c.train
-			_, err := c.cmd.prepare(envOf(nil))
+			_, err := c.cmd.request().Prepare(envOf(nil))
 			if err == nil || !strings.Contains(err.Error(), c.err) {
 				t.Fatalf("error %v, want %q", err, c.err)
 			}
@@ -34,29 +34,29 @@ func TestScalingPrepare(t *testing.T) {
 	}
 	ok := benchScalingCmd{NProc: "1,2,4", Mode: "strong", Grow: "pp", Steps: 2, WarmupSteps: 1}
 	ok.train = []string{"--layers", "4", "--microbatches_size=2"}
-	if _, err := ok.prepare(envOf(nil)); err == nil || !strings.Contains(err.Error(), "microbatches-size") {
+	if _, err := ok.request().Prepare(envOf(nil)); err == nil || !strings.Contains(err.Error(), "microbatches-size") {
 		t.Fatalf("a misspelt flag: %v", err)
 	}
 	ok.train = []string{"--layers", "4", "--microbatch_size=2"}
-	s, err := ok.prepare(envOf(nil))
+	s, err := ok.request().Prepare(envOf(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(s.sizes) != 3 || s.sizes[2].PP != 4 || s.sizes[2].Micro != 8 || s.sizes[2].MicroSize != 2 {
-		t.Fatalf("sizes %+v: want worlds 1, 2, 4 as pp, 8 micro-batches of 2", s.sizes)
+	if len(s.Sizes) != 3 || s.Sizes[2].PP != 4 || s.Sizes[2].Micro != 8 || s.Sizes[2].MicroSize != 2 {
+		t.Fatalf("sizes %+v: want worlds 1, 2, 4 as pp, 8 micro-batches of 2", s.Sizes)
 	}
-	args := ok.trainArgs(s.sizes[2], "m.jsonl", "p.json")
+	args := ok.request().TrainArgs(s.Sizes[2], "m.jsonl", "p.json")
 	want := "--layers 4 --microbatch_size=2 --pp 4 --dp 1 --microbatches 8 --microbatch-size 2 --steps 4 --eval-every 0 --metrics m.jsonl --profile p.json"
 	if strings.Join(args, " ") != want {
 		t.Errorf("train args %q, want %q", strings.Join(args, " "), want)
 	}
 	// The size's flags win over the user's, as the last of a flag given twice.
 	ok.train = []string{"--layers", "4", "--microbatches", "3"}
-	if s, err = ok.prepare(envOf(nil)); err != nil {
+	if s, err = ok.request().Prepare(envOf(nil)); err != nil {
 		t.Fatal(err)
 	}
-	tc, err := parseTrainArgs(ok.trainArgs(s.sizes[2], "", ""))
-	if err != nil || tc.Microbatches != 3 || tc.PP != 4 || s.sizes[2].Micro != 3 {
+	tc, err := parseTrainArgs(ok.request().TrainArgs(s.Sizes[2], "", ""))
+	if err != nil || tc.Microbatches != 3 || tc.PP != 4 || s.Sizes[2].Micro != 3 {
 		t.Fatalf("the last --microbatches: %+v %v; want 3 micro-batches at pp 4 (strong scaling)", tc, err)
 	}
 }
@@ -79,17 +79,17 @@ func TestScalingHelpNamesTheTrainFlags(t *testing.T) {
 func TestScalingPrepareConfigFile(t *testing.T) {
 	c := benchScalingCmd{NProc: "1,2,4", Mode: "weak", Grow: "pp", Steps: 1}
 	c.train = []string{"--config", "../../examples/deepspeed.json"} // train_batch_size 16, micro-batches of 4
-	s, err := c.prepare(envOf(nil))
+	s, err := c.request().Prepare(envOf(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i, want := range []int{16, 32, 64} {
-		if z := s.sizes[i]; z.GlobalBatch != want || z.MicroSize != 4 || z.Micro != want/4 {
+		if z := s.Sizes[i]; z.GlobalBatch != want || z.MicroSize != 4 || z.Micro != want/4 {
 			t.Errorf("size %d: %+v, want a global batch of %d in micro-batches of 4", i, z, want)
 		}
 	}
 	c.Mode = "strong"
-	if s, err = c.prepare(envOf(nil)); err != nil || s.sizes[2].GlobalBatch != 16 || s.sizes[2].Micro != 4 {
+	if s, err = c.request().Prepare(envOf(nil)); err != nil || s.Sizes[2].GlobalBatch != 16 || s.Sizes[2].Micro != 4 {
 		t.Fatalf("strong: %+v, %v; want 16 sequences at every size", s, err)
 	}
 }

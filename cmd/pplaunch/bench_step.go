@@ -41,8 +41,7 @@ func (c *benchStepCmd) run(ctx context.Context, stdout, stderr io.Writer) error 
 	if cpu, err := tensor.NewCPU(c.BLAS); err == nil && cpu.OpenBLASHint() != "" && c.Device == "cpu" {
 		fmt.Fprintln(stderr, "pplaunch: bench step:", cpu.OpenBLASHint())
 	}
-	rep, err := bench.Step(bench.StepOptions{Model: cfg, Batch: c.Batch, Threads: c.Threads,
-		Steps: c.Steps, Warmup: c.Warmup, BLAS: c.BLAS, Seed: 1, Device: c.Device, Precision: prec})
+	rep, err := bench.Step(c.options(cfg, prec))
 	if de := (*bench.DeviceError)(nil); errors.As(err, &de) {
 		return exitError{code: 2, err: fmt.Errorf("bench step --device %s: %w", c.Device, de)}
 	}
@@ -53,6 +52,12 @@ func (c *benchStepCmd) run(ctx context.Context, stdout, stderr io.Writer) error 
 		return rep.WriteJSON(stdout)
 	}
 	return rep.WriteText(stdout)
+}
+
+// options are the step the flags ask for.
+func (c *benchStepCmd) options(cfg models.Config, prec models.Precision) bench.StepOptions {
+	return bench.StepOptions{Model: cfg, Batch: c.Batch, Threads: c.Threads,
+		Steps: c.Steps, Warmup: c.Warmup, BLAS: c.BLAS, Seed: 1, Device: c.Device, Precision: prec}
 }
 
 // exitError is an error that ends the process with its own exit code (2: the

@@ -78,7 +78,7 @@ func run(argv []string, stdout, stderr io.Writer) int {
 		// whole way below, for the same message.
 		var f struct{ launch.Flags }
 		if p, err := arg.NewParser(arg.Config{Program: "pplaunch"}, &f); err == nil && p.Parse(negativeValues(torchrunNames(flagArgs))) == nil {
-			return runProgram(f.Flags, program, stdout, stderr)
+			return launch.RunProgram(f.Flags, program, stdout, stderr)
 		}
 	}
 	var c cli
@@ -134,7 +134,7 @@ func run(argv []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "pplaunch: nothing after --: give the program each rank runs")
 			return 2
 		}
-		return runProgram(c.Flags, program, stdout, stderr)
+		return launch.RunProgram(c.Flags, program, stdout, stderr)
 	}
 	switch {
 	case c.Bench != nil && c.Bench.Store != nil:

@@ -95,7 +95,7 @@ func (c *sampleCmd) job(stdout io.Writer) func(ctx context.Context, r *ranks.Ran
 			sm.Placement[s] = s
 		}
 		if r.WorldSize > 1 {
-			comm, err := collective.JoinTCP(ctx, r.Store, r.StoreAddr, r.Token, r.Rank, r.WorldSize, collective.TCPOptions{Options: collective.Options{Timeout: c.Timeout}})
+			comm, err := r.JoinTCP(ctx, collective.TCPOptions{Options: collective.Options{Timeout: c.Timeout}})
 			if err != nil {
 				return err
 			}

@@ -140,7 +140,7 @@ func (c *trainCmd) precheck(f launch.Flags, getenv func(string) string) error {
 		return nil
 	}
 	size := 0
-	// Bad launcher flags are runAgent's to report.
+	// Bad launcher flags are launch.RunAgent's to report.
 	lc, err := launch.Resolve(f, getenv)
 	if err == nil && lc.NNodes == 1 {
 		size = lc.NProc
@@ -224,9 +224,9 @@ func (c *trainCmd) job(stdout io.Writer, backend string) func(ctx context.Contex
 		if dev.Hint != "" && r.Rank == 0 {
 			logf("train: %s", dev.Hint)
 		}
-		pre := ranks.WatchPreemption(cfg.CheckpointDir != "", r.Rank, logf)
+		pre := ranks.WatchPreemption(ctx, cfg.CheckpointDir != "", r.Rank, logf)
 		defer pre.Close()
-		comm, err := collective.JoinTCP(ctx, r.Store, r.StoreAddr, r.Token, r.Rank, r.WorldSize, collective.TCPOptions{Options: collective.Options{Timeout: cfg.Timeout}})
+		comm, err := r.JoinTCP(ctx, collective.TCPOptions{Options: collective.Options{Timeout: cfg.Timeout}})
 		if err != nil {
 			return err
 		}
@@ -286,13 +286,13 @@ func (c *trainCmd) job(stdout io.Writer, backend string) func(ctx context.Contex
 // rankConfig is the run's configuration on a rank of a world of size ranks:
 // the flags (and --config) resolved for that world and checked.
 func (c *trainCmd) rankConfig(size int) (ranks.TrainConfig, error) {
-	e, err := readElastic(os.Getenv)
+	e, err := contract.ReadElastic(os.Getenv)
 	if err != nil {
 		return ranks.TrainConfig{}, err
 	}
 	world := size
-	if e.base > 0 {
-		world = e.base // an elastic job's batch is its first world's
+	if e.Base > 0 {
+		world = e.Base // an elastic job's batch is its first world's
 	}
 	if err := c.resolveWorld(world); err != nil {
 		return ranks.TrainConfig{}, err
@@ -301,7 +301,7 @@ func (c *trainCmd) rankConfig(size int) (ranks.TrainConfig, error) {
 	if err != nil {
 		return ranks.TrainConfig{}, err
 	}
-	if cfg, err = elasticConfig(cfg, e, size); err != nil {
+	if cfg, err = cfg.ForWorld(e, size); err != nil {
 		return ranks.TrainConfig{}, err
 	}
 	l, err := cfg.Plan(size)
