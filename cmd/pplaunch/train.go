@@ -18,6 +18,7 @@ import (
 	"github.com/pplaunch/pplaunch/models/checkpoint"
 	"github.com/pplaunch/pplaunch/models/tensor"
 	"github.com/pplaunch/pplaunch/ranks"
+	"github.com/pplaunch/pplaunch/ranks/report"
 	"github.com/pplaunch/pplaunch/runconfig"
 	"github.com/pplaunch/pplaunch/schedules"
 )
@@ -167,10 +168,10 @@ func (c *trainCmd) checkWorld(size int) error {
 	if _, err := c.genFlags.options(cfg.Model.Vocab, cfg.Seed); err != nil {
 		return err
 	}
-	if err := checkMetricsAddr(c.MetricsAddr); err != nil {
+	if err := report.CheckMetricsAddr(c.MetricsAddr); err != nil {
 		return err
 	}
-	if _, err := parseTraceSteps(c.TraceSteps); err != nil {
+	if _, err := report.ParseTraceSteps(c.TraceSteps); err != nil {
 		return err
 	}
 	if _, err := ranks.LoadData(cfg); err != nil {
@@ -245,21 +246,21 @@ func (c *trainCmd) job(stdout io.Writer, backend string) func(ctx context.Contex
 		if ctx, err = c.hooks(ctx, &job, cfg, pre); err != nil {
 			return fmt.Errorf("train: %w", err)
 		}
-		var out *trainOutput
+		var out *report.Run
 		if job.Rank == 0 {
-			if out, err = newTrainOutput(c, cfg, what, job.Size, stdout); err != nil {
+			if out, err = report.Open(c.reportConfig(cfg, what, job.Size, stdout)); err != nil {
 				return fmt.Errorf("train: %w", err)
 			}
-			defer out.close()
-			job.Report, job.Event, job.OnSample = out.step, out.event, out.sample
+			defer out.Close()
+			job.Report, job.Event, job.OnSample = out.Step, out.Event, out.Sample
 			if relayout != nil {
-				job.OnResume = func(step int) { out.relayout(relayout, step) }
+				job.OnResume = func(step int) { out.Relayout(relayout, step) }
 			}
 		}
 		if c.MetricsAddr != "" {
 			lctx, stopLive := context.WithCancel(ctx)
 			defer stopLive()
-			trackLive(lctx, &job, cfg, out, r.MaxRestarts)
+			report.Track(lctx, &job, cfg, out, r.MaxRestarts)
 		}
 		res, err := ranks.Train(ctx, cfg, job)
 		if err != nil {
@@ -271,13 +272,8 @@ func (c *trainCmd) job(stdout io.Writer, backend string) func(ctx context.Contex
 			}
 			return err
 		}
-		if res != nil && res.Profile != nil {
-			if err := writeProfile(c.Profile, res.Profile); err != nil {
-				return fmt.Errorf("train: --profile: %w", err)
-			}
-		}
 		if out != nil {
-			return out.finish(res, pre.Signal())
+			return out.Finish(res, pre.Signal())
 		}
 		return nil
 	}

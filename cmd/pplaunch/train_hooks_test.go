@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,35 +11,7 @@ import (
 
 	"github.com/pplaunch/pplaunch/contract"
 	"github.com/pplaunch/pplaunch/models/checkpoint"
-	"github.com/pplaunch/pplaunch/ranks"
 )
-
-// TestTrainOutputLines: plain output has a line per step; on a terminal, a
-// progress bar line every twentieth of the run, at evaluations and at the ends.
-func TestTrainOutputLines(t *testing.T) {
-	for _, tc := range []struct {
-		tty   bool
-		lines int
-	}{{false, 40}, {true, 22}} { // 22: the first step, every other step (20), the evaluation
-		var buf strings.Builder
-		o := &trainOutput{cfg: ranks.TrainConfig{Steps: 40}, w: &buf, tty: tc.tty, c: &trainCmd{}}
-		val := 2.5
-		for step := range 40 {
-			r := ranks.StepRecord{Step: step + 1, Loss: 3, PeakActivation: []int64{1 << 20}}
-			if step+1 == 31 { // an evaluation between two bar updates
-				r.ValLoss = &val
-			}
-			o.step(r)
-		}
-		got := strings.Split(strings.TrimSpace(buf.String()), "\n")
-		if len(got) != tc.lines {
-			t.Errorf("tty=%v: %d lines, want %d:\n%s", tc.tty, len(got), tc.lines, buf.String())
-		}
-		if tc.tty && (!strings.HasPrefix(got[len(got)-1], "[####################] 100%") || !strings.Contains(buf.String(), "val 2.5000")) {
-			t.Errorf("progress bar lines:\n%s", buf.String())
-		}
-	}
-}
 
 // parseCLI parses argv as main's run does.
 func parseCLI(t *testing.T, argv []string) cli {
@@ -146,25 +117,5 @@ func TestTrainPrecheckPasses(t *testing.T) {
 	}
 	if err := c.Train.precheck(c.Flags, os.Getenv); err == nil {
 		t.Error("--pp 3 on 4 ranks passed the agent's check")
-	}
-}
-
-// TestTrainMetricsWriteError: a --metrics file that cannot be written is an
-// error at the end of the run naming --metrics, not a silently short file.
-func TestTrainMetricsWriteError(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "metrics.jsonl")
-	if err := os.WriteFile(path, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(path) // read-only: every write fails
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf strings.Builder
-	o := &trainOutput{cfg: ranks.TrainConfig{Steps: 1}, w: &buf, c: &trainCmd{}, metrics: f, enc: json.NewEncoder(f)}
-	o.step(ranks.StepRecord{Loss: 3, PeakActivation: []int64{1}})
-	err = o.finish(&ranks.Result{Steps: 1}, nil)
-	if err == nil || !strings.Contains(err.Error(), "--metrics") {
-		t.Errorf("finish: %v, want a --metrics write error", err)
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package report
 
 import (
 	"fmt"
@@ -6,18 +6,18 @@ import (
 	"strings"
 )
 
-// traceSteps is what --trace-steps asks --trace-svg to draw: steps from..to
+// TraceSteps is what --trace-steps asks --trace-svg to draw: steps from..to
 // counted from 1 as the console counts them (0, 0: the last; -1, -1: all).
-type traceSteps struct{ from, to int }
+type TraceSteps struct{ from, to int }
 
-// parseTraceSteps reads --trace-steps: "last", "all", a step N, or a range
+// ParseTraceSteps reads --trace-steps: "last", "all", a step N, or a range
 // A-B.
-func parseTraceSteps(spec string) (traceSteps, error) {
+func ParseTraceSteps(spec string) (TraceSteps, error) {
 	switch spec {
 	case "", "last":
-		return traceSteps{}, nil
+		return TraceSteps{}, nil
 	case "all":
-		return traceSteps{-1, -1}, nil
+		return TraceSteps{-1, -1}, nil
 	}
 	a, b, isRange := strings.Cut(spec, "-")
 	from, err1 := strconv.Atoi(a)
@@ -26,15 +26,15 @@ func parseTraceSteps(spec string) (traceSteps, error) {
 		to, err2 = strconv.Atoi(b)
 	}
 	if err1 != nil || err2 != nil || from < 1 || to < from {
-		return traceSteps{}, fmt.Errorf("--trace-steps %q: want last, all, a step N or a range A-B of steps counted from 1 (e.g. 5 or 3-6)", spec)
+		return TraceSteps{}, fmt.Errorf("--trace-steps %q: want last, all, a step N or a range A-B of steps counted from 1 (e.g. 5 or 3-6)", spec)
 	}
-	return traceSteps{from, to}, nil
+	return TraceSteps{from, to}, nil
 }
 
 // window is the trace's steps to draw, as indices [lo, hi) into the steps it
 // holds, which are the run's steps first+1 .. first+count; a range past what
 // ran is cut to it, and note says so ("" when nothing was cut).
-func (w traceSteps) window(first, count int) (lo, hi int, note string, err error) {
+func (w TraceSteps) window(first, count int) (lo, hi int, note string, err error) {
 	switch {
 	case count < 1:
 		return 0, 0, "", fmt.Errorf("no whole step to draw")

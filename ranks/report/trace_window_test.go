@@ -1,4 +1,4 @@
-package main
+package report
 
 import (
 	"errors"
@@ -31,7 +31,7 @@ func TestTraceSteps(t *testing.T) {
 		{"6-3", 0, 30, 0, 0, "", `--trace-steps "6-3"`},
 		{"x", 0, 30, 0, 0, "", `--trace-steps "x"`},
 	} {
-		w, err := parseTraceSteps(c.spec)
+		w, err := ParseTraceSteps(c.spec)
 		var lo, hi int
 		var note string
 		if err == nil {
@@ -92,7 +92,7 @@ func TestDrawTraceWindow(t *testing.T) {
 		{"4-5", "m · steps 4..5 of 7", []string{"step 4", "step 5"}},
 		{"6-9", "m · steps 6..7 of 7 (of 6-9 asked; the trace holds 3..7)", []string{"step 6", "step 7"}},
 	} {
-		win, err := parseTraceSteps(c.spec)
+		win, err := ParseTraceSteps(c.spec)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package main
+package report
 
 import (
 	"fmt"
@@ -12,12 +12,12 @@ import (
 // writeProfile writes p to path atomically, so that a reader never sees
 // half a profile.
 func writeProfile(path string, p *plan.Profile) error {
-	return writeFileAtomic(path, p.Write)
+	return WriteFileAtomic(path, p.Write)
 }
 
-// writeFileAtomic writes path through a temporary file in the same
+// WriteFileAtomic writes path through a temporary file in the same
 // directory and a rename.
-func writeFileAtomic(path string, write func(io.Writer) error) error {
+func WriteFileAtomic(path string, write func(io.Writer) error) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".pplaunch-*")
 	if err != nil {
 		return err

@@ -1,4 +1,4 @@
-package main
+package report
 
 import (
 	"errors"
@@ -49,7 +49,7 @@ func (s *traceStream) add(tl *schedules.Timeline) {
 
 // finish ends the trace and draws svg (if set) from it: the steps win
 // chooses of the run's steps first+1.. (see drawTrace).
-func (s *traceStream) finish(svg, title string, sched *schedules.Schedule, win traceSteps, first int) error {
+func (s *traceStream) finish(svg, title string, sched *schedules.Schedule, win TraceSteps, first int) error {
 	err := errors.Join(s.err, s.tw.Close(), s.f.Close())
 	s.f = nil
 	if err != nil {
@@ -67,7 +67,7 @@ func (s *traceStream) finish(svg, title string, sched *schedules.Schedule, win t
 // drawTrace draws the trace file as svg (schedules.TraceView): with the
 // run's schedule, the steps win chooses of the run's steps first+1.. that
 // the file holds.
-func drawTrace(trace, svg, title string, sched *schedules.Schedule, win traceSteps, first int) error {
+func drawTrace(trace, svg, title string, sched *schedules.Schedule, win TraceSteps, first int) error {
 	in, err := os.Open(trace)
 	if err != nil {
 		return err
@@ -96,4 +96,19 @@ func (s *traceStream) close() {
 	if s.temp {
 		os.Remove(s.path)
 	}
+}
+
+func writeFile(path string, write func(io.Writer) error) error {
+	if path == "" {
+		return nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

@@ -1,43 +1,21 @@
-package main
+package report
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strconv"
 	"time"
 
-	"github.com/pplaunch/pplaunch/launch"
+	"github.com/pplaunch/pplaunch/contract"
 	"github.com/pplaunch/pplaunch/ranks"
 	"github.com/pplaunch/pplaunch/ranks/live"
 )
 
-// metricsFlags choose where rank 0 serves Prometheus metrics.
-type metricsFlags struct {
-	MetricsAddr string `arg:"--metrics-addr" placeholder:"HOST:PORT" help:"serve the live view (/, /api/state; pplaunch top reads it) and Prometheus metrics (/metrics) from rank 0 on this address; a port alone (:9400) listens on loopback only, give 0.0.0.0:9400 for every interface (port 0: a free one; the address is printed)"`
-}
-
-// checkMetricsAddr refuses an address that cannot be listened on as given.
-func checkMetricsAddr(addr string) error {
-	if addr == "" {
-		return nil
-	}
-	if _, port, err := net.SplitHostPort(addr); err != nil {
-		return fmt.Errorf("--metrics-addr %q: %v (want HOST:PORT or :PORT, e.g. :9400)", addr, err)
-	} else if _, err := strconv.ParseUint(port, 10, 16); err != nil {
-		return fmt.Errorf("--metrics-addr %q: port %q is not a number from 0 to 65535", addr, port)
-	}
-	return nil
-}
-
 // metricsServer is rank 0's Prometheus endpoint: the latest step's record
 // as gauges, the transfers as counters, beside the Go runtime's and the
-// process's own metrics.
+// process's own metrics; and the live view of its board.
 type metricsServer struct {
 	board                                         *live.Board
 	history                                       *liveHistory // nil without an agent
@@ -56,47 +34,9 @@ func counter(reg *metricSet, name, help string, labels ...string) *metricVec {
 	return reg.add("pplaunch_"+name, help, "counter", labels)
 }
 
-// listenAddr is where --metrics-addr listens: a port alone means loopback,
-// so the view is not on every interface unless asked for.
-func listenAddr(addr string) string {
-	if host, port, err := net.SplitHostPort(addr); err == nil && host == "" {
-		return net.JoinHostPort("127.0.0.1", port)
-	}
-	return addr
-}
-
-// listenKept listens on addr. Under the agent (progress names the rank's
-// progress file in the agent's run directory) a free port (port 0) is kept
-// for the run: a restarted group's rank 0 listens where the first one did, so
-// an open page or pplaunch top finds the job again.
-func listenKept(addr, progress string) (net.Listener, error) {
-	_, port, _ := net.SplitHostPort(addr)
-	if progress == "" || port != "0" {
-		return net.Listen("tcp", addr)
-	}
-	kept := filepath.Join(filepath.Dir(progress), "metrics-addr")
-	if b, err := os.ReadFile(kept); err == nil {
-		if ln, err := net.Listen("tcp", string(b)); err == nil {
-			return ln, nil
-		}
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err == nil {
-		os.WriteFile(kept, []byte(ln.Addr().String()), 0o600) // at worst, a restart gets another port
-	}
-	return ln, err
-}
-
-// startMetrics listens on addr, serves the live view of board at / and the
-// metrics at /metrics, and prints where, a line a scraper (or a test) can
-// wait for. steps is the run's length.
-func startMetrics(addr string, steps int, board *live.Board, w io.Writer) (*metricsServer, error) {
-	ln, err := listenKept(listenAddr(addr), os.Getenv(launch.EnvProgress))
-	if err != nil {
-		return nil, fmt.Errorf("--metrics-addr: %w", err)
-	}
-	reg := &metricSet{}
-	m := &metricsServer{
+// newMetricsServer declares the families in reg.
+func newMetricsServer(reg *metricSet, board *live.Board) *metricsServer {
+	return &metricsServer{
 		board:   board,
 		done:    make(chan struct{}),
 		step:    gauge(reg, "train_step", "optimizer steps completed"),
@@ -115,7 +55,21 @@ func startMetrics(addr string, steps int, board *live.Board, w io.Writer) (*metr
 		recv:    counter(reg, "transfer_received_bytes_total", "activation and gradient bytes a rank received from a peer", "rank", "peer"),
 		xferS:   counter(reg, "transfer_seconds_total", "seconds a rank's transfer actions with a peer took", "rank", "peer"),
 	}
-	m.steps.WithLabelValues().Set(float64(steps))
+}
+
+// startMetrics listens on cfg.MetricsAddr, serves the live view of board at
+// / and the metrics at /metrics, and prints where, a line a scraper (or a
+// test) can wait for. Under the agent, board starts from the curve an
+// earlier attempt kept (liveHistory).
+func startMetrics(cfg Config, board *live.Board) (*metricsServer, error) {
+	progress := cfg.getenv(contract.EnvProgress)
+	ln, err := listenKept(listenAddr(cfg.MetricsAddr), progress)
+	if err != nil {
+		return nil, fmt.Errorf("--metrics-addr: %w", err)
+	}
+	reg := &metricSet{}
+	m := newMetricsServer(reg, board)
+	m.steps.WithLabelValues().Set(float64(cfg.Train.Steps))
 	mux := http.NewServeMux()
 	mux.HandleFunc("/metrics", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
@@ -123,14 +77,15 @@ func startMetrics(addr string, steps int, board *live.Board, w io.Writer) (*metr
 	})
 	mux.Handle("/", live.Handler(board))
 	m.srv = &http.Server{Handler: mux}
+	m.history = openLiveHistory(progress, board)
 	go func() {
 		defer close(m.done)
 		if err := m.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			fmt.Fprintf(w, "metrics: stopped serving: %v\n", err)
+			fmt.Fprintf(cfg.Out, "metrics: stopped serving: %v\n", err)
 		}
 	}()
-	fmt.Fprintf(w, "metrics: serving http://%s/metrics\n", ln.Addr())
-	fmt.Fprintf(w, "live: the job's view at http://%s/ (in a terminal: pplaunch top %s)\n", ln.Addr(), ln.Addr())
+	fmt.Fprintf(cfg.Out, "metrics: serving http://%s/metrics\n", ln.Addr())
+	fmt.Fprintf(cfg.Out, "live: the job's view at http://%s/ (in a terminal: pplaunch top %s)\n", ln.Addr(), ln.Addr())
 	return m, nil
 }
 
