@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/pplaunch/pplaunch/models"
-	"github.com/pplaunch/pplaunch/plan"
 )
 
 // modelFlags choose the model; `bench step` and `train` embed them. A preset
@@ -80,18 +79,13 @@ func (f cutFlags) cut(cfg models.Config, stages int) ([]int, error) {
 }
 
 // profileCut cuts cfg into stages from the block times of the profile at
-// path, which must be of the same model.
+// path, which must be of the same model (plan.Profile.CutModel).
 func profileCut(path string, cfg models.Config, stages int) ([]int, error) {
 	p, err := readProfile(path)
 	if err != nil {
 		return nil, fmt.Errorf("--balance profile:%w", err)
 	}
-	m := p.Model
-	if m.Kind != cfg.Kind || m.Layers != cfg.Layers || m.Width != cfg.Width || m.Heads != cfg.Heads || m.Seq != cfg.Seq || m.Vocab != cfg.Vocab {
-		return nil, fmt.Errorf("--balance profile:%s: the profile measured a %s of %d layers, width %d, %d heads, seq %d, vocab %d; this run's model is a %s of %d layers, width %d, %d heads, seq %d, vocab %d: profile this model first (train --profile)",
-			path, m.Kind, m.Layers, m.Width, m.Heads, m.Seq, m.Vocab, cfg.Kind, cfg.Layers, cfg.Width, cfg.Heads, cfg.Seq, cfg.Vocab)
-	}
-	cut, err := plan.ProfileCut(p, stages)
+	cut, err := p.CutModel(cfg, stages)
 	if err != nil {
 		return nil, fmt.Errorf("--balance profile:%s: %w", path, err)
 	}

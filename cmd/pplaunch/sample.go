@@ -107,7 +107,7 @@ func (c *sampleCmd) job(stdout io.Writer) func(ctx context.Context, r *ranks.Ran
 			return err
 		}
 		if r.Rank == 0 {
-			fmt.Fprintf(stdout, "sample from %s (step %d, seed %d): %s\n", src.Dir, src.Manifest.Step, src.Seed, formatSample(src.Model.Vocab, o.Prompt, toks))
+			fmt.Fprintf(stdout, "sample from %s (step %d, seed %d): %s\n", src.Dir, src.Manifest.Step, src.Seed, ranks.FormatSample(src.Model.Vocab, o.Prompt, toks))
 		}
 		return nil
 	}

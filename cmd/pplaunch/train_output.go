@@ -162,7 +162,7 @@ func (o *trainOutput) relayout(r *ranks.RelayoutRecord, step int) {
 
 // sample prints a sample on one line.
 func (o *trainOutput) sample(s ranks.Sample) {
-	fmt.Fprintf(o.w, "sample after step %d: %s\n", s.Step, formatSample(o.cfg.Model.Vocab, s.Prompt, s.Tokens))
+	fmt.Fprintf(o.w, "sample after step %d: %s\n", s.Step, ranks.FormatSample(o.cfg.Model.Vocab, s.Prompt, s.Tokens))
 }
 
 func (o *trainOutput) close() {
