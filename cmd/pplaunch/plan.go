@@ -66,3 +66,17 @@ func (c *planCmd) simulate() (*plan.Result, error) {
 	}
 	return c.SimulateFile(string(text))
 }
+
+// readProfile reads a file that train --profile wrote.
+func readProfile(path string) (*plan.Profile, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	p, err := plan.ReadProfile(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return p, nil
+}
