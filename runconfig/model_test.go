@@ -1,7 +1,7 @@
 package runconfig
 
 import (
-	"fmt"
+	"bytes"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -17,18 +17,13 @@ import (
 // (width 32, seq 16) on 2 ranks with 1F1B.
 var profileFile = filepath.Join("..", "plan", "testdata", "profile_gpt4.json")
 
-// readProfile reads a profile file as pplaunch does.
+// readProfile reads the profile at path.
 func readProfile(path string) (*plan.Profile, error) {
-	f, err := os.Open(path)
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	p, err := plan.ReadProfile(f)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return p, nil
+	return plan.ReadProfile(bytes.NewReader(b))
 }
 
 func TestModelFlags(t *testing.T) {
