@@ -18,6 +18,17 @@ func ProfileCut(p *Profile, stages int) ([]int, error) {
 	return models.PartitionCosts(p.Model.Layers, stages, cost)
 }
 
+// CutModel is ProfileCut for a run of model cfg, which must be the model
+// the profile measured: another model's block times say nothing of its own.
+func (p *Profile) CutModel(cfg models.Config, stages int) ([]int, error) {
+	m := p.Model
+	if m.Kind != cfg.Kind || m.Layers != cfg.Layers || m.Width != cfg.Width || m.Heads != cfg.Heads || m.Seq != cfg.Seq || m.Vocab != cfg.Vocab {
+		return nil, fmt.Errorf("the profile measured a %s of %d layers, width %d, %d heads, seq %d, vocab %d; this run's model is a %s of %d layers, width %d, %d heads, seq %d, vocab %d: profile this model first (train --profile)",
+			m.Kind, m.Layers, m.Width, m.Heads, m.Seq, m.Vocab, cfg.Kind, cfg.Layers, cfg.Width, cfg.Heads, cfg.Seq, cfg.Vocab)
+	}
+	return ProfileCut(p, stages)
+}
+
 // CutRow is one cut of a profiled layout; plan --json prints them.
 type CutRow struct {
 	Name          string  `json:"name"`

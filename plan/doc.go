@@ -14,7 +14,14 @@
 // forms the papers give for its bubble and peak (forms.go). The rules a
 // layout must keep to be bit-exact and allowed (rules.go) are here too, so
 // the trainer's check and the search agree. report.go prints each answer
-// as pplaunch plan shows it.
+// as pplaunch plan shows it. A Query (query.go) is what pplaunch plan is
+// asked: its flags, declared once with their tags and checked here, and
+// the answers to them (answer.go, answer_profile.go: the simulation of a
+// built-in or a file's schedule, the comparison, the cut comparison and
+// search of a profile, as text or JSON); Files (files.go) renders the
+// files a query asks for (CSV, SVG, trace) for the caller to write. The
+// caller reads and writes the files; nothing here opens one. CutModel
+// (cut.go) is --balance profile:FILE's cut, refusing another model's profile.
 //
 // plan imports schedules (generators, simulator) and models (the cost
 // partition) only: never ranks, collective, launch, bench or cmd, so the

@@ -61,3 +61,17 @@ func ResolveBatch(spec Batch, cur BatchSizes) (BatchSizes, error) {
 	}
 	return cur, nil
 }
+
+// WorldDP is the data-parallel width of a run of --pp pp and --dp dp (0:
+// not given) in a world of size ranks, for the batch arithmetic: dp as
+// given, else size / pp where pp divides size, else 1 (the layout's check
+// reports a pipeline that does not divide the world).
+func WorldDP(size, pp, dp int) int {
+	if dp != 0 {
+		return dp
+	}
+	if pp > 0 && size%pp == 0 {
+		return size / pp
+	}
+	return 1
+}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"text/tabwriter"
 
 	"github.com/pplaunch/pplaunch/models/checkpoint"
 )
@@ -48,27 +47,10 @@ func (c *checkpointCompareCmd) run(_ context.Context, stdout, _ io.Writer) error
 		}
 		fmt.Fprintf(stdout, "%s: %s (step %d, %d stages)\n", d.label, d.dir, m.Step, m.NumStages)
 	}
-	fmt.Fprintf(stdout, "match: |a-b| <= %g + %g*|b|\n\n", c.ATol, c.RTol)
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "tensor\tshape\tmax |a-b|\tmax |a-b|/|b|\tresult")
-	for _, d := range r.Diffs {
-		shape := fmt.Sprint(d.ShapeA)
-		if d.ShapeA == nil {
-			shape = fmt.Sprint(d.ShapeB)
-		}
-		abs, rel := fmt.Sprintf("%.3g", d.MaxAbs), fmt.Sprintf("%.3g", d.MaxRel)
-		result := "ok"
-		switch {
-		case d.Problem != "":
-			abs, rel, result = "-", "-", "DIFFERS: "+d.Problem
-		case d.Outside > 0:
-			result = fmt.Sprintf("DIFFERS: %d elements outside tolerance", d.Outside)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", d.Name, shape, abs, rel, result)
+	if err := r.Write(stdout, tol); err != nil {
+		return err
 	}
-	tw.Flush()
 	bad := r.Mismatches()
-	fmt.Fprintf(stdout, "\n%d tensors: %d match, %d differ\n", len(r.Diffs), len(r.Diffs)-bad, bad)
 	if bad > 0 {
 		return fmt.Errorf("checkpoint compare: %d of %d tensors differ between %s and %s", bad, len(r.Diffs), dirA, dirB)
 	}

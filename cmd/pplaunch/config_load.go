@@ -70,14 +70,7 @@ func (c *trainCmd) resolveWorld(size int) error {
 	if size == 0 || c.Config == "" {
 		return nil
 	}
-	dp := c.DP
-	if dp == 0 {
-		dp = 1
-		if c.PP > 0 && size%c.PP == 0 {
-			dp = size / c.PP
-		}
-	}
-	b, err := runconfig.ResolveBatch(c.batch, runconfig.BatchSizes{Micro: c.MicrobatchSize, Accum: c.Microbatches, DP: dp})
+	b, err := runconfig.ResolveBatch(c.batch, runconfig.BatchSizes{Micro: c.MicrobatchSize, Accum: c.Microbatches, DP: runconfig.WorldDP(size, c.PP, c.DP)})
 	if err != nil {
 		return fmt.Errorf("%s: %w", c.Config, err)
 	}

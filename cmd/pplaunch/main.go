@@ -16,6 +16,7 @@ import (
 	"github.com/alexflint/go-arg"
 
 	"github.com/pplaunch/pplaunch/bench"
+	"github.com/pplaunch/pplaunch/internal/usage"
 	"github.com/pplaunch/pplaunch/launch"
 )
 
@@ -95,7 +96,7 @@ func run(argv []string, stdout, stderr io.Writer) int {
 				fmt.Fprint(stdout, scalingExamples)
 			}
 			if len(p.SubcommandNames()) == 0 {
-				fmt.Fprintf(stdout, "\nbench's commands:\n%s\ncheckpoint's commands:\n%s", commandList(reflect.TypeFor[benchCmd]()), commandList(reflect.TypeFor[checkpointCmd]()))
+				fmt.Fprintf(stdout, "\nbench's commands:\n%s\ncheckpoint's commands:\n%s", usage.CommandList(reflect.TypeFor[benchCmd]()), usage.CommandList(reflect.TypeFor[checkpointCmd]()))
 			}
 			return 0
 		default:
@@ -106,8 +107,8 @@ func run(argv []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 	}
-	if sub := p.Subcommand(); sub != nil && len(subcommands(reflect.TypeOf(sub))) > 0 {
-		fmt.Fprintf(stderr, "pplaunch %s: give one of its commands:\n%s", strings.Join(p.SubcommandNames(), " "), commandList(reflect.TypeOf(sub)))
+	if sub := p.Subcommand(); sub != nil && len(usage.Subcommands(reflect.TypeOf(sub))) > 0 {
+		fmt.Fprintf(stderr, "pplaunch %s: give one of its commands:\n%s", strings.Join(p.SubcommandNames(), " "), usage.CommandList(reflect.TypeOf(sub)))
 		return 2
 	}
 	if c.Train != nil && c.Train.Config != "" {
@@ -162,7 +163,7 @@ func run(argv []string, stdout, stderr io.Writer) int {
 	case c.Top != nil:
 		return runInProcess(stderr, func(ctx context.Context) error { return c.Top.run(ctx, stdout, stderr) })
 	default:
-		fmt.Fprintf(stderr, "pplaunch: nothing to run: give a command, or -- PROGRAM ARGS... to run a program on every rank (pplaunch --help):\n%s", commandList(reflect.TypeFor[cli]()))
+		fmt.Fprintf(stderr, "pplaunch: nothing to run: give a command, or -- PROGRAM ARGS... to run a program on every rank (pplaunch --help):\n%s", usage.CommandList(reflect.TypeFor[cli]()))
 		return 2
 	}
 }
@@ -190,8 +191,8 @@ func launcherFlagsOnly(args []string) bool {
 		if a == "-h" || a == "--help" || a == "help" {
 			return false
 		}
-		for _, c := range subcommands(reflect.TypeFor[cli]()) {
-			if a == c.name {
+		for _, c := range usage.Subcommands(reflect.TypeFor[cli]()) {
+			if a == c.Name {
 				return false
 			}
 		}

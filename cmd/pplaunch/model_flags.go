@@ -1,99 +1,23 @@
 package main
 
 import (
-	"fmt"
-	"strings"
-
 	"github.com/pplaunch/pplaunch/models"
-	"github.com/pplaunch/pplaunch/plan"
+	"github.com/pplaunch/pplaunch/runconfig"
 )
 
-// modelFlags choose the model; `bench step` and `train` embed them. A preset
-// gives every field; the other flags override it where set.
-type modelFlags struct {
-	Model  string `arg:"--model" default:"gpt-tiny" help:"preset: gpt-tiny, gpt-small, gpt-medium, gpt2, mlp-tiny"`
-	Layers int    `arg:"--layers" help:"number of blocks (overrides the preset)" alias:"num_layers,n_layer,n_layers" same:"true"`
-	Width  int    `arg:"--width" help:"model width d (overrides the preset)" alias:"hidden_size,n_embd,d_model,dim" same:"true"`
-	Heads  int    `arg:"--heads" help:"attention heads (overrides the preset)" alias:"num_attention_heads,n_head,n_heads" same:"true"`
-	Seq    int    `arg:"--seq" help:"sequence length in tokens (overrides the preset)" alias:"seq_length,seq_len,block_size,max_seq_len" same:"true"`
-	Tied   bool   `arg:"--tied" help:"tie the LM head to the token embedding (the gpt2 preset is always tied)" alias:"tie_word_embeddings,weight_tying" same:"true"`
-	Vocab  int    `arg:"--vocab" placeholder:"N" help:"tokens in the vocabulary, e.g. 50257 for GPT-2's tokenizer; the embedding is padded to a multiple of 64 rows, never sampled nor counted in the loss [default: 256, a token per byte]" alias:"vocab_size" same:"true"`
-	Gelu   string `arg:"--gelu" default:"tanh" help:"MLP activation: tanh (GPT-2's approximation) or exact (erf, nanoGPT's nn.GELU())" same:"true"`
-}
+// modelFlags choose the model; `bench step` and `train` embed them
+// (runconfig.ModelFlags: the flags, the preset and its overrides).
+type modelFlags struct{ runconfig.ModelFlags }
 
 // config resolves the preset and overrides into a checked model config.
-func (f modelFlags) config() (models.Config, error) {
-	c, err := models.Preset(f.Model)
-	if err != nil {
-		return c, fmt.Errorf("--model: %w", err)
-	}
-	for _, o := range []struct {
-		flag string
-		v    int
-		dst  *int
-	}{{"--layers", f.Layers, &c.Layers}, {"--width", f.Width, &c.Width}, {"--heads", f.Heads, &c.Heads}, {"--seq", f.Seq, &c.Seq}, {"--vocab", f.Vocab, &c.Vocab}} {
-		if o.v < 0 {
-			return c, fmt.Errorf("%s %d: want a positive number", o.flag, o.v)
-		}
-		if o.v > 0 {
-			*o.dst = o.v
-		}
-	}
-	c.Tied = c.Tied || f.Tied
-	switch f.Gelu {
-	case "", models.GeluTanh: // the default, which a config leaves unnamed
-	case models.GeluExact:
-		c.Gelu = models.GeluExact
-	default:
-		return c, fmt.Errorf("--gelu %q: want %s or %s", f.Gelu, models.GeluTanh, models.GeluExact)
-	}
-	return c, c.Validate()
-}
+func (f modelFlags) config() (models.Config, error) { return f.ModelFlags.Config() }
 
 // cutFlags choose how the model is cut into pipeline stages; `train` embeds
-// them beside modelFlags.
-type cutFlags struct {
-	LayersPerStage string `arg:"--layers-per-stage" help:"explicit cut, e.g. 3,3,2,2 (overrides --balance)"`
-	Balance        string `arg:"--balance" default:"uniform" help:"cut by: uniform, params, flops, or profile:FILE (the measured block times of train --profile)" ds:"pipeline.partition_method"`
-}
+// them beside modelFlags (runconfig.CutFlags).
+type cutFlags struct{ runconfig.CutFlags }
 
-// cut returns the number of blocks in each of stages stages.
+// cut returns the number of blocks in each of stages stages, reading the
+// profile that --balance profile:FILE names.
 func (f cutFlags) cut(cfg models.Config, stages int) ([]int, error) {
-	if path, ok := strings.CutPrefix(f.Balance, "profile:"); ok && f.LayersPerStage == "" {
-		return profileCut(path, cfg, stages)
-	}
-	if f.LayersPerStage == "" {
-		cut, err := models.Partition(cfg, stages, f.Balance)
-		if err != nil {
-			return nil, fmt.Errorf("--balance: %w", err)
-		}
-		return cut, nil
-	}
-	cut, err := models.ParseLayersPerStage(f.LayersPerStage, cfg.Layers)
-	if err != nil {
-		return nil, fmt.Errorf("--layers-per-stage: %w", err)
-	}
-	if len(cut) != stages {
-		return nil, fmt.Errorf("--layers-per-stage %s names %d stages, but the pipeline has %d", f.LayersPerStage, len(cut), stages)
-	}
-	return cut, nil
-}
-
-// profileCut cuts cfg into stages from the block times of the profile at
-// path, which must be of the same model.
-func profileCut(path string, cfg models.Config, stages int) ([]int, error) {
-	p, err := readProfile(path)
-	if err != nil {
-		return nil, fmt.Errorf("--balance profile:%w", err)
-	}
-	m := p.Model
-	if m.Kind != cfg.Kind || m.Layers != cfg.Layers || m.Width != cfg.Width || m.Heads != cfg.Heads || m.Seq != cfg.Seq || m.Vocab != cfg.Vocab {
-		return nil, fmt.Errorf("--balance profile:%s: the profile measured a %s of %d layers, width %d, %d heads, seq %d, vocab %d; this run's model is a %s of %d layers, width %d, %d heads, seq %d, vocab %d: profile this model first (train --profile)",
-			path, m.Kind, m.Layers, m.Width, m.Heads, m.Seq, m.Vocab, cfg.Kind, cfg.Layers, cfg.Width, cfg.Heads, cfg.Seq, cfg.Vocab)
-	}
-	cut, err := plan.ProfileCut(p, stages)
-	if err != nil {
-		return nil, fmt.Errorf("--balance profile:%s: %w", path, err)
-	}
-	return cut, nil
+	return f.CutFlags.Cut(cfg, stages, readProfile)
 }

@@ -5,11 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
-	"github.com/pplaunch/pplaunch/models"
 	"github.com/pplaunch/pplaunch/plan"
 )
 
@@ -68,30 +66,6 @@ func TestPlanProfileScheduleFile(t *testing.T) {
 	}
 	if code, _, errOut := runPlan(t, "--profile", path, "--world", "2"); code != 0 {
 		t.Errorf("a search from it: exit %d: %s", code, errOut)
-	}
-}
-
-// TestBalanceProfile: --balance profile:FILE cuts by the profile's block
-// times, and refuses a profile of another model.
-func TestBalanceProfile(t *testing.T) {
-	p, err := readProfile(profileFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := models.Config{Kind: "gpt", Vocab: 256, Layers: 4, Width: 32, Heads: 2, Seq: 16}
-	f := cutFlags{Balance: "profile:" + profileFile}
-	got, err := f.cut(cfg, 3)
-	want, _ := plan.ProfileCut(p, 3)
-	if err != nil || !slices.Equal(got, want) || len(got) != 3 {
-		t.Errorf("cut %v, %v; want %v", got, err, want)
-	}
-	cfg.Width = 64
-	if _, err := f.cut(cfg, 2); err == nil || !strings.Contains(err.Error(), "profile this model first") {
-		t.Errorf("another model's profile: %v", err)
-	}
-	f.Balance = "profile:" + filepath.Join(t.TempDir(), "none.json")
-	if _, err := f.cut(cfg, 2); err == nil || !strings.Contains(err.Error(), "--balance profile:") {
-		t.Errorf("a missing profile: %v", err)
 	}
 }
 

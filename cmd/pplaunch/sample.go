@@ -2,18 +2,14 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"time"
 
 	"github.com/pplaunch/pplaunch/collective"
 	"github.com/pplaunch/pplaunch/contract"
 	"github.com/pplaunch/pplaunch/launch"
-	"github.com/pplaunch/pplaunch/models"
-	"github.com/pplaunch/pplaunch/models/checkpoint"
 	"github.com/pplaunch/pplaunch/ranks"
 )
 
@@ -33,16 +29,9 @@ type sampleCmd struct {
 // configuration the seed and corpus of the run, which --data and --seed
 // override.
 func (c *sampleCmd) open() (*ranks.SampleSource, error) {
-	if _, err := os.Stat(c.From); errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("--from %s does not exist: give a checkpoint directory, or a train --checkpoint-dir", c.From)
-	}
-	dir, m, err := checkpoint.Resolve(c.From)
+	src, err := ranks.OpenSampleSource(c.From)
 	if err != nil {
-		return nil, fmt.Errorf("--from: %w", err)
-	}
-	src, err := ranks.SampleSourceOf(dir, m)
-	if err != nil {
-		return nil, fmt.Errorf("--from %s: %w", dir, err)
+		return nil, err
 	}
 	if c.Data != "" {
 		src.Data = c.Data
@@ -80,20 +69,15 @@ func (c *sampleCmd) job(stdout io.Writer) func(ctx context.Context, r *ranks.Ran
 			return fmt.Errorf("sample: %w", err)
 		}
 		if o.Prompt == nil {
-			corpus, err := ranks.LoadData(ranks.TrainConfig{Model: src.Model, Data: src.Data})
-			if err != nil {
-				return fmt.Errorf("sample: the default prompt: %w (or give --prompt)", err)
+			if o.Prompt, err = src.DefaultPrompt(); err != nil {
+				return fmt.Errorf("sample: %w", err)
 			}
-			o.Prompt = ranks.DefaultPrompt(corpus, src.Model.Seq)
 		}
 		stage, err := src.LoadStage(r.Rank, r.WorldSize)
 		if err != nil {
 			return fmt.Errorf("sample: %w", err)
 		}
-		sm := &ranks.Sampler{Rank: r.Rank, Placement: make([]int, r.WorldSize), Stages: map[int]*models.Stage{r.Rank: stage}, Timeout: c.Timeout}
-		for s := range sm.Placement {
-			sm.Placement[s] = s
-		}
+		sm := ranks.StageSampler(r.Rank, r.WorldSize, stage, c.Timeout)
 		if r.WorldSize > 1 {
 			comm, err := r.JoinTCP(ctx, collective.TCPOptions{Options: collective.Options{Timeout: c.Timeout}})
 			if err != nil {
@@ -107,7 +91,7 @@ func (c *sampleCmd) job(stdout io.Writer) func(ctx context.Context, r *ranks.Ran
 			return err
 		}
 		if r.Rank == 0 {
-			fmt.Fprintf(stdout, "sample from %s (step %d, seed %d): %s\n", src.Dir, src.Manifest.Step, src.Seed, formatSample(src.Model.Vocab, o.Prompt, toks))
+			fmt.Fprintf(stdout, "sample from %s (step %d, seed %d): %s\n", src.Dir, src.Manifest.Step, src.Seed, ranks.FormatSample(src.Model.Vocab, o.Prompt, toks))
 		}
 		return nil
 	}

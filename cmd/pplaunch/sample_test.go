@@ -63,24 +63,3 @@ func TestSampleBadFlags(t *testing.T) {
 		}
 	}
 }
-
-func TestPromptAndFormat(t *testing.T) {
-	p, err := parsePrompt("Hi\n", 256)
-	if err != nil || len(p) != 3 || p[0] != 'H' || p[2] != '\n' {
-		t.Fatalf("byte prompt %v %v", p, err)
-	}
-	if p, err := parsePrompt("464, 3290 13", 50304); err != nil || len(p) != 3 || p[1] != 3290 {
-		t.Fatalf("id prompt %v %v", p, err)
-	}
-	for _, bad := range []string{"464 x", "50304", "-1", " , "} {
-		if _, err := parsePrompt(bad, 50304); err == nil {
-			t.Errorf("prompt %q for a vocabulary of 50304: no error", bad)
-		}
-	}
-	if got := formatSample(256, []int32{'a', '"'}, []int32{'\n', 0xff}); got != `"a\"" → "\n\xff"` {
-		t.Errorf("byte sample %s", got)
-	}
-	if got := formatSample(1000, []int32{1, 2}, []int32{3}); got != "[1 2] → [3]" {
-		t.Errorf("id sample %s", got)
-	}
-}

@@ -2,12 +2,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -15,7 +12,6 @@ import (
 	"github.com/pplaunch/pplaunch/contract"
 	"github.com/pplaunch/pplaunch/launch"
 	"github.com/pplaunch/pplaunch/models"
-	"github.com/pplaunch/pplaunch/models/checkpoint"
 	"github.com/pplaunch/pplaunch/models/tensor"
 	"github.com/pplaunch/pplaunch/ranks"
 	"github.com/pplaunch/pplaunch/ranks/report"
@@ -174,29 +170,8 @@ func (c *trainCmd) checkWorld(size int) error {
 	if _, err := report.ParseTraceSteps(c.TraceSteps); err != nil {
 		return err
 	}
-	if _, err := ranks.LoadData(cfg); err != nil {
-		return err
-	}
-	if err := checkInitFrom(cfg.InitFrom); err != nil {
-		return err
-	}
-	if size == 0 {
-		return nil // rank 0, which writes the files below, may be on another node
-	}
-	if err := ranks.CheckCheckpointDir(cfg); err != nil {
-		return err
-	}
-	for _, o := range []struct{ flag, path string }{{"--metrics", c.Metrics}, {"--trace", c.Trace}, {"--trace-svg", c.TraceSVG}, {"--profile", c.Profile}} {
-		if o.path == "" {
-			continue
-		}
-		if fi, err := os.Stat(filepath.Dir(o.path)); err != nil {
-			return fmt.Errorf("%s %s: %w", o.flag, o.path, err)
-		} else if !fi.IsDir() {
-			return fmt.Errorf("%s %s: %s is not a directory", o.flag, o.path, filepath.Dir(o.path))
-		}
-	}
-	return nil
+	outputs := []runconfig.Output{{Flag: "--metrics", Path: c.Metrics}, {Flag: "--trace", Path: c.Trace}, {Flag: "--trace-svg", Path: c.TraceSVG}, {Flag: "--profile", Path: c.Profile}}
+	return runconfig.CheckFiles(cfg, size, outputs)
 }
 
 // job is the rank job the launcher runs on every rank (see runAsRanks).
@@ -352,35 +327,4 @@ func isTerminal(w io.Writer) bool {
 	}
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
-}
-
-// checkInitFrom checks, before any rank starts, that --init-from names a
-// weights file that can be read, and not a pplaunch checkpoint, whose shards
-// hold one stage each (and optimizer state): --resume continues from those.
-func checkInitFrom(path string) error {
-	if path == "" {
-		return nil
-	}
-	fi, err := os.Stat(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("--init-from %s does not exist", path)
-	} else if err != nil {
-		return fmt.Errorf("--init-from: %w", err)
-	}
-	dir := path
-	if !fi.IsDir() {
-		dir = filepath.Dir(path)
-	}
-	if _, err := checkpoint.ReadManifest(dir); err == nil {
-		return fmt.Errorf("--init-from %s is a pplaunch checkpoint (%s holds its manifest), whose shards hold one stage each: to continue that run, give --resume --checkpoint-dir %s; --init-from takes a whole model's weights in one safetensors file (nanoGPT's state_dict, or Hugging Face's GPT-2 model.safetensors)",
-			path, dir, filepath.Dir(dir))
-	}
-	if fi.IsDir() {
-		return fmt.Errorf("--init-from %s is a directory: give a safetensors file of the whole model's weights", path)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return fmt.Errorf("--init-from: %w", err)
-	}
-	return f.Close()
 }

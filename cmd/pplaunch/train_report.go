@@ -21,7 +21,6 @@ func (c *trainCmd) reportConfig(cfg ranks.TrainConfig, compute string, world int
 		TTY:     os.Getenv(terminalEnv) == "1" || isTerminal(stdout),
 		Metrics: c.Metrics, Trace: c.Trace, TraceSVG: c.TraceSVG, TraceSteps: c.TraceSteps,
 		MetricsAddr: c.MetricsAddr, Profile: c.Profile,
-		FormatSample: formatSample,
 	}
 }
 

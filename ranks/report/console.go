@@ -42,7 +42,7 @@ func (r *Run) Relayout(rec *ranks.RelayoutRecord, step int) {
 
 // Sample prints a sample on one line.
 func (r *Run) Sample(s ranks.Sample) {
-	fmt.Fprintf(r.cfg.Out, "sample after step %d: %s\n", s.Step, r.cfg.FormatSample(r.cfg.Train.Model.Vocab, s.Prompt, s.Tokens))
+	fmt.Fprintf(r.cfg.Out, "sample after step %d: %s\n", s.Step, ranks.FormatSample(r.cfg.Train.Model.Vocab, s.Prompt, s.Tokens))
 }
 
 // stepLine is a step's line on the console, of a run of steps steps.

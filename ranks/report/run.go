@@ -27,8 +27,6 @@ type Config struct {
 	MetricsAddr string // --metrics-addr: the Prometheus endpoint and the live view
 	Profile     string // --profile: the measured costs, written by Finish
 
-	// FormatSample spells a sample's prompt and continuation on one line.
-	FormatSample func(vocab int, prompt, gen []int32) string
 	// Getenv reads the agent's environment (contract's names); nil: os.Getenv.
 	Getenv func(string) string
 }
