@@ -190,8 +190,8 @@ func (s *Stage) Layers() (first, count int) { return s.firstLayer, s.numLayers }
 // Config is the model's configuration.
 func (s *Stage) Config() Config { return s.cfg }
 
-// Backend is the compute backend the stage runs on.
-func (s *Stage) Backend() tensor.Backend { return s.be }
+// Compute is the compute backend the stage runs on (--device).
+func (s *Stage) Compute() tensor.Backend { return s.be }
 
 // Params lists the stage's parameters in model order.
 func (s *Stage) Params() []*Param { return s.params }

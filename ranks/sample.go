@@ -168,7 +168,7 @@ func (s *Sampler) predict(ctx context.Context, id uint32, i int, tokens []int32,
 		}
 		a, probs, err := stage.Infer(in)
 		if act != nil {
-			stage.Backend().Free(act)
+			stage.Compute().Free(act)
 		}
 		if err != nil {
 			return 0, fmt.Errorf("sample: token %d: %w", i, err)
@@ -179,7 +179,7 @@ func (s *Sampler) predict(ctx context.Context, id uint32, i int, tokens []int32,
 				if err := s.sendAct(ctx, id, next, st+1, i, stage, act); err != nil {
 					return 0, err
 				}
-				stage.Backend().Free(act)
+				stage.Compute().Free(act)
 				act = nil
 			}
 			continue
@@ -227,7 +227,7 @@ func actTag(id uint32, st, i int) collective.Tag {
 
 func (s *Sampler) sendAct(ctx context.Context, id uint32, peer, st, i int, stage *models.Stage, act *tensor.Tensor) error {
 	host := make([]float32, act.Len())
-	stage.Backend().Download(host, act)
+	stage.Compute().Download(host, act)
 	wctx, cancel := waitCtx(ctx, s.Timeout)
 	defer cancel()
 	if err := s.Comm.Send(wctx, peer, actTag(id, st, i), collective.F32(host, act.Shape...)); err != nil {
@@ -244,8 +244,8 @@ func (s *Sampler) recvAct(ctx context.Context, id uint32, peer, st, i int, stage
 	if err := s.Comm.Recv(wctx, peer, actTag(id, st, i), collective.F32(host, shape...)); err != nil {
 		return nil, fmt.Errorf("sample: token %d: activation of stage %d from rank %d: %w", i, st, peer, err)
 	}
-	t := stage.Backend().AllocAs(stage.ActDType(), shape...) // bfloat16 values round exactly
-	stage.Backend().Upload(t, host)
+	t := stage.Compute().AllocAs(stage.ActDType(), shape...) // bfloat16 values round exactly
+	stage.Compute().Upload(t, host)
 	return t, nil
 }
 
