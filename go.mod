@@ -7,6 +7,7 @@ require (
 	charm.land/lipgloss/v2 v2.1.0
 	github.com/alexflint/go-arg v1.6.1
 	github.com/chromedp/chromedp v0.14.2
+	github.com/google/renameio/v2 v2.0.2
 	github.com/prometheus/client_model v0.6.3
 	github.com/prometheus/common v0.73.1
 	github.com/prometheus/procfs v0.23.0

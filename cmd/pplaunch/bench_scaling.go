@@ -10,6 +10,7 @@ import (
 	"github.com/alexflint/go-arg"
 
 	"github.com/pplaunch/pplaunch/bench"
+	"github.com/pplaunch/pplaunch/ranks/report"
 )
 
 // benchScalingCmd is `pplaunch bench scaling [FLAGS] -- TRAIN FLAGS`: the
@@ -111,11 +112,11 @@ func (c *benchScalingCmd) write(rep bench.ScalingReport, stdout io.Writer) error
 		err = rep.WriteText(stdout)
 	}
 	if c.CSV != "" {
-		err = errors.Join(err, writeFileAtomic(c.CSV, rep.WriteCSV))
+		err = errors.Join(err, report.WriteFileAtomic(c.CSV, rep.WriteCSV))
 	}
 	if c.SVG != "" {
 		title := "pplaunch bench scaling on " + rep.Title
-		err = errors.Join(err, writeFileAtomic(c.SVG, func(w io.Writer) error { return bench.WriteScalingSVG(w, rep.Rows, title, rep.Mode) }))
+		err = errors.Join(err, report.WriteFileAtomic(c.SVG, func(w io.Writer) error { return bench.WriteScalingSVG(w, rep.Rows, title, rep.Mode) }))
 	}
 	return err
 }

@@ -23,6 +23,3 @@ func (c *trainCmd) reportConfig(cfg ranks.TrainConfig, compute string, world int
 		MetricsAddr: c.MetricsAddr, Profile: c.Profile,
 	}
 }
-
-// writeFileAtomic writes a file through a temporary one and a rename.
-var writeFileAtomic = report.WriteFileAtomic

@@ -3,8 +3,8 @@ package report
 import (
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
+
+	"github.com/google/renameio/v2"
 
 	"github.com/pplaunch/pplaunch/plan"
 )
@@ -15,20 +15,18 @@ func writeProfile(path string, p *plan.Profile) error {
 	return WriteFileAtomic(path, p.Write)
 }
 
-// WriteFileAtomic writes path through a temporary file in the same
-// directory and a rename.
+// WriteFileAtomic writes path through a temporary file and a rename
+// (renameio: the file is synced before the rename, so a crash leaves the old
+// file or the new one), readable by all as a file os.Create makes (0644 less
+// the umask).
 func WriteFileAtomic(path string, write func(io.Writer) error) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".pplaunch-*")
+	f, err := renameio.NewPendingFile(path, renameio.WithPermissions(0o644))
 	if err != nil {
 		return err
 	}
-	defer os.Remove(tmp.Name())
-	if err := write(tmp); err != nil {
-		tmp.Close()
+	defer f.Cleanup()
+	if err := write(f); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return f.CloseAtomicallyReplace()
 }
