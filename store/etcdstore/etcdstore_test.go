@@ -29,11 +29,7 @@ func open(t *testing.T, srv *etcdtest.Server, run string, node int, edit ...func
 	return s
 }
 
-func ctx(t *testing.T) context.Context {
-	c, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	t.Cleanup(cancel)
-	return c
-}
+func ctx(t *testing.T) context.Context { return etcdtest.Context(t) }
 
 // TestStoreSemantics: the store.Store contract the agents rely on, on a real
 // etcd: blocking reads woken by a write, an atomic Add under contention,

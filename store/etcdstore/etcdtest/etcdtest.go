@@ -286,3 +286,11 @@ func (l *lockedBuffer) String() string {
 	defer l.mu.Unlock()
 	return l.b.String()
 }
+
+// Context is a test's context with a 20 s hang guard, cancelled when the
+// test ends.
+func Context(t testing.TB) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	return c
+}

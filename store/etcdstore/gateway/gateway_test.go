@@ -8,17 +8,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/pplaunch/pplaunch/store/etcdstore/etcdtest"
 	"github.com/pplaunch/pplaunch/store/etcdstore/gateway"
 )
 
-func ctx(t *testing.T) context.Context {
-	c, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	t.Cleanup(cancel)
-	return c
-}
+func ctx(t *testing.T) context.Context { return etcdtest.Context(t) }
 
 // TestWatchCompacted: a watch from a revision etcd compacted away ends with
 // an error that says so, and what to do.
