@@ -32,6 +32,10 @@ const (
 	// under --direct, where there is no agent).
 	EnvHostStore = "PPLAUNCH_HOST_STORE"
 
+	// EnvBackend is the agent's choice of communicator backend ("tcp" or
+	// "nccl"), so that every rank of a node uses the same one.
+	EnvBackend = "PPLAUNCH_BACKEND"
+
 	// RoleRank is the value of EnvRole inside a rank.
 	RoleRank = "rank"
 

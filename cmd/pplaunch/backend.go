@@ -10,19 +10,15 @@ import (
 	"github.com/pplaunch/pplaunch/launch"
 )
 
-// backendEnv carries the agent's choice of communicator backend to its
-// ranks, so that every rank of a node uses the same one.
-const backendEnv = "PPLAUNCH_BACKEND"
-
 // resolveBackend is the backend a process of the job uses. A rank takes its
 // agent's choice; the agent (or a rank without one) decides
 // (collective.ChooseBackend), and the agent prints what it chose and passes
 // it on through the environment. An error is to be reported before anything
 // starts (exit 2).
 func resolveBackend(flag, device string, stage bool, f launch.Flags, getenv func(string) string, setenv func(k, v string) error, stderr io.Writer) (string, error) {
-	if v := getenv(backendEnv); v != "" && getenv(contract.EnvRole) == contract.RoleRank {
+	if v := getenv(contract.EnvBackend); v != "" && getenv(contract.EnvRole) == contract.RoleRank {
 		if v != collective.BackendTCP && v != collective.BackendNCCL {
-			return "", fmt.Errorf("%s=%q: want tcp or nccl", backendEnv, v)
+			return "", fmt.Errorf("%s=%q: want tcp or nccl", contract.EnvBackend, v)
 		}
 		return v, nil
 	}
@@ -40,5 +36,5 @@ func resolveBackend(flag, device string, stage bool, f launch.Flags, getenv func
 	if setenv == nil {
 		return choice, errors.New("no way to pass the backend to the ranks")
 	}
-	return choice, setenv(backendEnv, choice)
+	return choice, setenv(contract.EnvBackend, choice)
 }

@@ -49,8 +49,8 @@ func TestResolveBackend(t *testing.T) {
 		env                map[string]string
 		want, printed, err string
 	}{
-		{"rank takes the agent's", "auto", "cuda", map[string]string{backendEnv: "nccl", contract.EnvRole: contract.RoleRank}, "nccl", "", ""},
-		{"rank refuses a stranger", "tcp", "cpu", map[string]string{backendEnv: "gloo", contract.EnvRole: contract.RoleRank}, "", "", `PPLAUNCH_BACKEND="gloo": want tcp or nccl`},
+		{"rank takes the agent's", "auto", "cuda", map[string]string{contract.EnvBackend: "nccl", contract.EnvRole: contract.RoleRank}, "nccl", "", ""},
+		{"rank refuses a stranger", "tcp", "cpu", map[string]string{contract.EnvBackend: "gloo", contract.EnvRole: contract.RoleRank}, "", "", `PPLAUNCH_BACKEND="gloo": want tcp or nccl`},
 		{"agent: tcp", "tcp", "cuda", nil, "tcp", "", ""},
 		{"agent: auto on the cpu", "auto", "cpu", nil, "tcp", "pplaunch: backend tcp (auto: NCCL moves GPU tensors and this run computes on the cpu)\n", ""},
 		{"agent: nccl on the cpu", "nccl", "cpu", nil, "", "", "--backend nccl: NCCL moves GPU tensors and this run computes on the cpu (use --device cuda, or --backend tcp)"},
@@ -67,8 +67,8 @@ func TestResolveBackend(t *testing.T) {
 			}
 		case err != nil || got != tc.want || stderr.String() != tc.printed:
 			t.Errorf("%s: %q, %v, printed %q; want %q, printed %q", tc.name, got, err, stderr.String(), tc.want, tc.printed)
-		case tc.env[backendEnv] == "" && set[backendEnv] != tc.want:
-			t.Errorf("%s: passed %q to the ranks, want %q", tc.name, set[backendEnv], tc.want)
+		case tc.env[contract.EnvBackend] == "" && set[contract.EnvBackend] != tc.want:
+			t.Errorf("%s: passed %q to the ranks, want %q", tc.name, set[contract.EnvBackend], tc.want)
 		}
 	}
 	if _, err := resolveBackend("tcp", "cpu", true, launch.Flags{}, func(string) string { return "" }, nil, io.Discard); err == nil {
