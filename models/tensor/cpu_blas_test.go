@@ -62,3 +62,13 @@ func TestOpenBLASHintText(t *testing.T) {
 		}
 	}
 }
+
+func TestNewCPUChoice(t *testing.T) {
+	if _, err := NewCPU("mkl"); err == nil {
+		t.Fatal("NewCPU(mkl) accepted an unknown BLAS")
+	}
+	g, err := NewCPU("gonum")
+	if err != nil || g.Name() != "cpu/gonum" {
+		t.Fatalf("NewCPU(gonum) = %v, %v", g, err)
+	}
+}

@@ -9,7 +9,7 @@ import (
 )
 
 // The CUDA backend's bfloat16 operations over the emulator: the op tests of
-// cuda_emu_test.go run each op at both dtypes (acts); this file has their
+// cuda_*_emu_test.go run each op at both dtypes (acts); this file has their
 // helpers and the tests of bfloat16 alone. The reference is the CPU
 // backend's float32 operations with each bfloat16 input rounded (RoundBF16)
 // before and each bfloat16 output rounded after:
