@@ -10,7 +10,7 @@ import (
 	"github.com/pplaunch/pplaunch/collective"
 	"github.com/pplaunch/pplaunch/models"
 	"github.com/pplaunch/pplaunch/models/tensor"
-	"github.com/pplaunch/pplaunch/ranks"
+	"github.com/pplaunch/pplaunch/ranks/stageloop"
 	"github.com/pplaunch/pplaunch/schedules"
 	"github.com/pplaunch/pplaunch/store"
 )
@@ -37,7 +37,7 @@ type OverheadReport struct {
 	Ratio      float64
 }
 
-// fixedStage is a ranks.Stage whose actions wait a fixed time (a sleep, so
+// fixedStage is a stageloop.Stage whose actions wait a fixed time (a sleep, so
 // that P ranks fit on fewer cores) and record how long they really took.
 type fixedStage struct {
 	first, last bool
@@ -66,7 +66,7 @@ func (f *fixedStage) ResetPeak()                 {}
 func (f *fixedStage) BackwardWeight(int) error   { f.wait(schedules.W, f.cost.W); return nil }
 
 // tensorIf is a message tensor of the stage's shape, or nil where there is
-// no peer to send to. It is a new one each time, as a ranks.Stage's outputs
+// no peer to send to. It is a new one each time, as a stageloop.Stage's outputs
 // belong to the executor (which reuses sent ones as receive buffers).
 func (f *fixedStage) tensorIf(peer bool) *tensor.Tensor {
 	if peer {
@@ -173,15 +173,15 @@ func closeComms(comms []collective.Comm) {
 // fixedExecutors gives each rank an executor over fixedStages that record
 // into took.
 func fixedExecutors(sched *schedules.Schedule, comms []collective.Comm, cost schedules.StageCost, actElems int,
-	mu *sync.Mutex, took map[schedules.Kind][]time.Duration) []*ranks.Executor {
-	execs := make([]*ranks.Executor, len(comms))
+	mu *sync.Mutex, took map[schedules.Kind][]time.Duration) []*stageloop.Executor {
+	execs := make([]*stageloop.Executor, len(comms))
 	S := sched.Stages()
 	for r := range comms {
-		stages := map[int]ranks.Stage{}
+		stages := map[int]stageloop.Stage{}
 		for _, s := range sched.StagesOf(r) {
 			stages[s] = &fixedStage{first: s == 0, last: s == S-1, cost: cost, act: tensor.New(1, 1, max(actElems, 1)), mu: mu, took: took}
 		}
-		execs[r] = &ranks.Executor{Sched: sched, PRank: r, Stages: stages, Comm: comms[r], Peer: func(p int) int { return p },
+		execs[r] = &stageloop.Executor{Sched: sched, PRank: r, Stages: stages, Comm: comms[r], Peer: func(p int) int { return p },
 			MicroSize: 1, Timeout: time.Minute}
 	}
 	return execs
@@ -189,13 +189,13 @@ func fixedExecutors(sched *schedules.Schedule, comms []collective.Comm, cost sch
 
 // runSteps runs steps steps on all executors at once and returns the time of
 // each but the first (a warm-up).
-func runSteps(ctx context.Context, execs []*ranks.Executor, steps int) ([]time.Duration, error) {
+func runSteps(ctx context.Context, execs []*stageloop.Executor, steps int) ([]time.Duration, error) {
 	none := func(int) ([]int32, []int32, error) { return nil, nil, nil }
 	errs := make([]error, len(execs))
 	var wg sync.WaitGroup
 	var times []time.Duration
 	for step := range steps {
-		res := make([]*ranks.StepResult, len(execs))
+		res := make([]*stageloop.StepResult, len(execs))
 		for r := range execs {
 			wg.Go(func() { res[r], errs[r] = execs[r].Step(ctx, step, none) })
 		}
@@ -214,7 +214,7 @@ func runSteps(ctx context.Context, execs []*ranks.Executor, steps int) ([]time.D
 
 // computeSpan is one step's time over all ranks: from the first compute
 // action's start to the last one's end.
-func computeSpan(res []*ranks.StepResult) time.Duration {
+func computeSpan(res []*stageloop.StepResult) time.Duration {
 	var first, last time.Time
 	for _, sr := range res {
 		for _, sp := range sr.Spans {

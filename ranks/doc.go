@@ -1,6 +1,7 @@
 // Package ranks is the worker side of a job: a rank's identity from the environment
 // (agent, srun or mpirun), its connection to the store and communicator, and the
-// stage loop that executes a schedule with the real model stages.
+// trainer that drives the stage loop (package ranks/stageloop) with the real
+// model stages.
 //
 // Run (run.go) is a rank's life in a job: identity, the store, the job, the
 // last barrier, and its exit code (0, 1, 2, or 128+signal), with progress
@@ -9,14 +10,9 @@
 // TrainConfig.ForWorld and Relayout (elastic_world.go) lay an elastic job's
 // first global batch out on the world it re-formed as.
 //
-// Executor (executor.go, steprun.go) runs one pipeline rank's action list
-// (from package schedules) step after step, one method per action kind:
-// receives posted into pooled buffers of the receiving stage's shape, sends
-// that do not block compute and give their tensors back to the pool, gradients
-// accumulated in global micro-batch order, and a timestamp for every action.
-// Buffers come from the stages' backend (bufpool.go); xfer.go moves tensors
-// through the communicator: host tensors as they are, device tensors through
-// pinned host buffers copied on the backend's copy stream.
+// The stage loop, which executes one pipeline rank's action list, is
+// package ranks/stageloop; the trainer drives its Executor each step and
+// moves its other tensors through the Executor's Mover.
 // Train (train.go) is the training job on a pp × dp mesh: the data-parallel
 // gradient exchange as a chunked reduce-scatter and all-gather started as soon
 // as a stage's last backward is done (dpreduce.go), tied embeddings between the
@@ -26,7 +22,9 @@
 // throughput, measured and predicted bubble, peak activations, the merged
 // timeline; report.go), of which rank 0 keeps only running totals
 // (summary.go), printed at the end by Result.WriteSummary (summary_text.go);
-// pplaunch sample reads a checkpoint through SampleSource (sample_checkpoint.go).
+// pplaunch sample reads a checkpoint through SampleSource (sample_checkpoint.go);
+// sample_options.go holds the sampling options and sample_source.go where
+// a sample's model and parameters come from.
 // The trainer is composed of parts that own their state: rankJob (place.go),
 // rankStages (stages.go), stepLoop (steploop.go), checkpointer (ckpt.go),
 // evaluator (eval.go), reporter (report.go) and rebalancer (rebalance_run.go).
@@ -44,7 +42,7 @@
 // the blocks between ranks at a step boundary (rebalance_move.go);
 // slowhook.go holds the test-only hook that slows a rank's blocks.
 //
-// ranks imports schedules, plan, collective, models, store and contract; it must never
+// ranks imports ranks/stageloop, schedules, plan, collective, models, store and contract; it must never
 // import launch, bench or cmd (nothing upward), and the decisions it can make
 // without effects (Plan, the schedule, the summary) stay pure.
 package ranks

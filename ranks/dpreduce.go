@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/pplaunch/pplaunch/ranks/stageloop"
+
 	"github.com/pplaunch/pplaunch/collective"
 	"github.com/pplaunch/pplaunch/models"
 	"github.com/pplaunch/pplaunch/models/tensor"
@@ -25,19 +27,19 @@ import (
 // lists instead of the all-gather, the optimizer updates part me, and
 // gatherValues all-gathers the parameters (zero.go).
 type dpExchange struct {
-	xf    xfer
+	xf    stageloop.Mover
 	be    tensor.Backend
 	peers []int // the rank in comm of this stage's pipeline rank in each replica
 	me    int   // this replica
 	grad  *tensor.Tensor
 	recv  *tensor.Tensor // the others' pieces of part me, in replica order skipping me
 	tag   collective.Tag
-	tr    *stagedMove
+	tr    *stageloop.Move
 	value *tensor.Tensor // ZeRO stage 1: the stage's flat parameters; nil: off
 	moves []gradMove     // ZeRO stage 1: the pieces of summed gradient moved after the reduce-scatter
 }
 
-func newDPExchange(xf xfer, be tensor.Backend, peers []int, me int, grad *tensor.Tensor) *dpExchange {
+func newDPExchange(xf stageloop.Mover, be tensor.Backend, peers []int, me int, grad *tensor.Tensor) *dpExchange {
 	lo, hi := collective.ChunkBounds(grad.Len(), len(peers), me)
 	return &dpExchange{xf: xf, be: be, peers: peers, me: me, grad: grad, recv: be.Alloc((len(peers) - 1) * (hi - lo))}
 }
@@ -64,13 +66,13 @@ func (e *dpExchange) slot(d int) *tensor.Tensor {
 func (e *dpExchange) start(ctx context.Context, tag collective.Tag) {
 	e.tag = tag
 	e.tag.MicroBatch = 0
-	var reqs []req
+	var reqs []stageloop.Req
 	for d, peer := range e.peers {
 		if d != e.me {
-			reqs = append(reqs, sendReq(peer, e.tag, e.part(d)), recvReq(peer, e.tag, e.slot(d)))
+			reqs = append(reqs, stageloop.SendReq(peer, e.tag, e.part(d)), stageloop.RecvReq(peer, e.tag, e.slot(d)))
 		}
 	}
-	e.tr = e.xf.start(ctx, reqs...)
+	e.tr = e.xf.Start(ctx, reqs...)
 }
 
 // finish completes the exchange: every replica then holds the same sum.
@@ -85,20 +87,20 @@ func (e *dpExchange) finish(ctx context.Context, timeout time.Duration) error {
 		return e.move(ctx, timeout)
 	}
 	e.tag.MicroBatch = 1
-	var reqs []req
+	var reqs []stageloop.Req
 	for d, peer := range e.peers {
 		if d != e.me {
-			reqs = append(reqs, sendReq(peer, e.tag, e.part(e.me)), recvReq(peer, e.tag, e.part(d)))
+			reqs = append(reqs, stageloop.SendReq(peer, e.tag, e.part(e.me)), stageloop.RecvReq(peer, e.tag, e.part(d)))
 		}
 	}
-	e.tr = e.xf.start(ctx, reqs...)
+	e.tr = e.xf.Start(ctx, reqs...)
 	return e.wait(ctx, timeout, "all-gather")
 }
 
 func (e *dpExchange) wait(ctx context.Context, timeout time.Duration, phase string) error {
-	wctx, cancel := waitCtx(ctx, timeout)
+	wctx, cancel := stageloop.WaitContext(ctx, timeout)
 	defer cancel()
-	if err := e.tr.wait(wctx); err != nil {
+	if err := e.tr.Wait(wctx); err != nil {
 		return fmt.Errorf("%s: %w", phase, err)
 	}
 	return nil
@@ -143,7 +145,7 @@ func (sl *stepLoop) startReduce(s int, rs *rankStages) error {
 			peers[d] = sl.world(sl.pRank, d)
 		}
 		st := rs.stages[s]
-		e = newDPExchange(rs.exec.xf, sl.job.Compute, peers, sl.dRank, st.GradTensor())
+		e = newDPExchange(rs.exec.Mover(), sl.job.Compute, peers, sl.dRank, st.GradTensor())
 		if sl.zeroOn() {
 			e.value, e.moves = st.ValueTensor(), zeroMoves(sl.zeroParams(st), st.GradTensor().Len(), sl.cfg.DP)
 		}

@@ -10,6 +10,8 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/pplaunch/pplaunch/ranks/stageloop"
+
 	"github.com/pplaunch/pplaunch/collective"
 	"github.com/pplaunch/pplaunch/models"
 	"github.com/pplaunch/pplaunch/models/tensor"
@@ -76,7 +78,7 @@ func TestDPExchangeBitsAndMemory(t *testing.T) {
 					grads[d] = make([]float32, n)
 					counts[d] = &countingComm{Comm: comms[d], grad: grads[d]}
 					g, _ := tensor.From(grads[d], n)
-					exs[d] = newDPExchange(newXfer(counts[d], nil, be), be, peers, d, g)
+					exs[d] = newDPExchange(stageloop.NewMover(counts[d], nil, be), be, peers, d, g)
 				}
 				for step := range 2 {
 					want := make([][]float32, dp)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/pplaunch/pplaunch/ranks/stageloop"
+
 	"github.com/pplaunch/pplaunch/collective"
 	"github.com/pplaunch/pplaunch/models"
 	"github.com/pplaunch/pplaunch/models/tensor"
@@ -42,7 +44,7 @@ func (ev *evaluator) evaluate(ctx context.Context, step int, rs *rankStages) (*f
 				in.Tokens = tok
 			} else if prev := ev.sched.Placement[s-1]; prev != ev.pRank {
 				act = be.AllocAs(st.ActDType(), st.ActShape(c.MicroSize)...)
-				if err := ev.move(ctx, rs.exec.xf, step, false, prev, s, b, act); err != nil {
+				if err := ev.move(ctx, rs.exec.Mover(), step, false, prev, s, b, act); err != nil {
 					return nil, err
 				}
 			}
@@ -67,7 +69,7 @@ func (ev *evaluator) evaluate(ctx context.Context, step int, rs *rankStages) (*f
 			}
 			act = out.Act
 			if next := ev.sched.Placement[s+1]; next != ev.pRank {
-				err := ev.move(ctx, rs.exec.xf, step, true, next, s+1, b, act)
+				err := ev.move(ctx, rs.exec.Mover(), step, true, next, s+1, b, act)
 				be.Free(act)
 				act = nil
 				if err != nil {
@@ -105,16 +107,16 @@ func (ev *evaluator) toRank0(ctx context.Context, step int, mean float64) (*floa
 }
 
 // move sends or receives, through xf, a validation activation for stage s.
-func (ev *evaluator) move(ctx context.Context, xf xfer, step int, send bool, peerP, s, b int, act *tensor.Tensor) error {
+func (ev *evaluator) move(ctx context.Context, xf stageloop.Mover, step int, send bool, peerP, s, b int, act *tensor.Tensor) error {
 	peer := ev.world(peerP, 0)
 	tag := collective.Tag{Kind: collective.Control, Chunk: uint16(s), Step: uint32(step), MicroBatch: uint32(b)}
 	wctx, cancel := ev.waitCtx(ctx)
 	defer cancel()
-	r := recvReq(peer, tag, act)
+	r := stageloop.RecvReq(peer, tag, act)
 	if send {
-		r = sendReq(peer, tag, act)
+		r = stageloop.SendReq(peer, tag, act)
 	}
-	if err := xf.start(wctx, r).wait(wctx); err != nil {
+	if err := xf.Start(wctx, r).Wait(wctx); err != nil {
 		return fmt.Errorf("step %d: validation batch %d of stage %d with rank %d: %w", step, b, s, peer, err)
 	}
 	return nil

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/pplaunch/pplaunch/ranks/stageloop"
+
 	"github.com/pplaunch/pplaunch/contract"
 	"github.com/pplaunch/pplaunch/store"
 )
@@ -134,7 +136,7 @@ func Connect(ctx context.Context, id Identity, timeout time.Duration) (*Rank, er
 			return nil, fmt.Errorf("%v hosts the store: %w", id, err)
 		}
 	}
-	dctx, cancel := waitCtx(ctx, timeout)
+	dctx, cancel := stageloop.WaitContext(ctx, timeout)
 	defer cancel()
 	c, err := store.Dial(dctx, id.StoreAddr, id.Token, fmt.Sprintf("ranks/%d/", id.RestartCount))
 	if err != nil {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/pplaunch/pplaunch/ranks/stageloop"
+
 	"github.com/pplaunch/pplaunch/models/data"
 	"github.com/pplaunch/pplaunch/schedules"
 )
@@ -38,9 +40,9 @@ func (j *rankJob) now() time.Time {
 	return time.Now()
 }
 
-// waitCtx bounds one of the trainer's waits by --timeout (see waitCtx).
+// waitCtx bounds one of the trainer's waits by --timeout (see stageloop.WaitContext).
 func (j *rankJob) waitCtx(ctx context.Context) (context.Context, context.CancelFunc) {
-	return waitCtx(ctx, j.cfg.Timeout)
+	return stageloop.WaitContext(ctx, j.cfg.Timeout)
 }
 
 // logf prints a line on rank 0's output.

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/pplaunch/pplaunch/ranks/stageloop"
+
 	"github.com/pplaunch/pplaunch/collective"
 	"github.com/pplaunch/pplaunch/models"
 	"github.com/pplaunch/pplaunch/plan"
@@ -63,7 +65,7 @@ func (p *profiler) hook(unit int, pass models.Pass, d time.Duration, saved int64
 func (p *profiler) counting() bool { return p.steps >= p.warmup }
 
 // endStep closes a step of this rank: per-micro-batch means of the step.
-func (p *profiler) endStep(sr *StepResult) {
+func (p *profiler) endStep(sr *stageloop.StepResult) {
 	if p.counting() {
 		for u, c := range p.cur {
 			t := p.times[u]

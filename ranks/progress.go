@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pplaunch/pplaunch/ranks/stageloop"
+
 	"golang.org/x/sys/unix"
 
 	"github.com/pplaunch/pplaunch/collective"
@@ -114,7 +116,7 @@ func (p *Progress) write(rec, payload []byte) {
 // peer is the rank on the other end, -1 when none is known.
 func Classify(err error) (class string, peer int) {
 	peer = -1
-	var ae *ActionError
+	var ae *stageloop.ActionError
 	var pe *collective.PeerError
 	var oe *collective.OpError
 	var refused *store.RefusedError

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pplaunch/pplaunch/ranks/stageloop"
+
 	"github.com/pplaunch/pplaunch/collective"
 	"github.com/pplaunch/pplaunch/contract"
 	"github.com/pplaunch/pplaunch/schedules"
@@ -76,8 +78,8 @@ func TestClassify(t *testing.T) {
 		class string
 		peer  int
 	}{
-		{&ActionError{Peer: 2, Err: fmt.Errorf("timeout after 3s (%w)", context.DeadlineExceeded)}, contract.FailTimeout, 2},
-		{&ActionError{Peer: 1, Err: errors.New("rank 1 is gone: connection closed (process exited or aborted)")}, contract.FailPeerGone, 1},
+		{&stageloop.ActionError{Peer: 2, Err: fmt.Errorf("timeout after 3s (%w)", context.DeadlineExceeded)}, contract.FailTimeout, 2},
+		{&stageloop.ActionError{Peer: 1, Err: errors.New("rank 1 is gone: connection closed (process exited or aborted)")}, contract.FailPeerGone, 1},
 		{fmt.Errorf("all-reduce: %w", collective.ErrAborted), contract.FailPeerGone, -1},
 		// The step's all-reduce waited on rank 1 (stopped, or hung): rank 1
 		// is the one to blame, as for a stage loop's receive.
@@ -92,8 +94,8 @@ func TestClassify(t *testing.T) {
 		{&collective.OpError{Peer: 2, Op: "recv collective call=1 phase=1 step=0 segment=0 from rank 2", Err: errors.New("corrupt frame from rank 2: bad magic")},
 			contract.FailError, 2},
 		// A peer that failed on its own closes its links on the way out.
-		{&ActionError{Peer: 2, Err: errors.New("recv gradient chunk=1 step=1 mb=0 from rank 2: rank 2 closed its communicator")}, contract.FailPeerGone, 2},
-		{&ActionError{Peer: -1, Err: errors.New("NaN loss")}, contract.FailError, -1},
+		{&stageloop.ActionError{Peer: 2, Err: errors.New("recv gradient chunk=1 step=1 mb=0 from rank 2: rank 2 closed its communicator")}, contract.FailPeerGone, 2},
+		{&stageloop.ActionError{Peer: -1, Err: errors.New("NaN loss")}, contract.FailError, -1},
 		{errors.New("--metrics: no space left on device"), contract.FailError, -1},
 		{fmt.Errorf("communicator: %w", errors.Join(&collective.PeerError{Peer: 1, Err: fmt.Errorf("waiting for ranks [1 2] to connect: %w", context.DeadlineExceeded)},
 			errors.New("refused 127.0.0.1:5: no hello"))), contract.FailTimeout, 1},

@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/pplaunch/pplaunch/ranks/stageloop"
+
 	"github.com/pplaunch/pplaunch/collective"
 	"github.com/pplaunch/pplaunch/schedules"
 )
@@ -265,7 +267,7 @@ func (rp *reporter) publish(ctx context.Context, step int, o stepOutcome, events
 }
 
 // endStep closes the profiler's step (nothing without --profile).
-func (rp *reporter) endStep(sr *StepResult) {
+func (rp *reporter) endStep(sr *stageloop.StepResult) {
 	if rp.prof != nil {
 		rp.prof.endStep(sr)
 	}

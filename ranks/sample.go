@@ -9,6 +9,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/pplaunch/pplaunch/ranks/stageloop"
+
 	"github.com/pplaunch/pplaunch/collective"
 	"github.com/pplaunch/pplaunch/models"
 	"github.com/pplaunch/pplaunch/models/tensor"
@@ -207,7 +209,7 @@ func (s *Sampler) mine() int {
 
 func (s *Sampler) xfer(ctx context.Context, send bool, peer int, id, mb uint32, v []float64) error {
 	tag := collective.Tag{Kind: collective.Control, Chunk: chunkSample, Step: id, MicroBatch: mb}
-	wctx, cancel := waitCtx(ctx, s.Timeout)
+	wctx, cancel := stageloop.WaitContext(ctx, s.Timeout)
 	defer cancel()
 	var err error
 	if send {
@@ -228,7 +230,7 @@ func actTag(id uint32, st, i int) collective.Tag {
 func (s *Sampler) sendAct(ctx context.Context, id uint32, peer, st, i int, stage *models.Stage, act *tensor.Tensor) error {
 	host := make([]float32, act.Len())
 	stage.Compute().Download(host, act)
-	wctx, cancel := waitCtx(ctx, s.Timeout)
+	wctx, cancel := stageloop.WaitContext(ctx, s.Timeout)
 	defer cancel()
 	if err := s.Comm.Send(wctx, peer, actTag(id, st, i), collective.F32(host, act.Shape...)); err != nil {
 		return fmt.Errorf("sample: token %d: activation of stage %d to rank %d: %w", i, st, peer, err)
@@ -239,7 +241,7 @@ func (s *Sampler) sendAct(ctx context.Context, id uint32, peer, st, i int, stage
 func (s *Sampler) recvAct(ctx context.Context, id uint32, peer, st, i int, stage *models.Stage) (*tensor.Tensor, error) {
 	shape := stage.ActShape(1)
 	host := make([]float32, shape[0]*shape[1]*shape[2])
-	wctx, cancel := waitCtx(ctx, s.Timeout)
+	wctx, cancel := stageloop.WaitContext(ctx, s.Timeout)
 	defer cancel()
 	if err := s.Comm.Recv(wctx, peer, actTag(id, st, i), collective.F32(host, shape...)); err != nil {
 		return nil, fmt.Errorf("sample: token %d: activation of stage %d from rank %d: %w", i, st, peer, err)

@@ -4,8 +4,9 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/pplaunch/pplaunch/ranks/stageloop"
+
 	"github.com/pplaunch/pplaunch/collective"
-	"github.com/pplaunch/pplaunch/schedules"
 )
 
 // A communicator of device memory (NCCL) carries no header: a receive of
@@ -15,32 +16,6 @@ import (
 // sends and receives, by peer, and collective.CheckShapes compares the
 // statements over the host communicator; a difference refuses the run on
 // every rank, naming both ranks and both shapes.
-
-// MessageKinds is every kind of message x's list sends or receives in a step
-// (peers as ranks of Comm): each receive in the shape of its buffer, each
-// send in the shape of what its stage makes.
-func (x *Executor) MessageKinds() []collective.Transfer {
-	me := x.Comm.Rank()
-	var ts []collective.Transfer
-	for _, a := range x.Sched.Ranks[x.PRank] {
-		kind, chunk, ok := messageKind(a)
-		st := x.Stages[a.Stage]
-		if !ok || st == nil {
-			continue
-		}
-		peer := x.Peer(x.Sched.Peer(a))
-		if peer == me {
-			continue
-		}
-		// RECV_F and SEND_B move the stage's input (or its gradient),
-		// RECV_B and SEND_F its output.
-		in := a.Kind == schedules.RecvF || a.Kind == schedules.SendB
-		send := a.Kind == schedules.SendF || a.Kind == schedules.SendB
-		ts = append(ts, collective.Transfer{Send: send, Peer: peer, Kind: kind, Chunk: chunk,
-			DType: wireDType(x.Act), Shape: ioShape(st, x.MicroSize, in)})
-	}
-	return ts
-}
 
 // transfers is the executor's MessageKinds and the rank's other device
 // messages: the tied embedding exchange, the data-parallel reduce-scatter
@@ -54,7 +29,7 @@ func (rs *rankStages) transfers() []collective.Transfer {
 		add(collective.Float32, send, peer, kind, chunk, shape...)
 	}
 	act := func(send bool, peer int, kind collective.Kind, chunk int, shape ...int) {
-		add(wireDType(rs.exec.Act), send, peer, kind, chunk, shape...)
+		add(stageloop.WireDType(rs.exec.Act), send, peer, kind, chunk, shape...)
 	}
 	if rs.cfg.Model.Tied {
 		first, last, emb, head := rs.tiedParams()
@@ -86,7 +61,7 @@ func (rs *rankStages) transfers() []collective.Transfer {
 				act(false, rs.world(rs.sched.Placement[s-1], 0), collective.Control, s, st.ActShape(rs.cfg.MicroSize)...)
 			}
 			if s < rs.sched.Stages()-1 && rs.sched.Placement[s+1] != rs.pRank {
-				act(true, rs.world(rs.sched.Placement[s+1], 0), collective.Control, s+1, ioShape(st, rs.cfg.MicroSize, false)...)
+				act(true, rs.world(rs.sched.Placement[s+1], 0), collective.Control, s+1, stageloop.IOShape(st, rs.cfg.MicroSize, false)...)
 			}
 		}
 	}

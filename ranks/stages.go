@@ -3,6 +3,8 @@ package ranks
 import (
 	"fmt"
 
+	"github.com/pplaunch/pplaunch/ranks/stageloop"
+
 	"github.com/pplaunch/pplaunch/models"
 )
 
@@ -16,8 +18,8 @@ type rankStages struct {
 	stages map[int]*models.Stage
 	opts   map[int]models.Optimizer
 	names  []string // every non-tied parameter of the model, in model order
-	exec   *Executor
-	execSt map[int]Stage
+	exec   *stageloop.Executor
+	execSt map[int]stageloop.Stage
 	timing models.Timing // the stages' hook (rankJob.timing); nil: none
 }
 
@@ -43,11 +45,11 @@ func newRankStages(run *rankJob, timing models.Timing) (*rankStages, error) {
 			rs.names = append(rs.names, p.Name)
 		}
 	}
-	rs.execSt = map[int]Stage{}
+	rs.execSt = map[int]stageloop.Stage{}
 	for s, st := range rs.stages {
 		rs.execSt[s] = st
 	}
-	rs.exec = &Executor{
+	rs.exec = &stageloop.Executor{
 		Sched: run.sched, PRank: run.pRank, Stages: rs.execSt, Comm: run.job.Comm, DeviceComm: run.job.DeviceComm,
 		Peer:      func(p int) int { return run.world(p, run.dRank) },
 		First:     run.dRank * c.Micro,

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/pplaunch/pplaunch/ranks/stageloop"
+
 	"github.com/pplaunch/pplaunch/models"
 )
 
@@ -23,7 +25,7 @@ type stepLoop struct {
 
 // stepOutcome is what one step's compute and update give the loop.
 type stepOutcome struct {
-	sr             *StepResult
+	sr             *stageloop.StepResult
 	norm, loss, lr float64
 	stop           bool // a rank was asked to stop (preemption)
 	// reduceS is the time of the reductions after the pipeline (replicas'

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/pplaunch/pplaunch/ranks/stageloop"
+
 	"github.com/pplaunch/pplaunch/collective"
 	"github.com/pplaunch/pplaunch/models"
 )
@@ -35,8 +37,8 @@ func (rs *rankStages) syncTied(ctx context.Context, step int) error {
 	tag := collective.Tag{Kind: collective.Control, Chunk: chunkTied, Step: uint32(step)}
 	wctx, cancel := rs.waitCtx(ctx)
 	defer cancel()
-	tr := rs.exec.xf.start(wctx, sendReq(peer, tag, mine.Grad), recvReq(peer, tag, recv))
-	if err := tr.wait(wctx); err != nil {
+	tr := rs.exec.Mover().Start(wctx, stageloop.SendReq(peer, tag, mine.Grad), stageloop.RecvReq(peer, tag, recv))
+	if err := tr.Wait(wctx); err != nil {
 		return fmt.Errorf("step %d: tied embedding exchange with rank %d: %w", step, peer, err)
 	}
 	if head != nil {

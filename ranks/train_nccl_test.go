@@ -10,6 +10,8 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/pplaunch/pplaunch/ranks/stageloop"
+
 	"github.com/pplaunch/pplaunch/cbits"
 	"github.com/pplaunch/pplaunch/cbits/cudaemu"
 	"github.com/pplaunch/pplaunch/collective"
@@ -200,7 +202,7 @@ func TestTrainNCCLTimeoutNamesPeer(t *testing.T) {
 		}
 	})
 	_, errs := trainInProcessOn(t, cfg, open, hook)
-	var ae *ActionError
+	var ae *stageloop.ActionError
 	if !errors.As(errs[0], &ae) {
 		t.Fatalf("rank 0: %v, want an action error", errs[0])
 	}

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pplaunch/pplaunch/ranks/stageloop"
+
 	"github.com/pplaunch/pplaunch/collective"
 	"github.com/pplaunch/pplaunch/models"
 	"github.com/pplaunch/pplaunch/models/checkpoint"
@@ -189,7 +191,7 @@ func TestTrainTimeoutNamesActionAndPeer(t *testing.T) {
 			}
 		}
 	})
-	var ae *ActionError
+	var ae *stageloop.ActionError
 	if !errors.As(errs[0], &ae) {
 		t.Fatalf("rank 0: %v, want an action error", errs[0])
 	}

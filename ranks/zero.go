@@ -6,6 +6,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/pplaunch/pplaunch/ranks/stageloop"
+
 	"github.com/pplaunch/pplaunch/collective"
 	"github.com/pplaunch/pplaunch/models"
 	"github.com/pplaunch/pplaunch/models/tensor"
@@ -83,22 +85,22 @@ func zeroMoves(params []zeroParam, n, dp int) []gradMove {
 // the reduce-scatter): tags 2, 3, ... in the list's order, so that each
 // pairs with its own on a communicator matching by order (NCCL) as well.
 func (e *dpExchange) move(ctx context.Context, timeout time.Duration) error {
-	var reqs []req
+	var reqs []stageloop.Req
 	for i, m := range e.moves {
 		tag := e.tag
 		tag.MicroBatch = uint32(2 + i)
 		piece := e.grad.View(m.lo, m.hi-m.lo)
 		switch e.me {
 		case m.from:
-			reqs = append(reqs, sendReq(e.peers[m.to], tag, piece))
+			reqs = append(reqs, stageloop.SendReq(e.peers[m.to], tag, piece))
 		case m.to:
-			reqs = append(reqs, recvReq(e.peers[m.from], tag, piece))
+			reqs = append(reqs, stageloop.RecvReq(e.peers[m.from], tag, piece))
 		}
 	}
 	if len(reqs) == 0 {
 		return nil
 	}
-	e.tr = e.xf.start(ctx, reqs...)
+	e.tr = e.xf.Start(ctx, reqs...)
 	return e.wait(ctx, timeout, "gather of whole gradients")
 }
 
@@ -110,13 +112,13 @@ func (e *dpExchange) gatherValues(ctx context.Context, timeout time.Duration, st
 		lo, hi := collective.ChunkBounds(e.value.Len(), len(e.peers), d)
 		return e.value.View(lo, hi-lo)
 	}
-	var reqs []req
+	var reqs []stageloop.Req
 	for d, peer := range e.peers {
 		if d != e.me {
-			reqs = append(reqs, sendReq(peer, tag, part(e.me)), recvReq(peer, tag, part(d)))
+			reqs = append(reqs, stageloop.SendReq(peer, tag, part(e.me)), stageloop.RecvReq(peer, tag, part(d)))
 		}
 	}
-	e.tr = e.xf.start(ctx, reqs...)
+	e.tr = e.xf.Start(ctx, reqs...)
 	err := e.wait(ctx, timeout, "all-gather of parameters")
 	e.tr = nil
 	return err

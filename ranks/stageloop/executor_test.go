@@ -1,4 +1,4 @@
-package ranks
+package stageloop
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package ranks
+package stageloop
 
 import (
 	"context"
@@ -15,7 +15,7 @@ type key struct{ stage, mb int }
 
 // pending is a posted receive or send.
 type pending struct {
-	tr    *stagedMove
+	tr    *Move
 	t     *tensor.Tensor
 	span  int // index of the action's span
 	peer  int
@@ -139,29 +139,13 @@ func (r *stepRun) tag(a schedules.Action) collective.Tag {
 	return t
 }
 
-// messageKind is the kind and chunk of transfer action a's tag; ok is
-// false for a compute.
-func messageKind(a schedules.Action) (kind collective.Kind, chunk uint16, ok bool) {
-	switch a.Kind {
-	case schedules.RecvF:
-		return collective.Activation, uint16(a.Stage), true
-	case schedules.SendF:
-		return collective.Activation, uint16(a.Stage + 1), true
-	case schedules.RecvB:
-		return collective.Gradient, uint16(a.Stage), true
-	case schedules.SendB:
-		return collective.Gradient, uint16(a.Stage - 1), true
-	}
-	return 0, 0, false
-}
-
 // recv posts a receive into a pooled buffer of the stage's own shape (its
 // input for RECV_F, the gradient of its output for RECV_B); the compute that
 // needs it waits for it.
 func (r *stepRun) recv(i int, a schedules.Action, st Stage) error {
 	peer := r.x.Peer(r.x.Sched.Peer(a))
-	buf := r.x.pool.get(ioShape(st, r.x.MicroSize, a.Kind == schedules.RecvF))
-	tr := r.x.xf.start(r.ctx, recvReq(peer, r.tag(a), buf))
+	buf := r.x.pool.get(IOShape(st, r.x.MicroSize, a.Kind == schedules.RecvF))
+	tr := r.x.xf.Start(r.ctx, RecvReq(peer, r.tag(a), buf))
 	p := &pending{tr: tr, t: buf, span: i, peer: peer, act: a}
 	k := key{a.Stage, a.Micro}
 	if a.Kind == schedules.RecvF {
@@ -185,7 +169,7 @@ func (r *stepRun) send(i int, a schedules.Action) error {
 		return r.fail(a, peer, fmt.Errorf("nothing to send: the schedule sends before it computes"))
 	}
 	delete(from, k)
-	tr := r.x.xf.start(r.ctx, sendReq(peer, r.tag(a), t))
+	tr := r.x.xf.Start(r.ctx, SendReq(peer, r.tag(a), t))
 	r.sends = append(r.sends, &pending{tr: tr, t: t, span: i, peer: peer, act: a})
 	return nil
 }
@@ -221,9 +205,9 @@ func (r *stepRun) sendDone(p *pending) {
 
 // wait waits for a posted transfer, with the executor's timeout.
 func (r *stepRun) wait(p *pending) error {
-	ctx, cancel := waitCtx(r.ctx, r.x.Timeout)
+	ctx, cancel := WaitContext(r.ctx, r.x.Timeout)
 	defer cancel()
-	err := p.tr.wait(ctx)
+	err := p.tr.Wait(ctx)
 	if !p.ended {
 		r.res.Spans[p.span].End = r.since()
 		p.ended = true

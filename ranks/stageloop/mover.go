@@ -1,4 +1,4 @@
-package ranks
+package stageloop
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"github.com/pplaunch/pplaunch/models/tensor"
 )
 
-// xfer moves tensors of the rank's backend through the communicator, each
+// Mover moves tensors of the rank's backend through the communicator, each
 // in its dtype (bfloat16 activations as two bytes an element). Host
 // tensors (the CPU backend) go as they are: the communicator reads and
 // writes their values, with no copy. Device tensors (a backend whose
@@ -20,42 +20,42 @@ import (
 // copy on the device (Wait). A communicator that moves device memory itself
 // (NCCL) gets the device tensors as they are: it orders its transfers
 // against the backend's compute stream, and a request list is one group.
-type xfer struct {
+type Mover struct {
 	comm collective.Comm
 	stg  tensor.PinnedStaging // nil: host tensors, or a communicator of device memory
 	dev  tensor.Device        // set when comm moves device memory
 }
 
-// newXfer moves be's tensors through device when it is set (Job.DeviceComm),
+// NewMover moves be's tensors through device when it is set (Job.DeviceComm),
 // else through host; be nil is host tensors.
-func newXfer(host, device collective.Comm, be tensor.Memory) xfer {
+func NewMover(host, device collective.Comm, be tensor.Memory) Mover {
 	comm := host
 	if device != nil {
 		comm = device
 	}
 	if be == nil {
-		return xfer{comm: comm}
+		return Mover{comm: comm}
 	}
 	if comm.MovesDevice() {
-		return xfer{comm: comm, dev: be.Device()}
+		return Mover{comm: comm, dev: be.Device()}
 	}
-	return xfer{comm: comm, stg: be.HostStaging()}
+	return Mover{comm: comm, stg: be.HostStaging()}
 }
 
-// req is one send of t, or receive into t.
-type req struct {
+// Req is one send of t, or receive into t.
+type Req struct {
 	recv bool
 	peer int
 	tag  collective.Tag
 	t    *tensor.Tensor
 }
 
-func sendReq(peer int, tag collective.Tag, t *tensor.Tensor) req {
-	return req{peer: peer, tag: tag, t: t}
+func SendReq(peer int, tag collective.Tag, t *tensor.Tensor) Req {
+	return Req{peer: peer, tag: tag, t: t}
 }
 
-func recvReq(peer int, tag collective.Tag, t *tensor.Tensor) req {
-	return req{recv: true, peer: peer, tag: tag, t: t}
+func RecvReq(peer int, tag collective.Tag, t *tensor.Tensor) Req {
+	return Req{recv: true, peer: peer, tag: tag, t: t}
 }
 
 // hostBuffer is a host tensor's values as a message of its dtype: a
@@ -76,24 +76,24 @@ func stagedBuffer(s *tensor.Staging, t *tensor.Tensor) collective.Buffer {
 	return collective.F32(s.Host[:t.Len()], t.Shape...)
 }
 
-// wireDType is the message dtype of tensors of dtype dt.
-func wireDType(dt tensor.DType) collective.DType {
+// WireDType is the message dtype of tensors of dtype dt.
+func WireDType(dt tensor.DType) collective.DType {
 	if dt == tensor.BFloat16 {
 		return collective.BFloat16
 	}
 	return collective.Float32
 }
 
-func (r req) opOf(b collective.Buffer) collective.Op {
+func (r Req) opOf(b collective.Buffer) collective.Op {
 	if r.recv {
 		return collective.RecvOp(r.peer, r.tag, b)
 	}
 	return collective.SendOp(r.peer, r.tag, b)
 }
 
-// stagedMove is one staged move of device tensors: a set of requests in
+// Move is one staged move of device tensors: a set of requests in
 // flight. Its methods are for the one goroutine that queues the compute.
-type stagedMove struct {
+type Move struct {
 	stg     tensor.PinnedStaging
 	h       *collective.Handle // the receives; for host tensors, everything
 	sent    chan struct{}      // staged sends: closed when they are done or failed
@@ -108,14 +108,14 @@ type landing struct {
 	s *tensor.Staging
 }
 
-// start posts reqs. ctx bounds the staged sends' goroutine (the
+// Start posts reqs. ctx bounds the staged sends' goroutine (the
 // communicator's own timeout bounds each wait in it as well).
-func (x xfer) start(ctx context.Context, reqs ...req) *stagedMove {
-	tr := &stagedMove{stg: x.stg}
+func (x Mover) Start(ctx context.Context, reqs ...Req) *Move {
+	tr := &Move{stg: x.stg}
 	if x.comm.MovesDevice() {
 		ops := make([]collective.Op, len(reqs))
 		for i, r := range reqs {
-			ops[i] = r.opOf(collective.OnDevice(wireDType(r.t.DType()), x.dev.DevicePtr(r.t), r.t.Len(), r.t.Shape...))
+			ops[i] = r.opOf(collective.OnDevice(WireDType(r.t.DType()), x.dev.DevicePtr(r.t), r.t.Len(), r.t.Shape...))
 		}
 		tr.h = x.comm.Batch(ops...)
 		return tr
@@ -163,7 +163,7 @@ func (x xfer) start(ctx context.Context, reqs ...req) *stagedMove {
 // send puts staged sends on the wire once their copies are done. On a
 // failure the pinned buffers are not reused: the transport may still read
 // them until the communicator is aborted.
-func (tr *stagedMove) send(ctx context.Context, comm collective.Comm, outs []*tensor.Staging, ops []collective.Op) {
+func (tr *Move) send(ctx context.Context, comm collective.Comm, outs []*tensor.Staging, ops []collective.Op) {
 	defer close(tr.sent)
 	for _, s := range outs {
 		if err := s.Wait(ctx); err != nil {
@@ -181,7 +181,7 @@ func (tr *stagedMove) send(ctx context.Context, comm collective.Comm, outs []*te
 }
 
 // ready reports, without waiting, whether everything has finished.
-func (tr *stagedMove) ready() bool {
+func (tr *Move) ready() bool {
 	if tr.h != nil {
 		select {
 		case <-tr.h.Done():
@@ -200,22 +200,22 @@ func (tr *stagedMove) ready() bool {
 }
 
 // land starts copying staged receives that have arrived to the device.
-func (tr *stagedMove) land() {
+func (tr *Move) land() {
 	if !tr.landed && len(tr.recvs) > 0 && tr.ready() && tr.h.Err() == nil {
 		tr.stageIn()
 	}
 }
 
-func (tr *stagedMove) stageIn() {
+func (tr *Move) stageIn() {
 	for _, l := range tr.recvs {
 		tr.stg.StageIn(l.t, l.s)
 	}
 	tr.landed = true
 }
 
-// wait waits for every request; the compute queued afterwards sees the
+// Wait waits for every request; the compute queued afterwards sees the
 // received values. It is called once.
-func (tr *stagedMove) wait(ctx context.Context) error {
+func (tr *Move) Wait(ctx context.Context) error {
 	if tr.h != nil {
 		if err := tr.h.Wait(ctx); err != nil {
 			return err

@@ -1,4 +1,4 @@
-package ranks
+package stageloop
 
 import (
 	"context"
@@ -44,8 +44,8 @@ type IOShaper interface {
 	OutShape(batch int) []int
 }
 
-// ioShape is the shape of stage st's input (in) or output.
-func ioShape(st Stage, batch int, in bool) []int {
+// IOShape is the shape of stage st's input (in) or output.
+func IOShape(st Stage, batch int, in bool) []int {
 	if s, ok := st.(IOShaper); ok {
 		if in {
 			return s.InShape(batch)
@@ -71,7 +71,7 @@ type Batches func(globalMicro int) (tokens, targets []int32, err error)
 // validated schedule therefore cannot deadlock here. On a backend whose
 // tensors live in device memory (Memory.HostStaging) a send goes on the
 // wire once its copy to pinned host memory is done, from a goroutine of its
-// own (xfer.go): the TCP communicator pairs transfers by tag, not by order.
+// own (mover.go): the TCP communicator pairs transfers by tag, not by order.
 // A DeviceComm (NCCL) gets device tensors as they are, in list order.
 type Executor struct {
 	Sched  *schedules.Schedule
@@ -100,14 +100,14 @@ type Executor struct {
 	// Compute is the stages' backend (Job.Compute): receive buffers come
 	// from it, and when its tensors live in device memory (its HostStaging
 	// is not nil) transfers over Comm go through pinned host buffers
-	// (xfer.go). nil: host tensors.
+	// (mover.go). nil: host tensors.
 	Compute tensor.Memory
 	// Act is the dtype of the activations and gradients the stages pass
 	// (models.StageOptions.Activations): what the receive buffers hold and
 	// what travels, bfloat16 as two bytes an element.
 	Act tensor.DType
 
-	xf       xfer
+	xf       Mover
 	pool     *bufPool
 	lastBack map[int]int // stage -> index in the list of its last B or W
 	order    []int       // the keys of Stages, increasing
@@ -142,10 +142,10 @@ func (e *ActionError) Error() string {
 
 func (e *ActionError) Unwrap() error { return e.Err }
 
-// waitCtx is the one place a wait's deadline comes from: every wait of the
+// WaitContext is the one place a wait's deadline comes from: every wait of the
 // stage loop and of the trainer gets timeout from the moment it starts, on
 // the run clock, so time the rank spent stopped (Ctrl-Z) does not count.
-func waitCtx(parent context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
+func WaitContext(parent context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
 	if timeout > 0 {
 		return collective.RunTimeout(parent, timeout)
 	}
@@ -165,12 +165,12 @@ func (x *Executor) init() {
 			x.lastBack[a.Stage] = i
 		case schedules.RecvF, schedules.RecvB:
 			if st := x.Stages[a.Stage]; st != nil {
-				recvs[shapeKey(ioShape(st, x.MicroSize, a.Kind == schedules.RecvF))]++
+				recvs[shapeKey(IOShape(st, x.MicroSize, a.Kind == schedules.RecvF))]++
 			}
 		}
 	}
 	x.pool = newBufPool(recvs, x.Compute, x.Act)
-	x.xf = newXfer(x.Comm, x.DeviceComm, x.Compute)
+	x.xf = NewMover(x.Comm, x.DeviceComm, x.Compute)
 }
 
 // Step runs the rank's action list once for training step step. After an
@@ -195,4 +195,12 @@ func (x *Executor) Step(parent context.Context, step int, batches Batches) (*Ste
 		return nil, err
 	}
 	return r.res, nil
+}
+
+// Mover is how x moves tensors (the communicator and backend it was given),
+// for the rank's other transfers: the tied embedding's exchange, the
+// data-parallel reduction, validation's activations.
+func (x *Executor) Mover() Mover {
+	x.init()
+	return x.xf
 }
