@@ -17,8 +17,8 @@ import (
 // at once, each has its own deadline (handshakeLimit), at most
 // store.MaxHello bytes are read from each, and the caps per source address
 // and in all drop the oldest. Each refusal is logged (TCPOptions.Logf). Once
-// every higher rank is in, the handshakes still running (a connection that
-// never speaks) are cut off, not waited for.
+// every higher rank is in (or the wait gives up), the handshakes still running
+// (a connection that never speaks) are cut off, not waited for.
 
 // maxRefusals bounds the refused connections remembered for the error a rank
 // gives when its world does not form; the rest are counted.
@@ -161,13 +161,18 @@ func (t *tcpTransport) acceptLoop(ctx context.Context, done <-chan struct{}, res
 	}
 }
 
-// refuse logs and remembers a refused connection, unless the world is
-// complete (done): the handshakes still running then are cut off, not
-// refused.
+// refuse logs and remembers a refused connection. A handshake that failed
+// on its socket closed by acceptPeers (done: the world is complete, or the
+// wait gave up) was cut off, not refused. A refusal that ends after done is
+// still remembered: the impostor may have had its answer, and its caller
+// given up, before this goroutine got here, and the rank's error must name
+// it (TestTCPWrongTokenRefused).
 func (t *tcpTransport) refuse(c net.Conn, err error, done <-chan struct{}, refused *refusals) {
 	select {
 	case <-done:
-		return
+		if errors.Is(err, net.ErrClosed) {
+			return
+		}
 	default:
 	}
 	refused.add(fmt.Errorf("refused %s: %w", c.RemoteAddr(), err))

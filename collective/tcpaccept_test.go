@@ -230,3 +230,41 @@ func TestTCPUnauthenticatedConnectionsHoldLittle(t *testing.T) {
 	cs := append(rank0(), rest()...)
 	exchange(t, ctx, cs, 1, 0)
 }
+
+// A refusal that ends after the wait is over (done) is still remembered and
+// logged: the impostor can have had its answer, and rank 0's caller given up,
+// before the handshake's goroutine records it. Only a handshake cut off by
+// the listener's own close is dropped.
+func TestRefuseAfterDone(t *testing.T) {
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	open, closed := make(chan struct{}), make(chan struct{})
+	close(closed)
+	cutOff := &net.OpError{Op: "read", Net: "tcp", Err: net.ErrClosed}
+	for _, tc := range []struct {
+		name string
+		done chan struct{}
+		err  error
+		kept bool
+	}{
+		{"refused while waiting", open, errors.New("wrong job token"), true},
+		{"refused after the wait ended", closed, errors.New("wrong job token"), true},
+		{"cut off after the wait ended", closed, fmt.Errorf("hello cut short: %w", cutOff), false},
+		{"a closed socket while still waiting", open, fmt.Errorf("hello cut short: %w", cutOff), true},
+	} {
+		var logged []string
+		tr := &tcpTransport{opts: TCPOptions{Logf: func(f string, args ...any) { logged = append(logged, fmt.Sprintf(f, args...)) }}}
+		tr.ln = dummyListener{}
+		var r refusals
+		tr.refuse(a, tc.err, tc.done, &r)
+		if got := len(r.all()) == 1 && len(logged) == 1; got != tc.kept {
+			t.Errorf("%s: remembered %v, logged %q; want kept=%v", tc.name, r.all(), logged, tc.kept)
+		}
+	}
+}
+
+// dummyListener is a listener that only has an address, for the log line.
+type dummyListener struct{ net.Listener }
+
+func (dummyListener) Addr() net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 1} }
